@@ -1,0 +1,111 @@
+package abi
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Status is what a callback export returns. The non-zero codes are the
+// absl/XLA FFI error codes, so a status maps onto an XLA FFI error without a
+// table. Any other value is an ABI violation.
+type Status int32
+
+// Statuses a guest may return.
+const (
+	StatusOK                 Status = 0
+	StatusUnknown            Status = 2
+	StatusInvalidArgument    Status = 3
+	StatusResourceExhausted  Status = 8
+	StatusFailedPrecondition Status = 9
+	StatusUnimplemented      Status = 12
+	StatusInternal           Status = 13
+)
+
+var statusNames = map[Status]string{
+	StatusOK:                 "OK",
+	StatusUnknown:            "UNKNOWN",
+	StatusInvalidArgument:    "INVALID_ARGUMENT",
+	StatusResourceExhausted:  "RESOURCE_EXHAUSTED",
+	StatusFailedPrecondition: "FAILED_PRECONDITION",
+	StatusUnimplemented:      "UNIMPLEMENTED",
+	StatusInternal:           "INTERNAL",
+}
+
+// Valid reports whether s is a status ABI v1 defines.
+func (s Status) Valid() bool { _, ok := statusNames[s]; return ok }
+
+func (s Status) String() string {
+	if n, ok := statusNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("status(%d)", int32(s))
+}
+
+// Log levels of the callbox.log import.
+const (
+	LogDebug = 0
+	LogInfo  = 1
+	LogWarn  = 2
+	LogError = 3
+)
+
+// Names of the guest's exports and imports, and of the signature section.
+const (
+	ImportModule      = "callbox"
+	ImportError       = "error"
+	ImportLog         = "log"
+	ExportMemory      = "memory"
+	ExportVersion     = "callbox_abi_version"
+	ExportAlloc       = "callbox_alloc"
+	ExportFree        = "callbox_free"
+	ExportSignatures  = "callbox_signatures"
+	ExportInitialize  = "_initialize"
+	SignatureSection  = "callbox.signatures"
+	MaxSignatureTable = 64 << 10 // bytes of signature text the host will read
+)
+
+// ParseSignatureTable parses the text of the callbox.signatures custom
+// section (or of the callbox_signatures export): one "export = signature"
+// per line; blank lines, NUL padding and '#' comments are ignored. The same
+// export may appear twice only with the same signature, so sections that a
+// linker concatenates stay valid.
+func ParseSignatureTable(text []byte) (map[string]*Signature, error) {
+	out := map[string]*Signature{}
+	for n, line := range bytes.Split(text, []byte{'\n'}) {
+		s := strings.Trim(string(line), " \t\r\x00")
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		name, sigText, ok := strings.Cut(s, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("signature table line %d: want \"export = signature\", got %q", n+1, s)
+		}
+		sig, err := ParseSignature(strings.TrimSpace(sigText))
+		if err != nil {
+			return nil, fmt.Errorf("signature table line %d (%s): %w", n+1, name, err)
+		}
+		if prev, dup := out[name]; dup && !prev.Equal(sig) {
+			return nil, fmt.Errorf("signature table line %d: %s declared twice, as %s and %s", n+1, name, prev, sig)
+		}
+		out[name] = sig
+	}
+	return out, nil
+}
+
+// FormatSignatureTable renders a table in the form ParseSignatureTable reads,
+// sorted by export name.
+func FormatSignatureTable(table map[string]*Signature) []byte {
+	names := make([]string, 0, len(table))
+	for n := range table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b bytes.Buffer
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s = %s\n", n, table[n])
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,110 @@
+// Package config reads callbox configuration: global defaults plus one entry
+// per callback (module, export, signature, engine, limits), from YAML, TOML
+// or JSON, with CALLBOX_ environment overrides. Validation is strict: an
+// unknown key, a bad unit, a negative or absurd value is an error naming the
+// file and the key.
+package config
+
+import "time"
+
+// Engines and isolation modes.
+const (
+	EngineWazero   = "wazero"
+	EngineWasmtime = "wasmtime"
+
+	IsolationPooled = "pooled"
+	IsolationFresh  = "fresh"
+
+	WASINone    = "none"
+	WASIMinimal = "minimal"
+)
+
+// Limits are the per-callback resource limits.
+type Limits struct {
+	// Timeout is the wall-clock limit of one call, instantiation included.
+	// Zero means no timeout; config files must set a positive one.
+	Timeout time.Duration
+	// MaxMemory is the guest's linear memory limit in bytes, rounded up to
+	// whole 64 KiB pages.
+	MaxMemory uint64
+	// Fuel is the instruction budget per call (engines that support it);
+	// zero means unlimited.
+	Fuel uint64
+	// MaxStack is the wasm stack limit in bytes (engines that support it);
+	// zero means the engine default.
+	MaxStack uint64
+	// MaxOutput caps the total bytes of a call's outputs.
+	MaxOutput uint64
+	// MaxError caps the guest error message, in bytes.
+	MaxError uint64
+	// MaxLog caps the guest log output per call, in bytes.
+	MaxLog uint64
+}
+
+// Callback is one callback entry, with defaults applied.
+type Callback struct {
+	Name         string // the config key; [a-z][a-z0-9_-]*
+	Module       string // path of the .wasm file, absolute once loaded from a file
+	SHA256       string // expected sha256 of the module, lower-case hex; "" to skip the check
+	Export       string // export name; defaults to Name
+	Signature    string // signature text; "" to take it from the module
+	Engine       string // EngineWazero or EngineWasmtime
+	Isolation    string // IsolationPooled or IsolationFresh
+	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
+	WASI         string // WASINone or WASIMinimal
+	Limits       Limits
+}
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	// File is the path the config was read from ("" when built in code).
+	File string
+	// CacheDir is where compiled modules are cached; "" disables the cache.
+	CacheDir string
+	// Defaults are the values every callback starts from.
+	Defaults Callback
+	// Callbacks, sorted by name.
+	Callbacks []Callback
+}
+
+// Callback returns the entry with the given name.
+func (c *Config) Callback(name string) (Callback, bool) {
+	for _, cb := range c.Callbacks {
+		if cb.Name == name {
+			return cb, true
+		}
+	}
+	return Callback{}, false
+}
+
+// DefaultCallback is the built-in default every callback starts from before
+// the file's defaults and its own keys are applied.
+func DefaultCallback() Callback {
+	return Callback{
+		Engine:       EngineWazero,
+		Isolation:    IsolationPooled,
+		MaxInstances: 4,
+		WASI:         WASINone,
+		Limits: Limits{
+			Timeout:   time.Second,
+			MaxMemory: 64 << 20,
+			MaxOutput: 1 << 30,
+			MaxError:  4 << 10,
+			MaxLog:    64 << 10,
+		},
+	}
+}
+
+// Bounds on limit values; a value outside them is rejected as absurd.
+const (
+	MaxTimeout      = time.Hour
+	MinMemory       = 64 << 10
+	MaxMemoryLimit  = 4 << 30
+	MaxFuel         = 1 << 50
+	MinStack        = 64 << 10
+	MaxStackLimit   = 1 << 30
+	MaxOutputLimit  = 4 << 30
+	MaxErrorLimit   = 1 << 20
+	MaxLogLimit     = 64 << 20
+	MaxInstancesCap = 1024
+)

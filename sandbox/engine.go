@@ -1,0 +1,122 @@
+// Package sandbox is callbox's engine layer: one interface over two
+// WebAssembly engines (wazero, pure Go, the default; wasmtime-go, cgo), the
+// per-callback limits each enforces, the host side of the guest's imports
+// (callbox.error, callbox.log and the minimal WASI profile), and the one
+// failure taxonomy (Kind) both engines' traps are mapped onto.
+//
+// The engines live in sandbox/wazero and sandbox/wasmtime. This package holds
+// everything that must behave identically on both.
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Limits are enforced by the engine on every call of a module's instances.
+type Limits struct {
+	Timeout   time.Duration // wall clock per call (and per instantiation); 0 = none
+	MaxMemory uint64        // linear memory bytes, a multiple of PageSize
+	Fuel      uint64        // instruction budget per call; 0 = unlimited
+	MaxStack  uint64        // wasm stack bytes; 0 = engine default
+	MaxError  uint64        // bytes of guest error message kept
+	MaxLog    uint64        // bytes of guest log output per call
+}
+
+// PageSize is the WebAssembly page size.
+const PageSize = 64 << 10
+
+// ModuleConfig describes how to compile and run one callback module.
+type ModuleConfig struct {
+	// Name identifies the module in diagnostics (the callback name).
+	Name   string
+	Limits Limits
+	// WASI grants the minimal WASI profile (captured stdout/stderr, clocks,
+	// random; no files, sockets, args or environment).
+	WASI bool
+	// Logger receives guest log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Features an engine may or may not support.
+type Feature int
+
+// Engine features that limits depend on.
+const (
+	FeatureFuel     Feature = iota // Limits.Fuel
+	FeatureMaxStack                // Limits.MaxStack
+)
+
+// Engine compiles modules. Implementations are safe for concurrent use.
+type Engine interface {
+	// Name is "wazero" or "wasmtime".
+	Name() string
+	// Version is the engine library's version, part of compiled-module
+	// cache keys.
+	Version() string
+	// Supports reports whether the engine enforces a limit feature.
+	Supports(Feature) bool
+	// Compile validates and compiles a module. The wasm bytes have already
+	// passed the host's import and export checks.
+	Compile(ctx context.Context, wasm []byte, cfg ModuleConfig) (Module, error)
+	// Close releases the engine and everything compiled by it.
+	Close(ctx context.Context) error
+}
+
+// Module is a compiled module. Safe for concurrent use.
+type Module interface {
+	// Instantiate creates an instance, running the start function under
+	// the module's timeout. It does not call _initialize.
+	Instantiate(ctx context.Context) (Instance, error)
+	Close(ctx context.Context) error
+}
+
+// Function is an export resolved once and called many times.
+type Function any
+
+// Instance is one instantiated module. It is not safe for concurrent use:
+// one call at a time (the host's pool guarantees it).
+type Instance interface {
+	// Export resolves an exported function; it fails when the export is
+	// missing or has a different type than params -> results.
+	Export(name string, params, results []ValType) (Function, error)
+	// Call runs fn under the module's limits. stack holds the parameters on
+	// entry and the results on return (as wazero's CallWithStack). On
+	// failure it returns a *Trap and the instance must not be used again.
+	Call(ctx context.Context, fn Function, stack []uint64) error
+	// Memory is a view of the whole linear memory. It is invalidated by any
+	// call into the guest (memory may grow and move).
+	Memory() []byte
+	// State is what the host imports recorded during the last Call.
+	State() *GuestState
+	// FuelConsumed is the fuel used by the last Call, and whether the engine
+	// measured it.
+	FuelConsumed() (uint64, bool)
+	Close(ctx context.Context) error
+}
+
+// ValType is a wasm value type of an export or import signature.
+type ValType byte
+
+// Value types used by the ABI.
+const (
+	I32 ValType = 0x7f
+	I64 ValType = 0x7e
+	F32 ValType = 0x7d
+	F64 ValType = 0x7c
+)
+
+func (v ValType) String() string {
+	switch v {
+	case I32:
+		return "i32"
+	case I64:
+		return "i64"
+	case F32:
+		return "f32"
+	case F64:
+		return "f64"
+	}
+	return "?"
+}

@@ -1,0 +1,229 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+)
+
+const trapsWAT = `
+(module
+  (import "callbox" "error" (func $err (param i32 i32)))
+  (import "callbox" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 1)
+  (type $void (func (result i32)))
+  (type $other (func (param i32) (result i32)))
+  (table 4 funcref)
+  (elem (i32.const 1) $ok)
+  (data (i32.const 16) "hello from the guest")
+  (func $ok (export "ok") (param i32) (result i32) (i32.add (local.get 0) (i32.const 1)))
+  (func (export "spin") (param i32) (result i32) (loop $l (br $l)) (i32.const 0))
+  (func $recurse (export "recurse") (param i32) (result i32)
+    (i32.add (call $recurse (i32.add (local.get 0) (i32.const 1))) (i32.const 1)))
+  (func (export "div0") (param i32) (result i32) (i32.div_s (i32.const 1) (local.get 0)))
+  (func (export "overflow") (param i32) (result i32) (i32.div_s (i32.const 0x80000000) (i32.const -1)))
+  (func (export "unreachable") (param i32) (result i32) unreachable)
+  (func (export "oob") (param i32) (result i32) (i32.load (i32.const 0xfffffff0)))
+  (func (export "conv") (param i32) (result i32) (i32.trunc_f32_s (f32.const nan)))
+  (func (export "table_oob") (param i32) (result i32) (call_indirect (type $void) (i32.const 9)))
+  (func (export "null_entry") (param i32) (result i32) (call_indirect (type $void) (i32.const 0)))
+  (func (export "sig_mismatch") (param i32) (result i32) (call_indirect (type $void) (i32.const 1)))
+  (func (export "grow_forever") (param i32) (result i32)
+    (loop $l (br_if $l (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
+    unreachable)
+  (func (export "bad_error_ptr") (param i32) (result i32)
+    (call $err (i32.const 0xfffffff0) (i32.const 100)) (i32.const 2))
+  (func (export "huge_log") (param i32) (result i32)
+    (call $log (i32.const 1) (i32.const 0) (i32.const 65536)) (i32.const 0))
+  (func (export "say") (param i32) (result i32)
+    (call $log (i32.const 1) (i32.const 16) (i32.const 20))
+    (call $err (i32.const 16) (i32.const 20)) (i32.const 3))
+)`
+
+type engineCase struct {
+	name string
+	new  func(t *testing.T) sandbox.Engine
+}
+
+func engines(t *testing.T) []engineCase {
+	out := []engineCase{{"wazero", func(t *testing.T) sandbox.Engine {
+		e, err := wazero.New(context.Background(), wazero.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = e.Close(context.Background()) })
+		return e
+	}}}
+	if wasmtime.Available {
+		out = append(out, engineCase{"wasmtime", func(t *testing.T) sandbox.Engine {
+			e, err := wasmtime.New(context.Background(), wasmtime.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = e.Close(context.Background()) })
+			return e
+		}})
+	}
+	return out
+}
+
+func limits() sandbox.Limits {
+	return sandbox.Limits{Timeout: 200 * time.Millisecond, MaxMemory: 4 << 20, MaxError: 64, MaxLog: 1024}
+}
+
+func instantiate(t *testing.T, e sandbox.Engine, src string, lim sandbox.Limits, logger *slog.Logger) sandbox.Instance {
+	t.Helper()
+	ctx := context.Background()
+	m, err := e.Compile(ctx, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	inst, err := m.Instantiate(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Close(ctx) })
+	return inst
+}
+
+var i32toi32 = [][]sandbox.ValType{{sandbox.I32}, {sandbox.I32}}
+
+func call(t *testing.T, inst sandbox.Instance, name string, arg uint64) (uint64, error) {
+	t.Helper()
+	fn, err := inst.Export(name, i32toi32[0], i32toi32[1])
+	require.NoError(t, err)
+	stack := []uint64{arg}
+	err = inst.Call(context.Background(), fn, stack)
+	return stack[0], err
+}
+
+func TestTrapTaxonomy(t *testing.T) {
+	cases := []struct {
+		export string
+		kind   sandbox.Kind
+	}{
+		{"spin", sandbox.Timeout},
+		{"recurse", sandbox.StackOverflow},
+		{"div0", sandbox.DivideByZero},
+		{"overflow", sandbox.IntegerOverflow},
+		{"unreachable", sandbox.Unreachable},
+		{"oob", sandbox.MemoryOutOfBounds},
+		{"conv", sandbox.InvalidConversion},
+		{"table_oob", sandbox.TableOutOfBounds},
+		{"null_entry", sandbox.TableOutOfBounds},
+		{"sig_mismatch", sandbox.IndirectCallMismatch},
+		{"grow_forever", sandbox.MemoryLimit},
+		{"bad_error_ptr", sandbox.ABIViolation},
+	}
+	for _, ec := range engines(t) {
+		e := ec.new(t)
+		for _, tc := range cases {
+			t.Run(ec.name+"/"+tc.export, func(t *testing.T) {
+				inst := instantiate(t, e, trapsWAT, limits(), nil)
+				start := time.Now()
+				_, err := call(t, inst, tc.export, 0)
+				require.Error(t, err)
+				var trap *sandbox.Trap
+				require.True(t, errors.As(err, &trap), "%T %v", err, err)
+				assert.Equal(t, tc.kind, trap.Kind, "message: %s", trap.Message)
+				assert.ErrorIs(t, err, tc.kind)
+				assert.Less(t, time.Since(start), 10*time.Second, "a trap must end the call promptly")
+			})
+		}
+	}
+}
+
+func TestTimeoutThenServe(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			lim := limits()
+			lim.Timeout = 50 * time.Millisecond
+			inst := instantiate(t, e, trapsWAT, lim, nil)
+			start := time.Now()
+			_, err := call(t, inst, "spin", 0)
+			elapsed := time.Since(start)
+			require.ErrorIs(t, err, sandbox.Timeout)
+			assert.Contains(t, err.Error(), "timeout after 50ms")
+			assert.Less(t, elapsed, 500*time.Millisecond)
+			assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond)
+
+			fresh := instantiate(t, e, trapsWAT, lim, nil)
+			v, err := call(t, fresh, "ok", 41)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(42), v)
+		})
+	}
+}
+
+func TestCancelStopsGuest(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			lim := limits()
+			lim.Timeout = 10 * time.Second
+			inst := instantiate(t, e, trapsWAT, lim, nil)
+			fn, err := inst.Export("spin", i32toi32[0], i32toi32[1])
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(30*time.Millisecond, cancel)
+			start := time.Now()
+			err = inst.Call(ctx, fn, []uint64{0})
+			require.ErrorIs(t, err, sandbox.Canceled)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Less(t, time.Since(start), time.Second)
+		})
+	}
+}
+
+func TestImportsCapAndLog(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			lim := limits()
+			lim.MaxError = 10
+			inst := instantiate(t, e, trapsWAT, lim, logger)
+			v, err := call(t, inst, "say", 0)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(3), v)
+			assert.Equal(t, "hello from…[truncated 10 bytes]", inst.State().ErrorMessage)
+			assert.Contains(t, logs.String(), "hello from the guest")
+
+			_, err = call(t, inst, "huge_log", 0)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1024), inst.State().LogBytes)
+			assert.Equal(t, uint64(65536-1024), inst.State().LogDropped)
+		})
+	}
+}
+
+func TestFuel(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			lim := limits()
+			lim.Fuel = 10_000
+			m, err := e.Compile(context.Background(), wat.Must(trapsWAT), sandbox.ModuleConfig{Limits: lim})
+			if !e.Supports(sandbox.FeatureFuel) {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "fuel is not supported")
+				return
+			}
+			require.NoError(t, err)
+			inst, err := m.Instantiate(context.Background())
+			require.NoError(t, err)
+			defer inst.Close(context.Background())
+			_, err = call(t, inst, "spin", 0)
+			require.ErrorIs(t, err, sandbox.FuelExhausted)
+			used, ok := inst.FuelConsumed()
+			assert.True(t, ok)
+			assert.Equal(t, uint64(10_000), used)
+		})
+	}
+}

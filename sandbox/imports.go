@@ -1,0 +1,199 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+)
+
+// GuestState is the host side of one instance's imports: what callbox.error,
+// callbox.log and the WASI profile recorded during the current call. Both
+// engines route their host functions here, so caps, truncation and bounds
+// checks behave identically. It is reset at the start of every call.
+type GuestState struct {
+	limits *Limits
+	logger *slog.Logger
+
+	// ErrorMessage is the text the guest last passed to callbox.error.
+	ErrorMessage string
+	// LogBytes counts log bytes accepted this call; LogDropped counts
+	// bytes dropped by the cap.
+	LogBytes   uint64
+	LogDropped uint64
+	// Abort, when set, fails the call whatever the guest returns: an ABI
+	// violation in an import, proc_exit, or a host panic.
+	Abort *Trap
+	// MemoryDenied records that a memory.grow was refused by MaxMemory.
+	MemoryDenied bool
+
+	ctx    context.Context
+	born   time.Time
+	stdout lineBuffer
+	stderr lineBuffer
+}
+
+// NewGuestState creates the import state of one instance.
+func NewGuestState(limits *Limits, logger *slog.Logger) *GuestState {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &GuestState{limits: limits, logger: logger, ctx: context.Background(), born: time.Now()}
+}
+
+// Limits returns the limits the instance runs under.
+func (g *GuestState) Limits() *Limits { return g.limits }
+
+// Begin resets the per-call state.
+func (g *GuestState) Begin(ctx context.Context) {
+	g.ErrorMessage = ""
+	g.LogBytes, g.LogDropped = 0, 0
+	g.Abort = nil
+	g.MemoryDenied = false
+	g.ctx = ctx
+}
+
+// End flushes partial stdout/stderr lines and reports dropped log bytes.
+func (g *GuestState) End() {
+	g.stdout.flush(g, "stdout")
+	g.stderr.flush(g, "stderr")
+	if g.LogDropped > 0 {
+		g.logger.Warn("guest log output capped", "dropped_bytes", g.LogDropped, "max_log", g.limits.MaxLog)
+	}
+	g.ctx = context.Background()
+}
+
+// Context is the context of the call in progress.
+func (g *GuestState) Context() context.Context { return g.ctx }
+
+// Fail records an abort reason; the first one wins.
+func (g *GuestState) Fail(t *Trap) {
+	if g.Abort == nil {
+		g.Abort = t
+	}
+}
+
+// violation records a bad guest pointer seen by an import.
+func (g *GuestState) violation(err error) {
+	g.Fail(&Trap{Kind: ABIViolation, Message: err.Error(), Cause: err})
+}
+
+// capText decodes guest bytes as UTF-8 (invalid sequences replaced) and cuts
+// them at max bytes, marking the cut.
+func capText(b []byte, max uint64) string {
+	cut := uint64(len(b))
+	var dropped uint64
+	if cut > max {
+		dropped = cut - max
+		cut = max
+	}
+	s := strings.ToValidUTF8(string(b[:cut]), "\uFFFD")
+	// A cut can split a rune; ToValidUTF8 already replaced the fragment.
+	if dropped > 0 {
+		s += fmt.Sprintf("…[truncated %d bytes]", dropped)
+	}
+	return s
+}
+
+// HostError implements callbox.error(ptr, len). capText copies at most the
+// cap, so a hostile length costs nothing beyond the bounds check.
+func (g *GuestState) HostError(mem []byte, ptr, n uint32) {
+	b, err := abi.GuestBytes(mem, uint64(ptr), uint64(n), "callbox.error message")
+	if err != nil {
+		g.violation(err)
+		return
+	}
+	g.ErrorMessage = capText(b, g.limits.MaxError)
+}
+
+// HostLog implements callbox.log(level, ptr, len).
+func (g *GuestState) HostLog(mem []byte, level int32, ptr, n uint32) {
+	b, err := abi.GuestBytes(mem, uint64(ptr), uint64(n), "callbox.log message")
+	if err != nil {
+		g.violation(err)
+		return
+	}
+	g.emit(levelOf(level), b, "")
+}
+
+func levelOf(level int32) slog.Level {
+	switch {
+	case level <= abi.LogDebug:
+		return slog.LevelDebug
+	case level == abi.LogInfo:
+		return slog.LevelInfo
+	case level == abi.LogWarn:
+		return slog.LevelWarn
+	default:
+		return slog.LevelError
+	}
+}
+
+// emit logs one line of guest text under the per-call cap.
+func (g *GuestState) emit(level slog.Level, text []byte, stream string) {
+	room := uint64(0)
+	if g.LogBytes < g.limits.MaxLog {
+		room = g.limits.MaxLog - g.LogBytes
+	}
+	if room == 0 {
+		g.LogDropped += uint64(len(text))
+		return
+	}
+	take := uint64(len(text))
+	if take > room {
+		g.LogDropped += take - room
+	}
+	g.LogBytes += min(take, room)
+	msg := capText(text, room)
+	if stream != "" {
+		g.logger.Log(g.ctx, level, msg, "stream", stream)
+		return
+	}
+	g.logger.Log(g.ctx, level, msg)
+}
+
+// lineBuffer splits a WASI stream into log lines.
+type lineBuffer struct{ pending []byte }
+
+const maxPendingLine = 4 << 10
+
+func (lb *lineBuffer) write(g *GuestState, p []byte, stream string, level slog.Level) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			room := maxPendingLine - len(lb.pending)
+			if len(p) > room {
+				lb.pending = append(lb.pending, p[:room]...)
+				g.emit(level, lb.pending, stream)
+				lb.pending = lb.pending[:0]
+				p = p[room:]
+				continue
+			}
+			lb.pending = append(lb.pending, p...)
+			return
+		}
+		if len(lb.pending) > 0 {
+			lb.pending = append(lb.pending, p[:i]...)
+			g.emit(level, lb.pending, stream)
+			lb.pending = lb.pending[:0]
+		} else {
+			g.emit(level, p[:i], stream)
+		}
+		p = p[i+1:]
+	}
+}
+
+func (lb *lineBuffer) flush(g *GuestState, stream string) {
+	if len(lb.pending) > 0 {
+		level := slog.LevelInfo
+		if stream == "stderr" {
+			level = slog.LevelWarn
+		}
+		g.emit(level, lb.pending, stream)
+		lb.pending = lb.pending[:0]
+	}
+}

@@ -1,0 +1,103 @@
+package sandbox
+
+// Kind classifies why a call failed. Both engines map every failure onto
+// these kinds, so a caller can handle a timeout the same way whichever engine
+// ran the guest. A Kind is itself an error, usable as an errors.Is target.
+type Kind uint8
+
+// The failure taxonomy. Values are stable; new kinds are appended.
+const (
+	KindNone Kind = iota
+	// Timeout: the call ran past its wall-clock limit.
+	Timeout
+	// FuelExhausted: the call used up its instruction budget.
+	FuelExhausted
+	// MemoryLimit: the guest failed after a memory.grow was refused by the
+	// callback's max_memory.
+	MemoryLimit
+	// StackOverflow: the guest exhausted its call stack.
+	StackOverflow
+	// Unreachable: the guest executed an unreachable instruction (Rust
+	// panics and aborts end here).
+	Unreachable
+	// MemoryOutOfBounds: a load or store outside linear memory.
+	MemoryOutOfBounds
+	// DivideByZero: integer division or remainder by zero.
+	DivideByZero
+	// IntegerOverflow: signed division overflow (INT_MIN / -1).
+	IntegerOverflow
+	// InvalidConversion: a float-to-int truncation of NaN or out of range.
+	InvalidConversion
+	// TableOutOfBounds: an indirect call or table access past the table.
+	TableOutOfBounds
+	// IndirectCallMismatch: call_indirect to a null entry or wrong type.
+	IndirectCallMismatch
+	// GuestError: the callback returned a non-zero ABI status.
+	GuestError
+	// ABIViolation: the guest broke the ABI: bad pointer, bad status,
+	// rewritten frame, write past an output, missing export.
+	ABIViolation
+	// HostPanic: a bug in the host's own code, caught and contained.
+	HostPanic
+	// Canceled: the caller's context was cancelled during the call.
+	Canceled
+	// OtherTrap: any other engine trap (for example a misaligned atomic).
+	OtherTrap
+	numKinds
+)
+
+var kindNames = [numKinds]string{
+	KindNone:             "none",
+	Timeout:              "timeout",
+	FuelExhausted:        "fuel exhausted",
+	MemoryLimit:          "memory limit",
+	StackOverflow:        "stack overflow",
+	Unreachable:          "unreachable",
+	MemoryOutOfBounds:    "memory out of bounds",
+	DivideByZero:         "divide by zero",
+	IntegerOverflow:      "integer overflow",
+	InvalidConversion:    "invalid conversion",
+	TableOutOfBounds:     "table out of bounds",
+	IndirectCallMismatch: "indirect call mismatch",
+	GuestError:           "guest error",
+	ABIViolation:         "ABI violation",
+	HostPanic:            "host panic",
+	Canceled:             "canceled",
+	OtherTrap:            "trap",
+}
+
+var kindIdents = [numKinds]string{
+	"None", "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable",
+	"MemoryOutOfBounds", "DivideByZero", "IntegerOverflow", "InvalidConversion",
+	"TableOutOfBounds", "IndirectCallMismatch", "GuestError", "ABIViolation",
+	"HostPanic", "Canceled", "OtherTrap",
+}
+
+// String is the human-readable name ("timeout", "ABI violation").
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Ident is the Go-style identifier ("Timeout", "ABIViolation"), used in
+// reports and tables.
+func (k Kind) Ident() string {
+	if k < numKinds {
+		return kindIdents[k]
+	}
+	return "Unknown"
+}
+
+// Error makes a Kind usable as a sentinel: errors.Is(err, sandbox.Timeout).
+func (k Kind) Error() string { return k.String() }
+
+// Kinds lists every failure kind, in declaration order.
+func Kinds() []Kind {
+	out := make([]Kind, 0, numKinds-1)
+	for k := Timeout; k < numKinds; k++ {
+		out = append(out, k)
+	}
+	return out
+}

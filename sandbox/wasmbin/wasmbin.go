@@ -1,0 +1,383 @@
+// Package wasmbin reads the parts of a WebAssembly binary the host checks
+// before handing it to an engine: imports, exports with their function
+// types, memories, tables and custom sections. It skips every other section
+// by its size, so it accepts modules using features it does not itself
+// understand, and it is written for hostile input: every length and count is
+// checked against the bytes that remain.
+package wasmbin
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ExternKind is the kind of an import or export.
+type ExternKind byte
+
+// Import and export kinds.
+const (
+	KindFunc   ExternKind = 0
+	KindTable  ExternKind = 1
+	KindMemory ExternKind = 2
+	KindGlobal ExternKind = 3
+	KindTag    ExternKind = 4
+)
+
+func (k ExternKind) String() string {
+	switch k {
+	case KindFunc:
+		return "func"
+	case KindTable:
+		return "table"
+	case KindMemory:
+		return "memory"
+	case KindGlobal:
+		return "global"
+	case KindTag:
+		return "tag"
+	}
+	return fmt.Sprintf("kind(%d)", byte(k))
+}
+
+// FuncType is a function signature; value types are the binary codes
+// (0x7f i32, 0x7e i64, 0x7d f32, 0x7c f64, 0x7b v128, ...).
+type FuncType struct {
+	Params  []byte
+	Results []byte
+}
+
+// String formats as "(i32, i32) -> i32".
+func (t FuncType) String() string {
+	return "(" + valTypes(t.Params) + ") -> (" + valTypes(t.Results) + ")"
+}
+
+func valTypes(vs []byte) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ", "
+		}
+		s += ValTypeName(v)
+	}
+	return s
+}
+
+// ValTypeName names a value type code.
+func ValTypeName(v byte) string {
+	switch v {
+	case 0x7f:
+		return "i32"
+	case 0x7e:
+		return "i64"
+	case 0x7d:
+		return "f32"
+	case 0x7c:
+		return "f64"
+	case 0x7b:
+		return "v128"
+	case 0x70:
+		return "funcref"
+	case 0x6f:
+		return "externref"
+	}
+	return fmt.Sprintf("type(0x%02x)", v)
+}
+
+// Limits are the bounds of a memory (in pages) or a table (in elements).
+type Limits struct {
+	Min    uint64
+	Max    uint64
+	HasMax bool
+	Shared bool
+	Is64   bool
+}
+
+// Import is one import of the module.
+type Import struct {
+	Module string
+	Name   string
+	Kind   ExternKind
+	Func   *FuncType // for function imports whose type is known
+	Limits *Limits   // for memory and table imports
+}
+
+// Export is one export of the module.
+type Export struct {
+	Name  string
+	Kind  ExternKind
+	Index uint32
+	Func  *FuncType // for function exports whose type is known
+}
+
+// Module is what Parse reads from a binary.
+type Module struct {
+	Imports  []Import
+	Exports  []Export
+	Memories []Limits // imported memories first, then defined ones
+	Tables   []Limits // imported tables first, then defined ones
+	HasStart bool
+	// Custom maps a custom section name to the contents of every section of
+	// that name, in order.
+	Custom map[string][][]byte
+	// UnknownTypes is set when the type section uses encodings beyond plain
+	// function types (GC proposal); function types are then unknown.
+	UnknownTypes bool
+}
+
+// Export returns the export with the given name.
+func (m *Module) Export(name string) (Export, bool) {
+	for _, e := range m.Exports {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Export{}, false
+}
+
+// ErrNotWasm is returned for input that is not a WebAssembly core module.
+var ErrNotWasm = errors.New("not a WebAssembly module (bad magic or version)")
+
+// Error is a malformed binary; Offset is a byte offset into the file.
+type Error struct {
+	Offset int
+	Msg    string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("malformed wasm at byte %d: %s", e.Offset, e.Msg) }
+
+type reader struct {
+	b   []byte
+	pos int
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = &Error{Offset: r.pos, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.pos >= len(r.b) {
+		r.fail("unexpected end of data")
+		return 0
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c
+}
+
+func (r *reader) uleb(bits uint) uint64 {
+	var v uint64
+	var shift uint
+	for {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		if shift >= bits || shift == 63 && c > 1 {
+			r.fail("LEB128 integer too long")
+			return 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			if bits < 64 && v >= 1<<bits {
+				r.fail("LEB128 integer out of range")
+				return 0
+			}
+			return v
+		}
+		shift += 7
+	}
+}
+
+func (r *reader) u32() uint32 { return uint32(r.uleb(32)) }
+
+func (r *reader) bytes(n uint64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)-r.pos) {
+		r.fail("length %d runs past the end of data", n)
+		return nil
+	}
+	out := r.b[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return out
+}
+
+func (r *reader) name() string { return string(r.bytes(uint64(r.u32()))) }
+
+// count reads a vector length and checks that at least min bytes per
+// element remain, so a hostile count cannot drive a huge allocation.
+func (r *reader) count(minBytes int) uint32 {
+	n := r.u32()
+	if r.err == nil && uint64(n)*uint64(minBytes) > uint64(len(r.b)-r.pos) {
+		r.fail("count %d exceeds the remaining %d bytes", n, len(r.b)-r.pos)
+		return 0
+	}
+	return n
+}
+
+func (r *reader) limits() Limits {
+	flags := r.byte()
+	var l Limits
+	if flags > 0x07 {
+		r.fail("bad limits flags 0x%02x", flags)
+		return l
+	}
+	l.HasMax = flags&1 != 0
+	l.Shared = flags&2 != 0
+	l.Is64 = flags&4 != 0
+	bits := uint(32)
+	if l.Is64 {
+		bits = 64
+	}
+	l.Min = r.uleb(bits)
+	if l.HasMax {
+		l.Max = r.uleb(bits)
+	}
+	return l
+}
+
+func (r *reader) tableType() Limits {
+	ref := r.byte()
+	if ref == 0x63 || ref == 0x64 { // (ref null? heaptype) from the GC proposal
+		r.uleb(33)
+	}
+	return r.limits()
+}
+
+// Parse reads a module's structure. It does not validate code.
+func Parse(wasm []byte) (*Module, error) {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
+		return nil, ErrNotWasm
+	}
+	m := &Module{Custom: map[string][][]byte{}}
+	var types []FuncType
+	var funcTypes []uint32 // type index per function (imports first)
+	r := &reader{b: wasm, pos: 8}
+	for r.err == nil && r.pos < len(wasm) {
+		id := r.byte()
+		size := r.u32()
+		body := r.bytes(uint64(size))
+		if r.err != nil {
+			break
+		}
+		s := &reader{b: body}
+		base := r.pos - len(body)
+		switch id {
+		case 0:
+			name := s.name()
+			if s.err == nil {
+				m.Custom[name] = append(m.Custom[name], body[s.pos:])
+			}
+		case 1:
+			types = parseTypes(s, m)
+		case 2:
+			funcTypes = parseImports(s, m, types, funcTypes)
+		case 3:
+			for n := s.count(1); n > 0 && s.err == nil; n-- {
+				funcTypes = append(funcTypes, s.u32())
+			}
+		case 4:
+			for n := s.count(2); n > 0 && s.err == nil; n-- {
+				m.Tables = append(m.Tables, s.tableType())
+			}
+		case 5:
+			for n := s.count(2); n > 0 && s.err == nil; n-- {
+				m.Memories = append(m.Memories, s.limits())
+			}
+		case 7:
+			for n := s.count(3); n > 0 && s.err == nil; n-- {
+				e := Export{Name: s.name(), Kind: ExternKind(s.byte()), Index: s.u32()}
+				m.Exports = append(m.Exports, e)
+			}
+		case 8:
+			s.u32()
+			m.HasStart = true
+		}
+		if s.err != nil {
+			var we *Error
+			if errors.As(s.err, &we) {
+				return nil, &Error{Offset: base + we.Offset, Msg: fmt.Sprintf("section %d: %s", id, we.Msg)}
+			}
+			return nil, s.err
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	// Resolve the function types of exports.
+	for i := range m.Exports {
+		e := &m.Exports[i]
+		if e.Kind != KindFunc || m.UnknownTypes {
+			continue
+		}
+		if uint64(e.Index) < uint64(len(funcTypes)) {
+			if ti := funcTypes[e.Index]; uint64(ti) < uint64(len(types)) {
+				t := types[ti]
+				e.Func = &t
+			}
+		}
+	}
+	return m, nil
+}
+
+func parseTypes(s *reader, m *Module) []FuncType {
+	n := s.count(3)
+	types := make([]FuncType, 0, min(n, math.MaxUint16))
+	for ; n > 0 && s.err == nil; n-- {
+		form := s.byte()
+		if form != 0x60 {
+			m.UnknownTypes = true
+			return nil
+		}
+		var t FuncType
+		for k := s.count(1); k > 0 && s.err == nil; k-- {
+			t.Params = append(t.Params, s.byte())
+		}
+		for k := s.count(1); k > 0 && s.err == nil; k-- {
+			t.Results = append(t.Results, s.byte())
+		}
+		types = append(types, t)
+	}
+	return types
+}
+
+func parseImports(s *reader, m *Module, types []FuncType, funcTypes []uint32) []uint32 {
+	for n := s.count(4); n > 0 && s.err == nil; n-- {
+		imp := Import{Module: s.name(), Name: s.name(), Kind: ExternKind(s.byte())}
+		switch imp.Kind {
+		case KindFunc:
+			ti := s.u32()
+			funcTypes = append(funcTypes, ti)
+			if !m.UnknownTypes && uint64(ti) < uint64(len(types)) {
+				t := types[ti]
+				imp.Func = &t
+			}
+		case KindTable:
+			l := s.tableType()
+			imp.Limits = &l
+			m.Tables = append(m.Tables, l)
+		case KindMemory:
+			l := s.limits()
+			imp.Limits = &l
+			m.Memories = append(m.Memories, l)
+		case KindGlobal:
+			s.byte()
+			s.byte()
+		case KindTag:
+			s.byte()
+			s.u32()
+		default:
+			s.fail("unknown import kind 0x%02x", byte(imp.Kind))
+		}
+		m.Imports = append(m.Imports, imp)
+	}
+	return funcTypes
+}

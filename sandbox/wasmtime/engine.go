@@ -1,0 +1,490 @@
+//go:build cgo
+
+package wasmtime
+
+/*
+#include <stdlib.h>
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	wt "github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+// Available reports whether this build includes the wasmtime engine (it
+// needs cgo).
+const Available = true
+
+// engineKey selects a wasmtime engine: fuel metering and the stack limit
+// are engine-wide settings in wasmtime, so callbacks that differ in them
+// compile with different engines.
+type engineKey struct {
+	fuel     bool
+	maxStack uint64
+}
+
+// Engine is callbox's wasmtime engine.
+type Engine struct {
+	opts    Options
+	mu      sync.Mutex
+	engines map[engineKey]*wt.Engine
+	ticker  *epochTicker
+	cache   *diskCache
+}
+
+var _ sandbox.Engine = (*Engine)(nil)
+
+// New creates the engine. Nothing is compiled until Compile.
+func New(_ context.Context, opts Options) (*Engine, error) {
+	if opts.EpochInterval <= 0 {
+		opts.EpochInterval = time.Millisecond
+	}
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}}
+	e.ticker = newEpochTicker(opts.EpochInterval)
+	if opts.CacheDir != "" {
+		c, err := newDiskCache(opts.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		e.cache = c
+	}
+	return e, nil
+}
+
+// Name implements sandbox.Engine.
+func (e *Engine) Name() string { return "wasmtime" }
+
+// Version implements sandbox.Engine.
+func (e *Engine) Version() string { return Version }
+
+// Supports implements sandbox.Engine: wasmtime meters fuel and bounds the
+// stack.
+func (e *Engine) Supports(sandbox.Feature) bool { return true }
+
+func (e *Engine) engine(k engineKey) *wt.Engine {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if eng, ok := e.engines[k]; ok {
+		return eng
+	}
+	cfg := wt.NewConfig()
+	cfg.SetEpochInterruption(true)
+	cfg.SetConsumeFuel(k.fuel)
+	if k.maxStack > 0 {
+		cfg.SetMaxWasmStack(int(k.maxStack))
+	}
+	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
+	eng := wt.NewEngineWithConfig(cfg)
+	e.engines[k] = eng
+	e.ticker.add(eng)
+	return eng
+}
+
+// Compile implements sandbox.Engine.
+func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
+	key := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
+	eng := e.engine(key)
+	var mod *wt.Module
+	cacheKey := e.cacheKey(wasm, key)
+	if e.cache != nil {
+		mod = e.cache.load(eng, cacheKey)
+	}
+	if mod == nil {
+		m, err := wt.NewModule(eng, wasm)
+		if err != nil {
+			return nil, fmt.Errorf("wasmtime: %w", err)
+		}
+		mod = m
+		if e.cache != nil {
+			e.cache.store(mod, cacheKey)
+		}
+	}
+	linker := wt.NewLinker(eng)
+	for _, hf := range sandbox.HostFuncs(cfg.WASI) {
+		if err := linker.FuncNew(hf.Module, hf.Name, funcType(hf), adapt(hf)); err != nil {
+			return nil, fmt.Errorf("wasmtime: define %s.%s: %w", hf.Module, hf.Name, err)
+		}
+	}
+	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg}, nil
+}
+
+// cacheKey names a compiled artifact: the module's sha256, the engine
+// version and every setting that changes compiled code.
+func (e *Engine) cacheKey(wasm []byte, k engineKey) string {
+	sum := sha256.Sum256(wasm)
+	return fmt.Sprintf("%x-wasmtime%s-fuel%v-stack%d-%s", sum, Version, k.fuel, k.maxStack, runtime.GOARCH)
+}
+
+// Close implements sandbox.Engine.
+func (e *Engine) Close(context.Context) error {
+	e.ticker.close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, eng := range e.engines {
+		eng.Close()
+		delete(e.engines, k)
+	}
+	return nil
+}
+
+func valType(v sandbox.ValType) *wt.ValType {
+	switch v {
+	case sandbox.I64:
+		return wt.NewValType(wt.KindI64)
+	case sandbox.F32:
+		return wt.NewValType(wt.KindF32)
+	case sandbox.F64:
+		return wt.NewValType(wt.KindF64)
+	}
+	return wt.NewValType(wt.KindI32)
+}
+
+func funcType(hf sandbox.HostFunc) *wt.FuncType {
+	p := make([]*wt.ValType, len(hf.Params))
+	for i, v := range hf.Params {
+		p[i] = valType(v)
+	}
+	r := make([]*wt.ValType, len(hf.Results))
+	for i, v := range hf.Results {
+		r[i] = valType(v)
+	}
+	return wt.NewFuncType(p, r)
+}
+
+// adapt wraps an engine-neutral host function for wasmtime. The instance
+// is found through the store's data.
+func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) {
+	return func(c *wt.Caller, args []wt.Val) ([]wt.Val, *wt.Trap) {
+		inst, _ := c.Data().(*instance)
+		if inst == nil {
+			return nil, wt.NewTrap("callbox: unknown instance")
+		}
+		g := inst.state
+		n := max(len(hf.Params), len(hf.Results))
+		stack := make([]uint64, n)
+		for i, a := range args {
+			switch a.Kind() {
+			case wt.KindI64:
+				stack[i] = uint64(a.I64())
+			default:
+				stack[i] = uint64(uint32(a.I32()))
+			}
+		}
+		var mem []byte
+		if ext := c.GetExport("memory"); ext != nil && ext.Memory() != nil {
+			mem = ext.Memory().UnsafeData(c)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					g.Fail(&sandbox.Trap{Kind: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+				}
+			}()
+			hf.Fn(g, mem, stack)
+		}()
+		if g.Abort != nil {
+			return nil, wt.NewTrap("callbox: call aborted by the host")
+		}
+		out := make([]wt.Val, len(hf.Results))
+		for i, r := range hf.Results {
+			if r == sandbox.I64 {
+				out[i] = wt.ValI64(int64(stack[i]))
+			} else {
+				out[i] = wt.ValI32(int32(uint32(stack[i])))
+			}
+		}
+		return out, nil
+	}
+}
+
+type module struct {
+	e      *Engine
+	eng    *wt.Engine
+	mod    *wt.Module
+	linker *wt.Linker
+	cfg    sandbox.ModuleConfig
+}
+
+func (m *module) Close(context.Context) error {
+	m.linker.Close()
+	m.mod.Close()
+	return nil
+}
+
+// Instantiate implements sandbox.Module. The start function runs under the
+// module's timeout, like a call.
+func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
+	inst := &instance{m: m, state: sandbox.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	inst.store = wt.NewStoreWithData(m.eng, inst)
+	lim := m.cfg.Limits
+	memLimit := int64(-1)
+	if lim.MaxMemory > 0 {
+		memLimit = int64(lim.MaxMemory)
+	}
+	inst.store.Limiter(memLimit, MaxTableElements, -1, -1, -1)
+	inst.storePtr = *(**C.wasmtime_store_t)(unsafe.Pointer(inst.store))
+	if C.cb_store_context(inst.storePtr) != (*C.wasmtime_context_t)(unsafe.Pointer(inst.store.Context())) {
+		inst.store.Close()
+		return nil, errors.New("wasmtime: store layout differs from the one this build expects")
+	}
+	inst.ctxPtr = C.cb_store_context(inst.storePtr)
+	inst.handle = cgo.NewHandle(inst)
+	C.cb_set_epoch_callback(inst.storePtr, C.uintptr_t(inst.handle))
+	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
+
+	if err := inst.begin(ctx); err != nil {
+		inst.Close(ctx)
+		return nil, err
+	}
+	wi, err := m.linker.Instantiate(inst.store, m.mod)
+	t := inst.end(ctx, err, nil)
+	if t != nil {
+		inst.Close(ctx)
+		return nil, fmt.Errorf("instantiate: %w", t)
+	}
+	inst.inst = wi
+	if ext := wi.GetExport(inst.store, "memory"); ext != nil {
+		inst.mem = ext.Memory()
+	}
+	return inst, nil
+}
+
+// maxStack is the largest params/results count of any export callbox calls.
+const maxStack = 8
+
+// MaxTableElements bounds every table of a store.
+const MaxTableElements = 1 << 20
+
+type instance struct {
+	m        *module
+	store    *wt.Store
+	storePtr *C.wasmtime_store_t
+	ctxPtr   *C.wasmtime_context_t
+	inst     *wt.Instance
+	mem      *wt.Memory
+	state    *sandbox.GuestState
+	handle   cgo.Handle
+	args     *[maxStack]C.cb_val_raw_t
+
+	// Per call, read by the epoch callback on the calling thread.
+	callCtx   context.Context
+	deadline  time.Time
+	interrupt atomic.Pointer[sandbox.Trap]
+	fuelSet   uint64
+	fuelUsed  uint64
+	fuelKnown bool
+}
+
+// function is a resolved export.
+type function struct {
+	fn      C.cb_wasmtime_func_t
+	params  int
+	results []sandbox.ValType
+}
+
+// Export implements sandbox.Instance.
+func (i *instance) Export(name string, params, results []sandbox.ValType) (sandbox.Function, error) {
+	if len(params) > maxStack || len(results) > maxStack {
+		return nil, fmt.Errorf("export %q: too many parameters", name)
+	}
+	ext := i.inst.GetExport(i.store, name)
+	if ext == nil || ext.Func() == nil {
+		return nil, fmt.Errorf("export %q is missing", name)
+	}
+	f := ext.Func()
+	ty := f.Type(i.store)
+	if !sameTypes(ty.Params(), params) || !sameTypes(ty.Results(), results) {
+		return nil, fmt.Errorf("export %q has type %s, want %s", name, typeString(ty.Params(), ty.Results()), sandboxTypeString(params, results))
+	}
+	// wasmtime-go's Func is a single wasmtime_func_t value.
+	raw := *(*C.cb_wasmtime_func_t)(unsafe.Pointer(f))
+	return &function{fn: raw, params: len(params), results: results}, nil
+}
+
+func sameTypes(a []*wt.ValType, b []sandbox.ValType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kind() != valType(b[i]).Kind() {
+			return false
+		}
+	}
+	return true
+}
+
+func typeString(p, r []*wt.ValType) string {
+	name := func(vs []*wt.ValType) string {
+		s := make([]string, len(vs))
+		for i, v := range vs {
+			s[i] = v.String()
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + name(p) + ") -> (" + name(r) + ")"
+}
+
+func sandboxTypeString(p, r []sandbox.ValType) string {
+	name := func(vs []sandbox.ValType) string {
+		s := make([]string, len(vs))
+		for i, v := range vs {
+			s[i] = v.String()
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + name(p) + ") -> (" + name(r) + ")"
+}
+
+// begin arms the limits of one call: the fuel budget and the deadline the
+// epoch callback enforces.
+func (i *instance) begin(ctx context.Context) error {
+	lim := &i.m.cfg.Limits
+	i.callCtx = ctx
+	i.deadline = time.Time{}
+	if lim.Timeout > 0 {
+		i.deadline = time.Now().Add(lim.Timeout)
+	}
+	i.interrupt.Store(nil)
+	if lim.Fuel > 0 {
+		if err := i.store.SetFuel(lim.Fuel); err != nil {
+			return fmt.Errorf("wasmtime: set fuel: %w", err)
+		}
+		i.fuelSet = lim.Fuel
+	}
+	i.state.Begin(ctx)
+	i.store.SetEpochDeadline(1)
+	i.m.e.ticker.enter()
+	return nil
+}
+
+// end disarms the call and classifies its failure, if any: err is a
+// wasmtime-go error, res a raw result from the direct call path.
+func (i *instance) end(ctx context.Context, err error, res *C.cb_call_result_t) *sandbox.Trap {
+	i.m.e.ticker.exit()
+	i.state.End()
+	if i.m.cfg.Limits.Fuel > 0 {
+		if left, ferr := i.store.GetFuel(); ferr == nil {
+			i.fuelUsed, i.fuelKnown = i.fuelSet-left, true
+		}
+	}
+	i.callCtx = nil
+	var t *sandbox.Trap
+	switch {
+	case i.state.Abort != nil:
+		t = i.state.Abort
+	case i.interrupt.Load() != nil:
+		t = i.interrupt.Load()
+	case res != nil && res.trap != nil:
+		t = classifyRawTrap(res.trap)
+	case res != nil && res.error != nil:
+		t = &sandbox.Trap{Kind: sandbox.OtherTrap, Message: rawErrorMessage(res.error)}
+	case err != nil:
+		t = classifyGoError(err)
+	}
+	if res != nil {
+		if res.trap != nil {
+			C.cb_trap_delete(res.trap)
+		}
+		if res.error != nil {
+			C.cb_error_delete(res.error)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	size := uint64(0)
+	if i.mem != nil {
+		size = uint64(i.mem.DataSize(i.store))
+	}
+	return sandbox.MemoryLimitTrap(t, i.state, size)
+}
+
+// Call implements sandbox.Instance through wasmtime's unchecked call, which
+// skips wasmtime-go's per-call type reflection.
+func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
+	f := fn.(*function)
+	if err := i.begin(ctx); err != nil {
+		return &sandbox.Trap{Kind: sandbox.HostPanic, Message: err.Error()}
+	}
+	for k := 0; k < f.params; k++ {
+		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
+	}
+	var res C.cb_call_result_t
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), &res)
+	runtime.KeepAlive(i.store)
+	if t := i.end(ctx, nil, &res); t != nil {
+		return t
+	}
+	for k, r := range f.results {
+		v := uint64(i.args[k].lo)
+		if r == sandbox.I32 || r == sandbox.F32 {
+			v = uint64(uint32(v))
+		}
+		stack[k] = v
+	}
+	return nil
+}
+
+// Memory implements sandbox.Instance.
+func (i *instance) Memory() []byte {
+	if i.mem == nil {
+		return nil
+	}
+	return i.mem.UnsafeData(i.store)
+}
+
+// State implements sandbox.Instance.
+func (i *instance) State() *sandbox.GuestState { return i.state }
+
+// FuelConsumed implements sandbox.Instance.
+func (i *instance) FuelConsumed() (uint64, bool) { return i.fuelUsed, i.fuelKnown }
+
+// Close implements sandbox.Instance.
+func (i *instance) Close(context.Context) error {
+	if i.handle != 0 {
+		i.handle.Delete()
+		i.handle = 0
+	}
+	if i.args != nil {
+		C.free(unsafe.Pointer(i.args))
+		i.args = nil
+	}
+	if i.store != nil {
+		i.store.Close()
+		i.store = nil
+	}
+	return nil
+}
+
+// callboxEpochTick runs on the guest's thread each time the engine's epoch
+// advances past the store's deadline (every EpochInterval while the guest
+// runs). It stops the guest when the call's deadline has passed or its
+// context is done.
+//
+//export callboxEpochTick
+func callboxEpochTick(h C.uintptr_t) C.int {
+	inst, ok := cgo.Handle(h).Value().(*instance)
+	if !ok || inst.callCtx == nil {
+		return 1
+	}
+	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !time.Now().Before(inst.deadline) {
+		inst.interrupt.Store(sandbox.InterruptTrap(inst.callCtx, inst.m.cfg.Limits.Timeout))
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,374 @@
+// Package wazero is callbox's default engine: github.com/tetratelabs/wazero,
+// pure Go, no cgo.
+//
+// Timeouts use wazero's WithCloseOnContextDone, which makes compiled code
+// check for termination at every loop header and function entry; its cost
+// on loop-heavy guests is measured in the benchmarks and documented in
+// RATIONALE.md. Fuel is not supported: setting it is an error. The memory
+// limit is enforced by a per-instance allocator that refuses to grow past
+// it and records the refusal, so MemoryLimit is classified precisely.
+package wazero
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+// Version is the wazero release this engine is built against.
+const Version = "v1.12.0"
+
+// Options configure the engine.
+type Options struct {
+	// CacheDir, when set, keeps compiled code on disk under CacheDir/wazero.
+	CacheDir string
+}
+
+// Engine is a wazero runtime shared by every callback.
+type Engine struct {
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	states sync.Map              // api.Module (guest instance) -> *instance
+}
+
+var _ sandbox.Engine = (*Engine)(nil)
+
+// New starts a wazero runtime with the callbox host modules instantiated.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	var cache wazero.CompilationCache
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(opts.CacheDir, "wazero"))
+		if err != nil {
+			return nil, fmt.Errorf("wazero compilation cache: %w", err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithCompilationCache(cache).
+		WithCoreFeatures(api.CoreFeaturesV2)
+	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache}
+	if err := e.instantiateHosts(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+// instantiateHosts registers every host function, WASI included. Whether a
+// module may import WASI is decided before it is compiled: the host refuses
+// at load any module importing what its config does not grant.
+func (e *Engine) instantiateHosts(ctx context.Context) error {
+	builders := map[string]wazero.HostModuleBuilder{}
+	for _, hf := range sandbox.HostFuncs(true) {
+		b, ok := builders[hf.Module]
+		if !ok {
+			b = e.rt.NewHostModuleBuilder(hf.Module)
+			builders[hf.Module] = b
+		}
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(e.adapt(hf), valueTypes(hf.Params), valueTypes(hf.Results)).
+			Export(hf.Name)
+	}
+	for name, b := range builders {
+		if _, err := b.Instantiate(ctx); err != nil {
+			return fmt.Errorf("host module %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// abortSignal unwinds a guest from inside a host function after the host
+// recorded why in GuestState.Abort.
+type abortSignal struct{}
+
+func (abortSignal) Error() string { return "callbox: call aborted by the host" }
+
+// adapt wraps an engine-neutral host function for wazero. Panics from host
+// code are contained as HostPanic; an abort recorded by the function stops
+// the guest.
+func (e *Engine) adapt(hf sandbox.HostFunc) api.GoModuleFunction {
+	return api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		inst := e.instanceOf(ctx, mod)
+		if inst == nil {
+			panic(abortSignal{}) // an instance we do not know: refuse to serve it
+		}
+		g := inst.state
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					g.Fail(&sandbox.Trap{Kind: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+				}
+			}()
+			hf.Fn(g, inst.Memory(), stack)
+		}()
+		if g.Abort != nil {
+			panic(abortSignal{})
+		}
+	})
+}
+
+// instanceKey carries the instance being instantiated to host functions
+// called by its start function, before the module is known.
+type instanceKey struct{}
+
+func (e *Engine) instanceOf(ctx context.Context, mod api.Module) *instance {
+	if v, ok := e.states.Load(mod); ok {
+		return v.(*instance)
+	}
+	inst, _ := ctx.Value(instanceKey{}).(*instance)
+	return inst
+}
+
+func valueTypes(vs []sandbox.ValType) []api.ValueType {
+	out := make([]api.ValueType, len(vs))
+	for i, v := range vs {
+		out[i] = api.ValueType(v)
+	}
+	return out
+}
+
+// Name implements sandbox.Engine.
+func (e *Engine) Name() string { return "wazero" }
+
+// Version implements sandbox.Engine.
+func (e *Engine) Version() string { return Version }
+
+// Supports implements sandbox.Engine: wazero has neither fuel nor a
+// configurable stack size.
+func (e *Engine) Supports(f sandbox.Feature) bool { return false }
+
+// Compile implements sandbox.Engine.
+func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
+	if cfg.Limits.Fuel != 0 {
+		return nil, errors.New("fuel is not supported by the wazero engine (use engine: wasmtime)")
+	}
+	if cfg.Limits.MaxStack != 0 {
+		return nil, errors.New("max_stack is not supported by the wazero engine (use engine: wasmtime)")
+	}
+	cm, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wazero: %w", err)
+	}
+	return &module{e: e, cm: cm, cfg: cfg}, nil
+}
+
+// Close implements sandbox.Engine.
+func (e *Engine) Close(ctx context.Context) error {
+	err := e.rt.Close(ctx)
+	if cerr := e.cache.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type module struct {
+	e   *Engine
+	cm  wazero.CompiledModule
+	cfg sandbox.ModuleConfig
+}
+
+func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
+
+// Instantiate implements sandbox.Module. The start function runs under the
+// module's timeout.
+func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
+	inst := &instance{m: m, state: sandbox.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	alloc := &allocator{limit: m.cfg.Limits.MaxMemory, state: inst.state}
+	inst.alloc = alloc
+	ictx := experimental.WithMemoryAllocator(ctx, alloc)
+	cancel := func() {}
+	if m.cfg.Limits.Timeout > 0 {
+		ictx, cancel = context.WithTimeout(ictx, m.cfg.Limits.Timeout)
+	}
+	defer cancel()
+	ictx = context.WithValue(ictx, instanceKey{}, inst)
+	inst.state.Begin(ctx)
+	mod, err := m.e.rt.InstantiateModule(ictx, m.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	inst.state.End()
+	if err != nil {
+		t := inst.classify(ctx, err)
+		return nil, fmt.Errorf("instantiate: %w", t)
+	}
+	inst.mod = mod
+	inst.mem = mod.Memory()
+	m.e.states.Store(mod, inst)
+	return inst, nil
+}
+
+type instance struct {
+	m     *module
+	alloc *allocator
+	mod   api.Module
+	mem   api.Memory
+	state *sandbox.GuestState
+}
+
+// Export implements sandbox.Instance.
+func (i *instance) Export(name string, params, results []sandbox.ValType) (sandbox.Function, error) {
+	fn := i.mod.ExportedFunction(name)
+	if fn == nil {
+		return nil, fmt.Errorf("export %q is missing", name)
+	}
+	def := fn.Definition()
+	if !sameTypes(def.ParamTypes(), params) || !sameTypes(def.ResultTypes(), results) {
+		return nil, fmt.Errorf("export %q has type %s, want %s", name, sigString(def.ParamTypes(), def.ResultTypes()), sigString(valueTypes(params), valueTypes(results)))
+	}
+	return fn, nil
+}
+
+func sameTypes(a []api.ValueType, b []sandbox.ValType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != api.ValueType(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sigString(p, r []api.ValueType) string {
+	name := func(vs []api.ValueType) string {
+		s := make([]string, len(vs))
+		for i, v := range vs {
+			s[i] = api.ValueTypeName(v)
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + name(p) + ") -> (" + name(r) + ")"
+}
+
+// Call implements sandbox.Instance.
+func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
+	f := fn.(api.Function)
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if t := i.m.cfg.Limits.Timeout; t > 0 {
+		cctx, cancel = context.WithTimeout(ctx, t)
+	}
+	i.state.Begin(ctx)
+	err := f.CallWithStack(cctx, stack)
+	i.state.End()
+	if cancel != nil {
+		cancel()
+	}
+	if err == nil && i.state.Abort == nil {
+		return nil
+	}
+	return i.classify(ctx, err)
+}
+
+// classify maps a wazero error (or a host-recorded abort) to a Trap.
+func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
+	var t *sandbox.Trap
+	var exit *sys.ExitError
+	switch {
+	case i.state.Abort != nil:
+		t = i.state.Abort
+	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
+		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
+		t.Cause = err
+	case errors.As(err, &exit):
+		t = &sandbox.Trap{Kind: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
+	default:
+		t = classifyMessage(err)
+	}
+	if len(t.Frames) == 0 && err != nil {
+		t.Frames = parseFrames(err.Error())
+	}
+	size := uint64(0)
+	if i.mem != nil {
+		size = uint64(i.mem.Size())
+	} else {
+		size = i.alloc.size
+	}
+	return sandbox.MemoryLimitTrap(t, i.state, size)
+}
+
+// wasmErrors maps wazero's runtime error texts (wasmruntime.Err*) onto the
+// taxonomy. They are matched by text because the package is internal.
+var wasmErrors = []struct {
+	text string
+	kind sandbox.Kind
+}{
+	{"stack overflow", sandbox.StackOverflow},
+	{"invalid conversion to integer", sandbox.InvalidConversion},
+	{"integer overflow", sandbox.IntegerOverflow},
+	{"integer divide by zero", sandbox.DivideByZero},
+	{"unreachable", sandbox.Unreachable},
+	{"out of bounds memory access", sandbox.MemoryOutOfBounds},
+	{"invalid table access", sandbox.TableOutOfBounds},
+	{"indirect call type mismatch", sandbox.IndirectCallMismatch},
+	{"null reference", sandbox.IndirectCallMismatch},
+}
+
+func classifyMessage(err error) *sandbox.Trap {
+	head, _, _ := strings.Cut(err.Error(), "\n")
+	text := strings.TrimPrefix(head, "wasm error: ")
+	for _, w := range wasmErrors {
+		if text == w.text {
+			return &sandbox.Trap{Kind: w.kind, Message: w.text, Cause: err}
+		}
+	}
+	if strings.Contains(head, "(recovered by wazero)") {
+		return &sandbox.Trap{Kind: sandbox.HostPanic, Message: head, Cause: err}
+	}
+	return &sandbox.Trap{Kind: sandbox.OtherTrap, Message: text, Cause: err}
+}
+
+// parseFrames reads the "wasm stack trace:" block wazero appends to errors.
+func parseFrames(msg string) []sandbox.Frame {
+	_, trace, ok := strings.Cut(msg, "wasm stack trace:\n")
+	if !ok {
+		return nil
+	}
+	var frames []sandbox.Frame
+	for _, line := range strings.Split(trace, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		// "module.func(i32) i32" or "module.$12(...)"; drop the signature.
+		name, _, _ := strings.Cut(line, "(")
+		f := sandbox.Frame{Func: name}
+		if mod, fn, ok := strings.Cut(name, "."); ok {
+			f.Module, f.Func = mod, fn
+		}
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+// Memory implements sandbox.Instance.
+func (i *instance) Memory() []byte {
+	if i.mem == nil {
+		return nil
+	}
+	b, _ := i.mem.Read(0, i.mem.Size())
+	return b
+}
+
+// State implements sandbox.Instance.
+func (i *instance) State() *sandbox.GuestState { return i.state }
+
+// FuelConsumed implements sandbox.Instance: wazero does not meter fuel.
+func (i *instance) FuelConsumed() (uint64, bool) { return 0, false }
+
+// Close implements sandbox.Instance.
+func (i *instance) Close(ctx context.Context) error {
+	i.m.e.states.Delete(i.mod)
+	return i.mod.Close(ctx)
+}

@@ -1,0 +1,47 @@
+//go:build unix
+
+package wazero
+
+import "syscall"
+
+// reservation is an anonymous private mapping of the maximum size. Pages are
+// committed (and zero-filled) by the kernel on first touch. If the mapping
+// cannot be made, it falls back to a growable Go slice.
+type reservation struct {
+	buf    []byte
+	mapped bool
+}
+
+func reserveMemory(max uint64) reservation {
+	if max == 0 {
+		return reservation{}
+	}
+	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return reservation{}
+	}
+	return reservation{buf: buf, mapped: true}
+}
+
+func (r *reservation) grow(size uint64) []byte {
+	if !r.mapped {
+		if size > uint64(cap(r.buf)) {
+			nb := make([]byte, size)
+			copy(nb, r.buf)
+			r.buf = nb
+		}
+		r.buf = r.buf[:size]
+		return r.buf
+	}
+	if size > uint64(len(r.buf)) {
+		return nil
+	}
+	return r.buf[:size:size]
+}
+
+func (r *reservation) release() {
+	if r.mapped {
+		_ = syscall.Munmap(r.buf)
+	}
+	r.buf, r.mapped = nil, false
+}
