@@ -200,6 +200,7 @@ func (s *Signature) check() error {
 
 // ArgumentError is an input that does not match the signature. It names the
 // argument, the expected type (with bound symbols) and the actual type.
+// Index is -1 when the number of inputs is wrong.
 type ArgumentError struct {
 	Index    int
 	Name     string
@@ -209,6 +210,9 @@ type ArgumentError struct {
 }
 
 func (e *ArgumentError) Error() string {
+	if e.Index < 0 {
+		return e.Reason
+	}
 	arg := fmt.Sprintf("argument %d", e.Index)
 	if e.Name != "" {
 		arg += fmt.Sprintf(" (%s)", e.Name)
@@ -235,7 +239,7 @@ type OutputSpec struct {
 // result shapes. Inputs are given as (dtype, shape) pairs via TensorMeta.
 func (s *Signature) Bind(inputs []TensorMeta) ([]OutputSpec, error) {
 	if len(inputs) != len(s.Params) {
-		return nil, &ArgumentError{Index: len(inputs), Reason: fmt.Sprintf("got %d inputs, signature %s takes %d", len(inputs), s, len(s.Params))}
+		return nil, &ArgumentError{Index: -1, Reason: fmt.Sprintf("got %d inputs, signature %s takes %d", len(inputs), s, len(s.Params))}
 	}
 	env := map[string]int64{}
 	from := map[string]int{}

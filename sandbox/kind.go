@@ -43,6 +43,9 @@ const (
 	Canceled
 	// OtherTrap: any other engine trap (for example a misaligned atomic).
 	OtherTrap
+	// InvalidArgument: the host refused the call before the guest ran
+	// (inputs not matching the signature, outputs above max_output).
+	InvalidArgument
 	numKinds
 )
 
@@ -64,13 +67,14 @@ var kindNames = [numKinds]string{
 	HostPanic:            "host panic",
 	Canceled:             "canceled",
 	OtherTrap:            "trap",
+	InvalidArgument:      "invalid argument",
 }
 
 var kindIdents = [numKinds]string{
 	"None", "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable",
 	"MemoryOutOfBounds", "DivideByZero", "IntegerOverflow", "InvalidConversion",
 	"TableOutOfBounds", "IndirectCallMismatch", "GuestError", "ABIViolation",
-	"HostPanic", "Canceled", "OtherTrap",
+	"HostPanic", "Canceled", "OtherTrap", "InvalidArgument",
 }
 
 // String is the human-readable name ("timeout", "ABI violation").

@@ -38,7 +38,7 @@ type Options struct {
 type Engine struct {
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache
-	states sync.Map              // api.Module (guest instance) -> *instance
+	states sync.Map // api.Module (guest instance) -> *instance
 }
 
 var _ sandbox.Engine = (*Engine)(nil)

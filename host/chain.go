@@ -1,0 +1,262 @@
+package host
+
+import (
+	"context"
+	"sync"
+)
+
+// Chain runs calls strictly in submission order, one at a time, as an
+// ordered effect (JAX's io_callback(ordered=True), Nx's io_callback on a
+// token). Calls are numbered from 1 in submission order.
+//
+// Failure policy: the first call or tap on a chain that fails fails the
+// chain. Every call and tap submitted after it — queued or submitted later —
+// does not run and returns a *ChainError wrapping the first failure (which
+// callback, which sequence number). Barrier returns that first failure. A
+// cancelled context fails the call it belongs to, and so the chain: an
+// ordered chain cannot skip a step. Start a new chain to continue.
+//
+// Inputs of asynchronous calls (Submit, Tap) are read when the call runs:
+// do not modify them until it has completed.
+//
+// A Chain is safe for concurrent use; concurrent submitters are ordered by
+// who submits first.
+type Chain struct {
+	h    *Host
+	name string
+
+	mu      sync.Mutex
+	queue   []*Future
+	running bool
+	seq     uint64
+	first   *CallbackError
+}
+
+// NewChain starts an empty chain. The name appears in errors.
+func (h *Host) NewChain(name string) *Chain {
+	return &Chain{h: h, name: name}
+}
+
+// Name is the chain's name.
+func (ch *Chain) Name() string { return ch.name }
+
+// Future is the pending result of a submitted call.
+type Future struct {
+	ctx      context.Context
+	callback string
+	inputs   []Tensor
+	seq      uint64
+	tap      bool
+	barrier  bool
+
+	done    chan struct{}
+	outputs []Tensor
+	stats   Stats
+	err     error
+}
+
+// Seq is the call's sequence number on its chain.
+func (f *Future) Seq() uint64 { return f.seq }
+
+// Done is closed when the call has finished (or was skipped).
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Wait blocks until the call finished or ctx is done. A cancelled wait does
+// not cancel the call; cancel the context the call was submitted with.
+func (f *Future) Wait(ctx context.Context) ([]Tensor, error) {
+	select {
+	case <-f.done:
+		return f.outputs, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Stats returns the call's stats once Done.
+func (f *Future) Stats() Stats {
+	<-f.done
+	return f.stats
+}
+
+// Submit queues a call and returns at once. The call runs after every call
+// submitted before it on this chain, with ctx.
+func (ch *Chain) Submit(ctx context.Context, callback string, inputs ...Tensor) *Future {
+	return ch.enqueue(&Future{ctx: ctx, callback: callback, inputs: inputs})
+}
+
+// Invoke submits a call and waits for it: Submit followed by Wait(ctx).
+func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) ([]Tensor, error) {
+	return ch.Submit(ctx, callback, inputs...).Wait(ctx)
+}
+
+// Tap queues a side-effect call whose outputs are discarded (JAX's id_tap).
+// It is ordered with the chain's other calls; its error surfaces at the
+// next Barrier and fails the chain like any call's.
+func (ch *Chain) Tap(ctx context.Context, callback string, inputs ...Tensor) {
+	ch.enqueue(&Future{ctx: ctx, callback: callback, inputs: inputs, tap: true})
+}
+
+// Barrier waits until every call and tap submitted before it has finished
+// (JAX's barrier_wait) and returns the chain's first failure, or nil. It
+// returns ctx's error if ctx is done first.
+func (ch *Chain) Barrier(ctx context.Context) error {
+	f := ch.enqueue(&Future{ctx: ctx, barrier: true})
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if first := ch.Err(); first != nil {
+		return first
+	}
+	return nil
+}
+
+// Err returns the chain's first failure, or nil while it is healthy.
+func (ch *Chain) Err() error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.first == nil {
+		return nil
+	}
+	return ch.first
+}
+
+func (ch *Chain) enqueue(f *Future) *Future {
+	f.done = make(chan struct{})
+	ch.mu.Lock()
+	if !f.barrier {
+		ch.seq++
+		f.seq = ch.seq
+	}
+	ch.queue = append(ch.queue, f)
+	start := !ch.running
+	ch.running = true
+	ch.mu.Unlock()
+	if start {
+		go ch.drain()
+	}
+	return f
+}
+
+// drain runs queued calls in order; it exits when the queue is empty, so an
+// idle chain holds no goroutine.
+func (ch *Chain) drain() {
+	for {
+		ch.mu.Lock()
+		if len(ch.queue) == 0 {
+			ch.running = false
+			ch.mu.Unlock()
+			return
+		}
+		f := ch.queue[0]
+		ch.queue[0] = nil
+		ch.queue = ch.queue[1:]
+		first := ch.first
+		ch.mu.Unlock()
+		ch.run(f, first)
+		close(f.done)
+	}
+}
+
+func (ch *Chain) run(f *Future, first *CallbackError) {
+	if f.barrier {
+		return
+	}
+	if first != nil {
+		f.err = &ChainError{Chain: ch.name, Seq: f.seq, Callback: f.callback, First: first}
+		return
+	}
+	c, err := ch.h.lookup(f.callback)
+	if err != nil {
+		ce := &CallbackError{Callback: f.callback, Chain: ch.name, Seq: f.seq, Kind: InvalidArgument, Message: err.Error(), Err: err}
+		ch.failWith(ce)
+		f.err = ce
+		return
+	}
+	defer ch.h.inflight.Done()
+	r := request{inputs: f.inputs, chain: ch.name, seq: f.seq}
+	st, cerr := c.invoke(f.ctx, &r)
+	f.stats = st
+	if cerr != nil {
+		ch.failWith(cerr)
+		f.err = cerr
+		return
+	}
+	if !f.tap {
+		f.outputs = r.outputs
+	}
+}
+
+func (ch *Chain) failWith(e *CallbackError) {
+	ch.mu.Lock()
+	if ch.first == nil {
+		ch.first = e
+	}
+	ch.mu.Unlock()
+}
+
+// tapGroup runs the host's unordered taps (JAX's id_tap outside an ordered
+// chain) and remembers their first error until a Barrier collects it.
+type tapGroup struct {
+	mu      sync.Mutex
+	pending int
+	idle    chan struct{} // closed while pending == 0
+	first   error
+}
+
+func (t *tapGroup) init() {
+	t.idle = make(chan struct{})
+	close(t.idle)
+}
+
+// Tap runs a side-effect call asynchronously, unordered with respect to
+// other taps; its outputs are discarded and its error is returned by the
+// next Barrier. Inputs must not be modified until the tap has run.
+func (h *Host) Tap(ctx context.Context, callback string, inputs ...Tensor) {
+	t := &h.taps
+	t.mu.Lock()
+	if t.pending == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.pending++
+	t.mu.Unlock()
+	go func() {
+		_, err := h.Invoke(ctx, callback, inputs...)
+		t.mu.Lock()
+		if err != nil && t.first == nil {
+			t.first = err
+		}
+		t.pending--
+		if t.pending == 0 {
+			close(t.idle)
+		}
+		t.mu.Unlock()
+	}()
+}
+
+// Barrier waits for every pending Tap (JAX's barrier_wait) and returns the
+// first error among the taps since the previous Barrier, then clears it.
+func (h *Host) Barrier(ctx context.Context) error {
+	if err := h.taps.wait(ctx); err != nil {
+		return err
+	}
+	t := &h.taps
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.first
+	t.first = nil
+	return err
+}
+
+func (t *tapGroup) wait(ctx context.Context) error {
+	t.mu.Lock()
+	idle := t.idle
+	t.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,175 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// countingHandler counts guest log records: the testkit's tap callback logs
+// once per call, a side effect the test can count.
+type countingHandler struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (c countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "scaling" {
+		c.n.Add(1)
+	}
+	return nil
+}
+func (c countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c countingHandler) WithGroup(string) slog.Handler            { return c }
+
+func TestChainRunsInOrder(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		ctx := context.Background()
+		ch := h.NewChain("order")
+		x := abi.From([]float32{1})
+		var futs []*host.Future
+		for i := 1; i <= 20; i++ {
+			futs = append(futs, ch.Submit(ctx, "scale", x, abi.Scalar(float32(i))))
+		}
+		for i, f := range futs {
+			outs, err := f.Wait(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, float32(i+1), abi.MustView[float32](outs[0])[0])
+			assert.Equal(t, uint64(i+1), f.Seq())
+		}
+		require.NoError(t, ch.Barrier(ctx))
+	})
+}
+
+func TestChainFailureSkipsLaterCalls(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		var ran atomic.Int64
+		logger := slog.New(countingHandler{Handler: slog.DiscardHandler, n: &ran})
+		h, err := host.New(context.Background(), nil, host.WithLogger(logger))
+		require.NoError(t, err)
+		defer h.Close(context.Background())
+		for _, name := range []string{"tap", "spin", "scale"} {
+			cb := config.DefaultCallback()
+			cb.Name, cb.Signature, cb.Engine = name, testkitSigs[name], engine
+			cb.Limits.Timeout = 50 * time.Millisecond
+			require.NoError(t, h.LoadModule(context.Background(), cb, testkitWasm(t)))
+		}
+		ctx := context.Background()
+		ch := h.NewChain("pipeline")
+		x := abi.From([]float32{1})
+		const n, k = 10, 4
+		var futs []*host.Future
+		for i := 1; i <= n; i++ {
+			name := "tap"
+			if i == k {
+				name = "spin"
+			}
+			futs = append(futs, ch.Submit(ctx, name, x))
+		}
+		ch.Tap(ctx, "tap", x)
+		err = ch.Barrier(ctx)
+		require.ErrorIs(t, err, host.Timeout)
+		var first *host.CallbackError
+		require.ErrorAs(t, err, &first)
+		assert.Equal(t, "spin", first.Callback)
+		assert.Equal(t, uint64(k), first.Seq)
+		assert.Equal(t, "pipeline", first.Chain)
+
+		for i, f := range futs {
+			_, err := f.Wait(ctx)
+			switch seq := i + 1; {
+			case seq < k:
+				assert.NoError(t, err)
+			case seq == k:
+				assert.ErrorIs(t, err, host.Timeout)
+			default:
+				require.ErrorIs(t, err, host.ErrChainFailed)
+				var ce *host.ChainError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, uint64(seq), ce.Seq)
+				assert.Equal(t, uint64(k), ce.First.Seq)
+				assert.ErrorIs(t, err, host.Timeout, "a skipped call's error wraps the first failure")
+			}
+		}
+		// Side-effect counter: calls k+1..n and the tap never ran.
+		assert.Equal(t, int64(k-1), ran.Load())
+
+		// A new chain on the same host works.
+		ch2 := h.NewChain("again")
+		_, err = ch2.Invoke(ctx, "scale", x, abi.Scalar[float32](3))
+		require.NoError(t, err)
+		_, err = ch2.Invoke(ctx, "tap", x)
+		require.NoError(t, err)
+		assert.Equal(t, int64(k), ran.Load())
+	})
+}
+
+func TestChainCancellationEndsPromptly(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Timeout = 30 * time.Second })
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := h.NewChain("cancel")
+		x := abi.From([]float32{1})
+		spin := ch.Submit(ctx, "spin", x)
+		after := ch.Submit(ctx, "scale", x, abi.Scalar[float32](1))
+		time.AfterFunc(20*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := spin.Wait(context.Background())
+		require.ErrorIs(t, err, host.Canceled)
+		assert.ErrorIs(t, err, context.Canceled)
+		_, err = after.Wait(context.Background())
+		require.ErrorIs(t, err, host.ErrChainFailed)
+		assert.Less(t, time.Since(start), 2*time.Second)
+		require.Error(t, ch.Barrier(context.Background()))
+	})
+}
+
+func TestBarrierHonoursContext(t *testing.T) {
+	h := newHost(t, config.EngineWazero, func(cb *config.Callback) { cb.Limits.Timeout = 300 * time.Millisecond })
+	ch := h.NewChain("slow")
+	ch.Tap(context.Background(), "spin", abi.From([]float32{1}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := ch.Barrier(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The tap itself ends at its own timeout; a later barrier reports it.
+	err = ch.Barrier(context.Background())
+	require.ErrorIs(t, err, host.Timeout)
+}
+
+func TestHostTapsAndBarrier(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		ctx := context.Background()
+		for i := 0; i < 10; i++ {
+			h.Tap(ctx, "tap", abi.From([]float32{float32(i)}))
+		}
+		require.NoError(t, h.Barrier(ctx))
+		h.Tap(ctx, "bad_status", abi.From([]float32{1}))
+		h.Tap(ctx, "tap", abi.From([]float32{1}))
+		err := h.Barrier(ctx)
+		require.ErrorIs(t, err, host.ABIViolation)
+		require.NoError(t, h.Barrier(ctx), "a barrier clears the error it reported")
+	})
+}
+
+func TestChainUnknownCallbackFailsChain(t *testing.T) {
+	h := newHost(t, config.EngineWazero, nil)
+	ch := h.NewChain("typo")
+	_, err := ch.Invoke(context.Background(), "scael", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+	_, err = ch.Invoke(context.Background(), "scale", abi.From([]float32{1}), abi.Scalar[float32](1))
+	require.True(t, errors.Is(err, host.ErrChainFailed))
+}

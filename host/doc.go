@@ -1,0 +1,21 @@
+// Package host is callbox's public Go API: it loads callback modules
+// (WebAssembly, any source language) from config or programmatically, checks
+// them against ABI v1, and runs calls on them under per-callback limits.
+//
+// A call hands the guest tensors through a call frame in its memory (see
+// abi/ABI.md), checks the inputs against the callback's signature first, and
+// copies outputs back only after the guest succeeded and passed every
+// check. Every failure is a *CallbackError with a Kind from one taxonomy
+// (Timeout, MemoryLimit, Unreachable, GuestError, ABIViolation, ...) that
+// errors.Is matches; an instance that trapped is discarded, and the host
+// keeps serving.
+//
+// Calls can be made directly (Invoke, InvokeInto), in strict order on a
+// Chain (ordered effects, as JAX's io_callback(ordered=True)), or as
+// fire-and-forget taps collected by a Barrier (JAX's id_tap and
+// barrier_wait).
+//
+// Every loaded callback has a content-addressed ID, the sha256 of its module
+// bytes, export name and signature, so a compiled tensor program can name a
+// callback without a process-local pointer.
+package host

@@ -1,0 +1,121 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+// Kind classifies a failed call. Every Kind is an error value usable with
+// errors.Is: errors.Is(err, host.Timeout).
+type Kind = sandbox.Kind
+
+// The failure kinds. They are the sandbox taxonomy, shared by both engines,
+// plus InvalidArgument for calls the host refuses before the guest runs.
+const (
+	Timeout              = sandbox.Timeout
+	FuelExhausted        = sandbox.FuelExhausted
+	MemoryLimit          = sandbox.MemoryLimit
+	StackOverflow        = sandbox.StackOverflow
+	Unreachable          = sandbox.Unreachable
+	MemoryOutOfBounds    = sandbox.MemoryOutOfBounds
+	DivideByZero         = sandbox.DivideByZero
+	IntegerOverflow      = sandbox.IntegerOverflow
+	InvalidConversion    = sandbox.InvalidConversion
+	TableOutOfBounds     = sandbox.TableOutOfBounds
+	IndirectCallMismatch = sandbox.IndirectCallMismatch
+	GuestError           = sandbox.GuestError
+	ABIViolation         = sandbox.ABIViolation
+	HostPanic            = sandbox.HostPanic
+	Canceled             = sandbox.Canceled
+	OtherTrap            = sandbox.OtherTrap
+	InvalidArgument      = sandbox.InvalidArgument
+)
+
+// ErrUnknownCallback is returned for a name no loaded callback has.
+var ErrUnknownCallback = errors.New("unknown callback")
+
+// ErrClosed is returned by calls on a closed Host.
+var ErrClosed = errors.New("host is closed")
+
+// ErrChainFailed matches (errors.Is) every error of a call that did not run
+// because an earlier call on its chain failed.
+var ErrChainFailed = errors.New("chain failed")
+
+// CallbackError is every failure of a call: which callback, where in which
+// chain, what kind of failure, and what the guest said.
+type CallbackError struct {
+	Callback string // callback name
+	ID       string // the callback's content-addressed id
+	Chain    string // chain name; "" for a call outside a chain
+	Seq      uint64 // sequence number in the chain, from 1; 0 outside a chain
+	Kind     Kind
+	// Message is the host's description ("timeout after 50ms").
+	Message string
+	// Status is the ABI status the guest returned, for GuestError.
+	Status abi.Status
+	// GuestMessage is what the guest passed to callbox.error.
+	GuestMessage string
+	// Frames is the wasm stack where the engine reports it, innermost first.
+	Frames []sandbox.Frame
+	// Err is the underlying cause.
+	Err error
+}
+
+func (e *CallbackError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "callback %q", e.Callback)
+	if e.Chain != "" {
+		fmt.Fprintf(&b, " (chain %q #%d)", e.Chain, e.Seq)
+	}
+	b.WriteString(" failed: ")
+	b.WriteString(e.Message)
+	if e.GuestMessage != "" {
+		b.WriteString(": ")
+		b.WriteString(e.GuestMessage)
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *CallbackError) Unwrap() error { return e.Err }
+
+// Is matches the error's Kind.
+func (e *CallbackError) Is(target error) bool {
+	k, ok := target.(Kind)
+	return ok && k == e.Kind
+}
+
+// ChainError is the error of a call that was not run because its chain had
+// already failed. It wraps the first failure.
+type ChainError struct {
+	Chain    string
+	Seq      uint64 // the call that did not run
+	Callback string // its callback
+	First    *CallbackError
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("chain %q: call #%d (%s) not run: chain failed at #%d: %v", e.Chain, e.Seq, e.Callback, e.First.Seq, e.First)
+}
+
+// Unwrap returns the first failure of the chain.
+func (e *ChainError) Unwrap() error { return e.First }
+
+// Is matches ErrChainFailed.
+func (e *ChainError) Is(target error) bool { return target == ErrChainFailed }
+
+// asCallbackError turns any error from the call path into a CallbackError.
+func (c *callback) fail(kind Kind, msg string, cause error) *CallbackError {
+	return &CallbackError{Callback: c.name, ID: c.id, Kind: kind, Message: msg, Err: cause}
+}
+
+// trapError converts a sandbox trap.
+func (c *callback) trapError(t *sandbox.Trap) *CallbackError {
+	e := c.fail(t.Kind, t.Error(), t)
+	e.Frames = t.Frames
+	return e
+}

@@ -1,0 +1,178 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+)
+
+// Tensor is a dense row-major host tensor; see abi.Tensor.
+type Tensor = abi.Tensor
+
+// Host loads callback modules and runs calls on them. It is safe for
+// concurrent use by many goroutines.
+type Host struct {
+	logger   *slog.Logger
+	cacheDir string
+	file     string // config file, for error messages
+
+	mu        sync.RWMutex
+	engines   map[string]sandbox.Engine
+	callbacks map[string]*callback
+	closed    bool
+	inflight  sync.WaitGroup
+
+	taps tapGroup
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithLogger sets the logger for host events and guest log lines (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
+
+// New creates a host and loads every callback of cfg. cfg may be nil for a
+// host whose callbacks are loaded programmatically with Load or LoadModule.
+// A callback that fails to load fails New, naming the config file, the
+// callback and the reason.
+func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error) {
+	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*callback{}, logger: slog.Default()}
+	for _, o := range opts {
+		o(h)
+	}
+	h.taps.init()
+	if cfg == nil {
+		return h, nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h.cacheDir, h.file = cfg.CacheDir, cfg.File
+	for _, cb := range cfg.Callbacks {
+		if err := h.Load(ctx, cb); err != nil {
+			_ = h.Close(ctx)
+			if cfg.File != "" {
+				return nil, fmt.Errorf("%s: %w", cfg.File, err)
+			}
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// engine returns the named engine, starting it on first use.
+func (h *Host) engine(ctx context.Context, name string) (sandbox.Engine, error) {
+	if e, ok := h.engines[name]; ok {
+		return e, nil
+	}
+	var (
+		e   sandbox.Engine
+		err error
+	)
+	switch name {
+	case config.EngineWazero:
+		e, err = wazero.New(ctx, wazero.Options{CacheDir: h.cacheDir})
+	case config.EngineWasmtime:
+		e, err = wasmtime.New(ctx, wasmtime.Options{CacheDir: h.cacheDir})
+	default:
+		err = fmt.Errorf("unknown engine %q (want wazero or wasmtime)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.engines[name] = e
+	return e, nil
+}
+
+// Info describes a loaded callback.
+type Info struct {
+	Name      string
+	ID        string // sha256 of module bytes, export name and signature
+	Export    string
+	Signature *abi.Signature
+	Engine    string
+	Module    string // module path, or "<memory>" for LoadModule
+	ModuleSHA string // sha256 of the module bytes
+	Isolation string
+	Limits    config.Limits
+	WASI      bool
+}
+
+// Callbacks lists the loaded callbacks, sorted by name.
+func (h *Host) Callbacks() []Info {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]Info, 0, len(h.callbacks))
+	for _, c := range h.callbacks {
+		out = append(out, c.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Callback describes one loaded callback.
+func (h *Host) Callback(name string) (Info, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	c, ok := h.callbacks[name]
+	if !ok {
+		return Info{}, false
+	}
+	return c.info(), true
+}
+
+func (h *Host) lookup(name string) (*callback, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	c, ok := h.callbacks[name]
+	if !ok {
+		return nil, fmt.Errorf("callback %q: %w", name, ErrUnknownCallback)
+	}
+	h.inflight.Add(1)
+	return c, nil
+}
+
+// Close waits for calls in flight (until ctx is done), then releases every
+// instance, module and engine. Calls made after Close fail with ErrClosed.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { h.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("close: calls still in flight: %w", ctx.Err())
+	}
+	h.taps.wait(ctx)
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for _, c := range h.callbacks {
+		errs = append(errs, c.close(ctx))
+	}
+	for _, e := range h.engines {
+		errs = append(errs, e.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

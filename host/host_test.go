@@ -1,0 +1,330 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+)
+
+// testkit signatures, by export.
+var testkitSigs = map[string]string{
+	"scale":          "(x: f32[n], factor: f32[]) -> f32[n]",
+	"calls":          "() -> s32[]",
+	"tap":            "(x: f32[n]) -> $x",
+	"spin":           "(x: f32[n]) -> f32[n]",
+	"bad_status":     "(x: f32[n]) -> f32[n]",
+	"overrun":        "(x: f32[n]) -> f32[n]",
+	"redirect":       "(x: f32[n]) -> f32[n]",
+	"half_then_trap": "(x: f32[n]) -> f32[n]",
+	"bad_error_ptr":  "(x: f32[n]) -> f32[n]",
+	"grow":           "(x: f32[n]) -> f32[n]",
+}
+
+func testkitWasm(t testing.TB) []byte {
+	t.Helper()
+	src, err := os.ReadFile("../guests/wat/testkit.wat")
+	require.NoError(t, err)
+	b, err := wat.Compile(string(src))
+	require.NoError(t, err)
+	return b
+}
+
+func engineNames() []string {
+	if wasmtime.Available {
+		return []string{config.EngineWazero, config.EngineWasmtime}
+	}
+	return []string{config.EngineWazero}
+}
+
+// newHost loads every testkit export as a callback on the given engine.
+func newHost(t testing.TB, engine string, tweak func(*config.Callback)) *host.Host {
+	t.Helper()
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	wasm := testkitWasm(t)
+	for name, sig := range testkitSigs {
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Signature, cb.Engine = name, name, sig, engine
+		cb.Limits.Timeout = 2 * time.Second
+		cb.Limits.MaxMemory = 1 << 20
+		if tweak != nil {
+			tweak(&cb)
+		}
+		require.NoError(t, h.LoadModule(ctx, cb, wasm), name)
+	}
+	return h
+}
+
+func forEngines(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, e := range engineNames() {
+		t.Run(e, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+func TestInvokeScale(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		x := abi.From([]float32{1, 2, 3, 4.5})
+		outs, st, err := h.InvokeStats(context.Background(), "scale", x, abi.Scalar[float32](2))
+		require.NoError(t, err)
+		require.Len(t, outs, 1)
+		assert.Equal(t, []float32{2, 4, 6, 9}, abi.MustView[float32](outs[0]))
+		assert.Equal(t, abi.Shape{4}, outs[0].Shape)
+		assert.Equal(t, uint64(20), st.BytesIn)
+		assert.Equal(t, uint64(16), st.BytesOut)
+		assert.Greater(t, st.PeakMemory, uint64(0))
+		assert.Greater(t, st.Wall, time.Duration(0))
+	})
+}
+
+func TestEmptyAndScalarTensors(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		outs, err := h.Invoke(context.Background(), "scale", abi.From([]float32{}), abi.Scalar[float32](3))
+		require.NoError(t, err)
+		assert.Equal(t, abi.Shape{0}, outs[0].Shape)
+		assert.Empty(t, outs[0].Data)
+	})
+}
+
+func TestSignatureMismatchNamesArgument(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		_, err := h.Invoke(context.Background(), "scale", abi.From([]float32{1, 2}), abi.From([]float32{1, 2}))
+		require.ErrorIs(t, err, host.InvalidArgument)
+		assert.Contains(t, err.Error(), `argument 1 (factor): expected f32[], got f32[2]`)
+
+		_, err = h.Invoke(context.Background(), "scale", abi.From([]int32{1, 2}), abi.Scalar[float32](1))
+		assert.Contains(t, err.Error(), `argument 0 (x): expected f32[n], got s32[2]`)
+
+		_, err = h.Invoke(context.Background(), "scale", abi.From([]float32{1}))
+		assert.Contains(t, err.Error(), "got 1 inputs")
+	})
+}
+
+func TestGuestErrorKeepsInstance(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
+		ctx := context.Background()
+		x := abi.From([]float32{1})
+		_, err := h.Invoke(ctx, "scale", x, abi.Scalar[float32](1))
+		require.NoError(t, err)
+		_, err = h.Invoke(ctx, "scale", x, abi.Scalar[float32](-1))
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, host.GuestError, ce.Kind)
+		assert.Equal(t, abi.StatusInvalidArgument, ce.Status)
+		assert.Equal(t, "negative factor", ce.GuestMessage)
+		assert.Equal(t, "scale", ce.Callback)
+		assert.Equal(t, `callback "scale" failed: guest returned INVALID_ARGUMENT: negative factor`, err.Error())
+		// The instance that returned an error status is kept: its counter
+		// still counts the first call.
+		_, err = h.Invoke(ctx, "scale", x, abi.Scalar[float32](1))
+		require.NoError(t, err)
+	})
+}
+
+func TestTimeoutThenServe(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Timeout = 50 * time.Millisecond })
+		start := time.Now()
+		_, err := h.Invoke(context.Background(), "spin", abi.From([]float32{1}))
+		elapsed := time.Since(start)
+		require.ErrorIs(t, err, host.Timeout)
+		assert.Equal(t, `callback "spin" failed: timeout after 50ms`, err.Error())
+		assert.Less(t, elapsed, 500*time.Millisecond)
+
+		outs, err := h.Invoke(context.Background(), "scale", abi.From([]float32{2}), abi.Scalar[float32](2))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{4}, abi.MustView[float32](outs[0]))
+	})
+}
+
+func TestABIViolations(t *testing.T) {
+	cases := map[string]string{
+		"bad_status":    "status 77 is not an ABI v1 status",
+		"overrun":       "guest wrote 1 bytes past the end of its 8-byte buffer",
+		"redirect":      "the data pointer of output 0's descriptor",
+		"bad_error_ptr": "callbox.error message at guest offset 4294967288",
+	}
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		for name, want := range cases {
+			_, err := h.Invoke(context.Background(), name, abi.From([]float32{1, 2}))
+			require.ErrorIs(t, err, host.ABIViolation, name)
+			assert.Contains(t, err.Error(), want, name)
+			assert.Contains(t, err.Error(), `callback "`+name+`"`)
+		}
+		// The host keeps serving.
+		_, err := h.Invoke(context.Background(), "scale", abi.From([]float32{2}), abi.Scalar[float32](2))
+		require.NoError(t, err)
+	})
+}
+
+func TestFailedCallLeavesOutputsUntouched(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		out := abi.From([]float32{7, 7, 7, 7})
+		before := bytes.Clone(out.Data)
+		_, err := h.InvokeInto(context.Background(), "half_then_trap", []host.Tensor{abi.From([]float32{1, 2, 3, 4})}, []host.Tensor{out})
+		require.ErrorIs(t, err, host.Unreachable)
+		assert.Equal(t, before, out.Data)
+	})
+}
+
+func TestInvokeIntoWritesCallerBuffers(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		out := abi.From(make([]float32, 3))
+		_, err := h.InvokeInto(context.Background(), "scale", []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, []host.Tensor{out})
+		require.NoError(t, err)
+		assert.Equal(t, []float32{10, 20, 30}, abi.MustView[float32](out))
+
+		wrong := abi.From(make([]float32, 2))
+		_, err = h.InvokeInto(context.Background(), "scale", []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, []host.Tensor{wrong})
+		require.ErrorIs(t, err, host.InvalidArgument)
+		assert.Contains(t, err.Error(), "output 0: buffer is f32[2], result is f32[3]")
+	})
+}
+
+func TestMemoryLimit(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		_, err := h.Invoke(context.Background(), "grow", abi.From([]float32{1}))
+		require.ErrorIs(t, err, host.MemoryLimit)
+		assert.Contains(t, err.Error(), "memory limit of 1MiB reached")
+	})
+}
+
+func TestPassThroughIsNotCopied(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		x := abi.From([]float32{1, 2, 3})
+		outs, st, err := h.InvokeStats(context.Background(), "tap", x)
+		require.NoError(t, err)
+		assert.Equal(t, unsafe.SliceData(x.Data), unsafe.SliceData(outs[0].Data))
+		assert.Equal(t, uint64(0), st.BytesOut)
+	})
+}
+
+func TestScratchReusedAcrossCalls(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
+		ctx := context.Background()
+		x := abi.From(make([]float32, 1024))
+		_, first, err := h.InvokeStats(ctx, "scale", x, abi.Scalar[float32](1))
+		require.NoError(t, err)
+		for i := 0; i < 10_000; i++ {
+			_, st, err := h.InvokeStats(ctx, "scale", x, abi.Scalar[float32](1))
+			require.NoError(t, err)
+			require.Equal(t, first.PeakMemory, st.PeakMemory, "call %d grew guest memory", i)
+			require.False(t, st.NewInstance)
+		}
+	})
+}
+
+func TestCallbackID(t *testing.T) {
+	h1 := newHost(t, config.EngineWazero, nil)
+	h2 := newHost(t, engineNames()[len(engineNames())-1], nil)
+	a, ok := h1.Callback("scale")
+	require.True(t, ok)
+	b, _ := h2.Callback("scale")
+	assert.Equal(t, a.ID, b.ID, "the id depends on content, not on the process or engine")
+	c, _ := h1.Callback("spin")
+	assert.NotEqual(t, a.ID, c.ID)
+	assert.Regexp(t, `^cb1-[0-9a-f]{64}$`, a.ID)
+}
+
+func TestGuestLogsCarryCallback(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	h, err := host.New(context.Background(), nil, host.WithLogger(logger))
+	require.NoError(t, err)
+	defer h.Close(context.Background())
+	cb := config.DefaultCallback()
+	cb.Name, cb.Signature = "tap", testkitSigs["tap"]
+	require.NoError(t, h.LoadModule(context.Background(), cb, testkitWasm(t)))
+	_, err = h.Invoke(context.Background(), "tap", abi.From([]float32{1}))
+	require.NoError(t, err)
+	info, _ := h.Callback("tap")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, buf.String(), `"msg":"scaling"`)
+	assert.Contains(t, buf.String(), `"callback":"tap"`)
+	assert.Contains(t, buf.String(), `"callback_id":"`+info.ID+`"`)
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Timeout = 100 * time.Millisecond })
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < 20; i++ {
+					if g%8 == 7 && i%10 == 0 {
+						_, err := h.Invoke(context.Background(), "bad_status", abi.From([]float32{1}))
+						if !errors.Is(err, host.ABIViolation) {
+							errs <- err
+						}
+						continue
+					}
+					x := abi.From([]float32{float32(g), float32(i)})
+					outs, err := h.Invoke(context.Background(), "scale", x, abi.Scalar[float32](2))
+					if err != nil {
+						errs <- err
+						continue
+					}
+					if v := abi.MustView[float32](outs[0]); v[0] != float32(2*g) || v[1] != float32(2*i) {
+						errs <- errors.New("wrong result")
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+func TestUnknownCallbackAndClosedHost(t *testing.T) {
+	h := newHost(t, config.EngineWazero, nil)
+	_, err := h.Invoke(context.Background(), "nope")
+	assert.ErrorIs(t, err, host.ErrUnknownCallback)
+	require.NoError(t, h.Close(context.Background()))
+	_, err = h.Invoke(context.Background(), "scale", abi.From([]float32{1}), abi.Scalar[float32](1))
+	assert.ErrorIs(t, err, host.ErrClosed)
+}

@@ -1,0 +1,367 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
+)
+
+// callback is one loaded callback: its module, its resolved signature and
+// its instance pool.
+type callback struct {
+	name   string
+	id     string
+	spec   config.Callback
+	sig    *abi.Signature
+	sha    string
+	engine sandbox.Engine
+	mod    sandbox.Module
+	pool   *pool
+	hasFre bool
+	logger *slog.Logger
+}
+
+func (c *callback) info() Info {
+	return Info{Name: c.name, ID: c.id, Export: c.spec.Export, Signature: c.sig, Engine: c.spec.Engine,
+		Module: c.spec.Module, ModuleSHA: c.sha, Isolation: c.spec.Isolation, Limits: c.spec.Limits,
+		WASI: c.spec.WASI == config.WASIMinimal}
+}
+
+func (c *callback) close(ctx context.Context) error {
+	c.pool.close(ctx)
+	return c.mod.Close(ctx)
+}
+
+// Load reads the callback's module file and loads it. The entry is checked
+// with config's rules first; defaults are not applied (use config.Load or
+// start from config.DefaultCallback()).
+func (h *Host) Load(ctx context.Context, cb config.Callback) error {
+	wasm, err := os.ReadFile(cb.Module)
+	if err != nil {
+		return fmt.Errorf("callback %q: %w", cb.Name, err)
+	}
+	return h.LoadModule(ctx, cb, wasm)
+}
+
+// LoadModule loads a callback from module bytes already in memory (an
+// embedded module, say); cb.Module is used only in messages.
+func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) error {
+	if cb.Export == "" {
+		cb.Export = cb.Name
+	}
+	if cb.Module == "" {
+		cb.Module = "<memory>"
+	}
+	if err := (&config.Config{Callbacks: []config.Callback{cb}}).Validate(); err != nil {
+		return err
+	}
+	c, err := h.load(ctx, cb, wasm)
+	if err != nil {
+		return fmt.Errorf("callback %q: %w", cb.Name, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		_ = c.close(ctx)
+		return ErrClosed
+	}
+	if old, dup := h.callbacks[cb.Name]; dup {
+		_ = c.close(ctx)
+		return fmt.Errorf("callback %q is already loaded (module %s)", cb.Name, old.spec.Module)
+	}
+	h.callbacks[cb.Name] = c
+	return nil
+}
+
+func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*callback, error) {
+	sum := sha256.Sum256(wasm)
+	sha := hex.EncodeToString(sum[:])
+	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
+		return nil, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256)
+	}
+	info, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+	}
+	wasi := cb.WASI == config.WASIMinimal
+	if err := checkModule(info, cb, wasi); err != nil {
+		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+	}
+	// The signature table from the custom section, if any.
+	var embedded *abi.Signature
+	if secs := info.Custom[abi.SignatureSection]; len(secs) > 0 {
+		table, err := abi.ParseSignatureTable(joinSections(secs))
+		if err != nil {
+			return nil, fmt.Errorf("module %s: custom section %s: %w", cb.Module, abi.SignatureSection, err)
+		}
+		embedded = table[cb.Export]
+	}
+
+	h.mu.Lock()
+	eng, err := h.engine(ctx, cb.Engine)
+	h.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		set  bool
+		feat sandbox.Feature
+		key  string
+	}{{cb.Limits.Fuel != 0, sandbox.FeatureFuel, "fuel"}, {cb.Limits.MaxStack != 0, sandbox.FeatureMaxStack, "max_stack"}} {
+		if f.set && !eng.Supports(f.feat) {
+			return nil, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name())
+		}
+	}
+	c := &callback{name: cb.Name, spec: cb, sha: sha, engine: eng}
+	_, c.hasFre = info.Export(abi.ExportFree)
+	// The id is known only after the signature is; guest log lines carry
+	// it through the logger's lazily bound attribute.
+	logger := slog.New(&idHandler{Handler: h.logger.With("callback", cb.Name).Handler(), id: &c.id})
+	c.logger = logger
+	c.mod, err = eng.Compile(ctx, wasm, sandbox.ModuleConfig{
+		Name:   cb.Name,
+		Limits: limitsOf(cb.Limits),
+		WASI:   wasi,
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+	}
+	c.pool = newPool(c, cb.MaxInstances)
+
+	// A probe instance checks the ABI version, runs _initialize, and reads
+	// the signature export when there is no custom section.
+	probe, err := c.newGuest(ctx)
+	if err != nil {
+		_ = c.mod.Close(ctx)
+		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+	}
+	if embedded == nil {
+		if _, ok := info.Export(abi.ExportSignatures); ok {
+			embedded, err = probe.readSignatures(ctx, cb.Export)
+			if err != nil {
+				probe.close(ctx)
+				_ = c.mod.Close(ctx)
+				return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+			}
+		}
+	}
+	sig, err := resolveSignature(cb, embedded)
+	if err != nil {
+		probe.close(ctx)
+		_ = c.mod.Close(ctx)
+		return nil, err
+	}
+	c.sig = sig
+	c.id = callbackID(sum, cb.Export, sig)
+	if cb.Isolation == config.IsolationPooled {
+		c.pool.put(probe)
+	} else {
+		probe.close(ctx)
+	}
+	h.logger.Debug("callback loaded", "callback", cb.Name, "callback_id", c.id, "engine", eng.Name(), "signature", sig.String())
+	return c, nil
+}
+
+// idHandler adds the callback's id to every record. The id is known only
+// once the signature is, after the module has been compiled and probed, so
+// it is read at logging time rather than bound when the logger is made.
+type idHandler struct {
+	slog.Handler
+	id *string
+}
+
+// Handle implements slog.Handler.
+func (h *idHandler) Handle(ctx context.Context, r slog.Record) error {
+	if *h.id != "" {
+		r.AddAttrs(slog.String("callback_id", *h.id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h *idHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &idHandler{Handler: h.Handler.WithAttrs(attrs), id: h.id}
+}
+
+// WithGroup implements slog.Handler.
+func (h *idHandler) WithGroup(name string) slog.Handler {
+	return &idHandler{Handler: h.Handler.WithGroup(name), id: h.id}
+}
+
+func limitsOf(l config.Limits) sandbox.Limits {
+	return sandbox.Limits{Timeout: l.Timeout, MaxMemory: l.MaxMemory, Fuel: l.Fuel, MaxStack: l.MaxStack,
+		MaxError: l.MaxError, MaxLog: l.MaxLog}
+}
+
+func joinSections(secs [][]byte) []byte {
+	var out []byte
+	for _, s := range secs {
+		out = append(out, s...)
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// callbackID is the content address of a callback: the sha256 of the module
+// bytes, the export name and the canonical signature. Two hosts that load
+// the same module, export and signature agree on it, so a compiled tensor
+// program can name a callback without a process-local pointer.
+func callbackID(moduleSum [32]byte, export string, sig *abi.Signature) string {
+	h := sha256.New()
+	h.Write(moduleSum[:])
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], uint32(len(export)))
+	h.Write(n[:])
+	h.Write([]byte(export))
+	h.Write([]byte(sig.String()))
+	return "cb1-" + hex.EncodeToString(h.Sum(nil))
+}
+
+func resolveSignature(cb config.Callback, embedded *abi.Signature) (*abi.Signature, error) {
+	var fromConfig *abi.Signature
+	if cb.Signature != "" {
+		s, err := abi.ParseSignature(cb.Signature)
+		if err != nil {
+			return nil, fmt.Errorf("callbacks.%s.signature: %w", cb.Name, err)
+		}
+		fromConfig = s
+	}
+	switch {
+	case fromConfig != nil && embedded != nil && !fromConfig.Equal(embedded):
+		return nil, fmt.Errorf("callbacks.%s.signature %q disagrees with the module's own signature %q for export %s", cb.Name, fromConfig, embedded, cb.Export)
+	case fromConfig != nil:
+		return fromConfig, nil
+	case embedded != nil:
+		return embedded, nil
+	}
+	return nil, fmt.Errorf("callback %q has no signature: give one in the config (signature:) or embed one in the module (%s section or %s export)", cb.Name, abi.SignatureSection, abi.ExportSignatures)
+}
+
+// Types of the ABI's exports.
+var (
+	i32        = sandbox.I32
+	exportSigs = map[string][2][]sandbox.ValType{
+		abi.ExportVersion:    {nil, {i32}},
+		abi.ExportAlloc:      {{i32, i32}, {i32}},
+		abi.ExportFree:       {{i32, i32, i32}, nil},
+		abi.ExportSignatures: {nil, {i32}},
+		abi.ExportInitialize: {nil, nil},
+	}
+	callbackSig = [2][]sandbox.ValType{{i32}, {i32}}
+)
+
+// checkModule applies the ABI's load-time rules to a parsed module: the
+// required exports with the right types, nothing imported that the host
+// does not grant, one 32-bit memory within the limit, bounded tables.
+func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
+	var errs []error
+	provided := map[string]sandbox.HostFunc{}
+	for _, hf := range sandbox.HostFuncs(wasi) {
+		provided[hf.Module+"."+hf.Name] = hf
+	}
+	for _, imp := range m.Imports {
+		full := imp.Module + "." + imp.Name
+		if imp.Kind != wasmbin.KindFunc {
+			errs = append(errs, fmt.Errorf("imports %s %s; the host provides only functions", imp.Kind, full))
+			continue
+		}
+		hf, ok := provided[full]
+		switch {
+		case !ok && imp.Module == sandbox.WASIModule && !wasi:
+			errs = append(errs, fmt.Errorf("imports %s, but WASI is not granted to this callback (set wasi: minimal)", full))
+			continue
+		case !ok:
+			errs = append(errs, fmt.Errorf("imports %s, which the host does not provide", full))
+			continue
+		}
+		if imp.Func != nil && !sameValTypes(imp.Func.Params, hf.Params) || imp.Func != nil && !sameValTypes(imp.Func.Results, hf.Results) {
+			errs = append(errs, fmt.Errorf("imports %s with type %s, but the host's has type %s", full, imp.Func, hostFuncType(hf)))
+		}
+	}
+	want := map[string][2][]sandbox.ValType{cb.Export: callbackSig}
+	for name, sig := range exportSigs {
+		want[name] = sig
+	}
+	required := []string{abi.ExportVersion, abi.ExportAlloc, cb.Export}
+	for name, sig := range want {
+		e, ok := m.Export(name)
+		if !ok {
+			continue
+		}
+		if e.Kind != wasmbin.KindFunc {
+			errs = append(errs, fmt.Errorf("export %s is a %s, want a function", name, e.Kind))
+			continue
+		}
+		if e.Func != nil && (!sameValTypes(e.Func.Params, sig[0]) || !sameValTypes(e.Func.Results, sig[1])) {
+			errs = append(errs, fmt.Errorf("export %s has type %s, want %s", name, e.Func, hostFuncType(sandbox.HostFunc{Params: sig[0], Results: sig[1]})))
+		}
+	}
+	for _, name := range required {
+		if _, ok := m.Export(name); !ok {
+			errs = append(errs, fmt.Errorf("missing required export %s", name))
+		}
+	}
+	if e, ok := m.Export(abi.ExportMemory); !ok || e.Kind != wasmbin.KindMemory {
+		errs = append(errs, fmt.Errorf("missing required export %q (the linear memory)", abi.ExportMemory))
+	}
+	switch {
+	case len(m.Memories) != 1:
+		errs = append(errs, fmt.Errorf("has %d memories, want exactly 1", len(m.Memories)))
+	default:
+		mem := m.Memories[0]
+		if mem.Is64 {
+			errs = append(errs, errors.New("uses a 64-bit memory; ABI v1 is wasm32"))
+		}
+		if mem.Shared {
+			errs = append(errs, errors.New("uses a shared memory; ABI v1 needs an unshared one"))
+		}
+		if limit := cb.Limits.MaxMemory; limit != 0 && mem.Min*sandbox.PageSize > limit {
+			errs = append(errs, fmt.Errorf("declares a minimum memory of %s, above the callback's max_memory of %s",
+				sandbox.FormatBytes(mem.Min*sandbox.PageSize), sandbox.FormatBytes(limit)))
+		}
+	}
+	for i, t := range m.Tables {
+		if t.Min > MaxTableElements {
+			errs = append(errs, fmt.Errorf("table %d declares %d elements, above the host's limit of %d", i, t.Min, MaxTableElements))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MaxTableElements bounds the initial size of every table a module declares.
+const MaxTableElements = 1 << 20
+
+func sameValTypes(a []byte, b []sandbox.ValType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != byte(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hostFuncType(hf sandbox.HostFunc) string {
+	t := wasmbin.FuncType{}
+	for _, p := range hf.Params {
+		t.Params = append(t.Params, byte(p))
+	}
+	for _, r := range hf.Results {
+		t.Results = append(t.Results, byte(r))
+	}
+	return t.String()
+}

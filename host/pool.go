@@ -1,0 +1,236 @@
+package host
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+// guest is one instance with its resolved exports and its scratch region,
+// the guest memory the host writes call frames into and reuses call after
+// call.
+type guest struct {
+	inst    sandbox.Instance
+	fn      sandbox.Function // the callback export
+	alloc   sandbox.Function
+	free    sandbox.Function // nil when the module exports no callbox_free
+	scratch abi.Region       // absolute guest address and size; Len 0 = none yet
+	calls   uint64
+	meta    []byte // host copy of the last frame's metadata
+	stack   [4]uint64
+}
+
+// newGuest instantiates the module, runs _initialize, checks the ABI
+// version and resolves the exports a call needs.
+func (c *callback) newGuest(ctx context.Context) (*guest, error) {
+	inst, err := c.mod.Instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g := &guest{inst: inst}
+	fail := func(err error) (*guest, error) {
+		_ = inst.Close(ctx)
+		return nil, err
+	}
+	if init, err := inst.Export(abi.ExportInitialize, nil, nil); err == nil {
+		if err := inst.Call(ctx, init, g.stack[:0]); err != nil {
+			return fail(fmt.Errorf("%s: %w", abi.ExportInitialize, err))
+		}
+	}
+	ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{i32})
+	if err != nil {
+		return fail(err)
+	}
+	if err := inst.Call(ctx, ver, g.stack[:1]); err != nil {
+		return fail(fmt.Errorf("%s: %w", abi.ExportVersion, err))
+	}
+	if v := int32(uint32(g.stack[0])); v != abi.Version {
+		return fail(fmt.Errorf("guest reports ABI version %d, this host implements version %d", v, abi.Version))
+	}
+	if g.fn, err = inst.Export(c.spec.Export, callbackSig[0], callbackSig[1]); err != nil {
+		return fail(err)
+	}
+	if g.alloc, err = inst.Export(abi.ExportAlloc, exportSigs[abi.ExportAlloc][0], exportSigs[abi.ExportAlloc][1]); err != nil {
+		return fail(err)
+	}
+	if c.hasFre {
+		if g.free, err = inst.Export(abi.ExportFree, exportSigs[abi.ExportFree][0], nil); err != nil {
+			return fail(err)
+		}
+	}
+	return g, nil
+}
+
+func (g *guest) close(ctx context.Context) { _ = g.inst.Close(ctx) }
+
+// ensureScratch makes the scratch region at least size bytes. It reuses the
+// current region whenever it is large enough, so a pooled instance serving
+// calls of the same shapes never grows its memory after the first.
+func (g *guest) ensureScratch(ctx context.Context, size uint32) error {
+	if g.scratch.Len >= size && g.scratch.Len > 0 {
+		return nil
+	}
+	want := max(uint64(size), 2*uint64(g.scratch.Len), 4096)
+	want = (want + 4095) &^ 4095
+	if want > abi.MaxTensorBytes {
+		want = uint64(size)
+	}
+	if g.scratch.Len > 0 && g.free != nil {
+		g.stack[0], g.stack[1], g.stack[2] = uint64(g.scratch.Off), uint64(g.scratch.Len), abi.DataAlign
+		if err := g.inst.Call(ctx, g.free, g.stack[:3]); err != nil {
+			return err
+		}
+	}
+	g.scratch = abi.Region{}
+	g.stack[0], g.stack[1] = want, abi.DataAlign
+	if err := g.inst.Call(ctx, g.alloc, g.stack[:2]); err != nil {
+		return err
+	}
+	ptr := uint64(uint32(g.stack[0]))
+	if ptr == 0 {
+		kind := sandbox.GuestError
+		if g.inst.State().MemoryDenied {
+			kind = sandbox.MemoryLimit
+		}
+		return &sandbox.Trap{Kind: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate the call frame", abi.ExportAlloc, want, abi.DataAlign)}
+	}
+	mem := g.inst.Memory()
+	if err := abi.CheckRange(uint64(len(mem)), ptr, want, abi.ExportAlloc+" result"); err != nil {
+		return &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+	}
+	if err := abi.CheckAligned(ptr, abi.DataAlign, abi.ExportAlloc+" result"); err != nil {
+		return &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+	}
+	g.scratch = abi.Region{Off: uint32(ptr), Len: uint32(want)}
+	return nil
+}
+
+// readSignatures calls the callbox_signatures export and parses the table
+// it points to.
+func (g *guest) readSignatures(ctx context.Context, export string) (*abi.Signature, error) {
+	fn, err := g.inst.Export(abi.ExportSignatures, nil, []sandbox.ValType{i32})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.inst.Call(ctx, fn, g.stack[:1]); err != nil {
+		return nil, fmt.Errorf("%s: %w", abi.ExportSignatures, err)
+	}
+	mem := g.inst.Memory()
+	ptr := uint64(uint32(g.stack[0]))
+	hdr, err := abi.GuestBytes(mem, ptr, 4, abi.ExportSignatures+" length")
+	if err != nil {
+		return nil, err
+	}
+	n := uint64(binary.LittleEndian.Uint32(hdr))
+	if n > abi.MaxSignatureTable {
+		return nil, fmt.Errorf("%s: table of %d bytes exceeds %d", abi.ExportSignatures, n, abi.MaxSignatureTable)
+	}
+	text, err := abi.GuestBytes(mem, ptr+4, n, abi.ExportSignatures+" text")
+	if err != nil {
+		return nil, err
+	}
+	table, err := abi.ParseSignatureTable(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", abi.ExportSignatures, err)
+	}
+	return table[export], nil
+}
+
+// pool holds a callback's instances. At most max exist at once; an idle
+// one is reused, a broken one is closed and replaced on demand. With fresh
+// isolation nothing is ever returned to the idle list.
+type pool struct {
+	c     *callback
+	fresh bool
+	slots chan struct{} // one token per instance in use
+	mu    sync.Mutex
+	idle  []*guest
+	live  int // instances created and not yet closed
+}
+
+func newPool(c *callback, max int) *pool {
+	if max <= 0 {
+		max = 1
+	}
+	return &pool{c: c, fresh: c.spec.Isolation == config.IsolationFresh, slots: make(chan struct{}, max)}
+}
+
+// get returns an instance for one call, waiting for a free slot until ctx is
+// done. created reports a new instance.
+func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		g = p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return g, false, nil
+	}
+	p.live++
+	p.mu.Unlock()
+	g, err = p.c.newGuest(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.live--
+		p.mu.Unlock()
+		<-p.slots
+		return nil, false, err
+	}
+	return g, true, nil
+}
+
+// release returns a healthy instance after a call.
+func (p *pool) release(ctx context.Context, g *guest) {
+	if p.fresh {
+		p.discard(ctx, g)
+		return
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, g)
+	p.mu.Unlock()
+	<-p.slots
+}
+
+// discard closes an instance that must not serve another call.
+func (p *pool) discard(ctx context.Context, g *guest) {
+	g.close(ctx)
+	p.mu.Lock()
+	p.live--
+	p.mu.Unlock()
+	<-p.slots
+}
+
+// put adds an instance created outside get (the load-time probe).
+func (p *pool) put(g *guest) {
+	p.mu.Lock()
+	p.idle = append(p.idle, g)
+	p.live++
+	p.mu.Unlock()
+}
+
+// Live is the number of instances alive (idle or in use).
+func (p *pool) liveCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.live
+}
+
+func (p *pool) close(ctx context.Context) {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.live -= len(idle)
+	p.mu.Unlock()
+	for _, g := range idle {
+		g.close(ctx)
+	}
+}
