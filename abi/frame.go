@@ -67,8 +67,23 @@ type FrameLayout struct {
 
 func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
 
-// PlanFrame lays out a frame for the given input types and resolved outputs.
+// PlanFrame lays out a frame for the given input types and resolved outputs,
+// every data buffer 64-byte aligned.
 func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
+	return planFrame(inputs, outputs, 0)
+}
+
+// PlanFrameSkewed lays out a frame whose data buffers sit exactly 16 bytes
+// past a 64-byte boundary: the least alignment ABI v1 promises. The host
+// uses it to test that guest SDKs assume no more than the ABI guarantees.
+func PlanFrameSkewed(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
+	return planFrame(inputs, outputs, MinDataAlign)
+}
+
+// MinDataAlign is the alignment of data buffers a guest may rely on.
+const MinDataAlign = 16
+
+func planFrame(inputs []TensorMeta, outputs []OutputSpec, skew uint64) (*FrameLayout, error) {
 	l := &FrameLayout{NumInputs: len(inputs), inputs: inputs, outputs: outputs}
 	n := uint64(len(inputs) + len(outputs))
 	dims := uint64(0)
@@ -80,7 +95,8 @@ func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) 
 	}
 	off := uint64(FrameHeaderSize) + n*DescriptorSize + dims*DimSize
 	l.MetaLen = uint32(min(off, math.MaxUint32))
-	off = alignUp(off, DataAlign)
+	place := func(off uint64) uint64 { return alignUp(off, DataAlign) + skew }
+	off = place(off)
 	l.Inputs = make([]Region, len(inputs))
 	for i, in := range inputs {
 		size, err := in.Shape.ByteLen(in.DType)
@@ -88,7 +104,7 @@ func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) 
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
 		l.Inputs[i] = Region{Off: uint32(min(off, math.MaxUint32)), Len: uint32(min(size, math.MaxUint32))}
-		off = alignUp(off+size, DataAlign)
+		off = place(off + size)
 		if off > math.MaxUint32 || size > MaxTensorBytes {
 			return nil, fmt.Errorf("input %d: frame exceeds the 4 GiB guest address space", i)
 		}
@@ -109,7 +125,7 @@ func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) 
 		}
 		l.Outputs[i] = Region{Off: uint32(min(off, math.MaxUint32)), Len: uint32(min(size, math.MaxUint32))}
 		l.Guards[i] = Region{Off: uint32(min(off+size, math.MaxUint32)), Len: GuardSize}
-		off = alignUp(off+size+GuardSize, DataAlign)
+		off = place(off + size + GuardSize)
 		if off > math.MaxUint32 || size > MaxTensorBytes {
 			return nil, fmt.Errorf("output %d: frame exceeds the 4 GiB guest address space", i)
 		}
@@ -168,7 +184,13 @@ func (l *FrameLayout) WriteMeta(frame []byte, base uint32, callID uint64) error 
 	}
 	// Zero the padding between the metadata and the first buffer so a frame
 	// is fully determined by its inputs.
-	clear(frame[l.MetaLen:alignUp(uint64(l.MetaLen), DataAlign)])
+	firstData := uint64(l.Size)
+	if len(l.Inputs) > 0 {
+		firstData = uint64(l.Inputs[0].Off)
+	} else if len(l.Outputs) > 0 {
+		firstData = uint64(l.Outputs[0].Off)
+	}
+	clear(frame[l.MetaLen:firstData])
 	for _, g := range l.Guards {
 		if g.Len > 0 {
 			copy(frame[g.Off:g.End()], guardPattern)

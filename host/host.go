@@ -31,7 +31,8 @@ type Host struct {
 	closed    bool
 	inflight  sync.WaitGroup
 
-	taps tapGroup
+	taps   tapGroup
+	skewed bool
 }
 
 // Option configures a Host.
@@ -40,6 +41,12 @@ type Option func(*Host)
 // WithLogger sets the logger for host events and guest log lines (default
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
+
+// WithSkewedBuffers places every data buffer of every call frame at the
+// least alignment ABI v1 promises (16 bytes past a 64-byte boundary)
+// instead of 64. It exists to test guest SDKs: one that assumes more
+// alignment than the ABI guarantees fails under it.
+func WithSkewedBuffers() Option { return func(h *Host) { h.skewed = true } }
 
 // New creates a host and loads every callback of cfg. cfg may be nil for a
 // host whose callbacks are loaded programmatically with Load or LoadModule.

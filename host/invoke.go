@@ -110,7 +110,11 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 			return st, cerr
 		}
 	}
-	layout, perr := abi.PlanFrame(metas, specs)
+	plan := abi.PlanFrame
+	if c.skewed {
+		plan = abi.PlanFrameSkewed
+	}
+	layout, perr := plan(metas, specs)
 	if perr != nil {
 		return st, c.fail(InvalidArgument, perr.Error(), perr)
 	}

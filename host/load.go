@@ -29,6 +29,7 @@ type callback struct {
 	mod    sandbox.Module
 	pool   *pool
 	hasFre bool
+	skewed bool
 	logger *slog.Logger
 }
 
@@ -123,7 +124,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 			return nil, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name())
 		}
 	}
-	c := &callback{name: cb.Name, spec: cb, sha: sha, engine: eng}
+	c := &callback{name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
 	_, c.hasFre = info.Export(abi.ExportFree)
 	// The id is known only after the signature is; guest log lines carry
 	// it through the logger's lazily bound attribute.
