@@ -199,10 +199,18 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 	mem = g.inst.Memory()
 	st.PeakMemory = uint64(len(mem))
 	st.Fuel, st.FuelKnown = g.inst.FuelConsumed()
-	if callErr != nil {
-		return false, c.callError(callErr, "")
-	}
 	state := g.inst.State()
+	if callErr != nil {
+		e := c.callError(callErr, "")
+		if state.ErrorMessage != "" && e.Kind != ABIViolation && e.Kind != HostPanic {
+			e.GuestMessage = state.ErrorMessage
+			if e.Kind == Unreachable {
+				// An abort after callbox.error is how SDKs report a panic.
+				e.Kind, e.Message = GuestError, "guest aborted"
+			}
+		}
+		return false, e
+	}
 	status := abi.Status(int32(uint32(g.stack[0])))
 	// Memory never shrinks, so the frame is still in bounds.
 	frame = mem[base : uint64(base)+uint64(layout.Size)]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the guest toolchains callbox builds its example callbacks with:
+# Debian's rustc 1.63 with the wasm32 standard library, clang + lld +
+# wasi-libc for C, wabt for WAT, binaryen (wasm-opt) for release builds, and
+# the AssemblyScript compiler from the committed npm lockfile.
+# Idempotent: it installs only what is missing. Needs root (or sudo) for apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-toolchains: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -f guests/assemblyscript/package-lock.json ]; then
+  if [ ! -x guests/assemblyscript/node_modules/.bin/asc ]; then
+    echo "install-toolchains: npm ci (assemblyscript)"
+    (cd guests/assemblyscript && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
