@@ -42,6 +42,10 @@ type Option func(*Host)
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
 
+// WithCacheDir keeps compiled modules under dir (overriding the config's
+// cache_dir), so hosts in the same or later processes skip compilation.
+func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir } }
+
 // WithSkewedBuffers places every data buffer of every call frame at the
 // least alignment ABI v1 promises (16 bytes past a 64-byte boundary)
 // instead of 64. It exists to test guest SDKs: one that assumes more
@@ -64,7 +68,10 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	h.cacheDir, h.file = cfg.CacheDir, cfg.File
+	if h.cacheDir == "" {
+		h.cacheDir = cfg.CacheDir
+	}
+	h.file = cfg.File
 	for _, cb := range cfg.Callbacks {
 		if err := h.Load(ctx, cb); err != nil {
 			_ = h.Close(ctx)
