@@ -33,6 +33,7 @@ var testkitSigs = map[string]string{
 	"half_then_trap": "(x: f32[n]) -> f32[n]",
 	"bad_error_ptr":  "(x: f32[n]) -> f32[n]",
 	"grow":           "(x: f32[n]) -> f32[n]",
+	"busy":           "(n: s32[]) -> s32[]",
 }
 
 func testkitWasm(t testing.TB) []byte {

@@ -110,9 +110,19 @@ func (g *guest) ensureScratch(ctx context.Context, size uint32) error {
 	return nil
 }
 
-// readSignatures calls the callbox_signatures export and parses the table
-// it points to.
+// readSignatures returns the signature the callbox_signatures export
+// declares for one export (nil when it declares none).
 func (g *guest) readSignatures(ctx context.Context, export string) (*abi.Signature, error) {
+	table, err := g.readSignatureTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return table[export], nil
+}
+
+// readSignatureTable calls the callbox_signatures export and parses the
+// length-prefixed table it points to, bounds-checked.
+func (g *guest) readSignatureTable(ctx context.Context) (map[string]*abi.Signature, error) {
 	fn, err := g.inst.Export(abi.ExportSignatures, nil, []sandbox.ValType{i32})
 	if err != nil {
 		return nil, err
@@ -138,7 +148,7 @@ func (g *guest) readSignatures(ctx context.Context, export string) (*abi.Signatu
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", abi.ExportSignatures, err)
 	}
-	return table[export], nil
+	return table, nil
 }
 
 // pool holds a callback's instances. At most max exist at once; an idle

@@ -92,4 +92,17 @@
   (func (export "grow") (param $f i32) (result i32)
     (loop $l (br_if $l (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
     unreachable)
+;; busy = (n: s32[]) -> s32[]: n rounds of an LCG, a loop-heavy kernel
+  ;; with no calls and no memory traffic, to measure interruption cost.
+  (func (export "busy") (param $f i32) (result i32)
+    (local $n i32) (local $x i32)
+    (local.set $n (i32.load (call $data (local.get $f) (i32.const 0))))
+    (local.set $x (i32.const 1))
+    (block $done (loop $l
+      (br_if $done (i32.le_s (local.get $n) (i32.const 0)))
+      (local.set $x (i32.add (i32.mul (local.get $x) (i32.const 1103515245)) (i32.const 12345)))
+      (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+      (br $l)))
+    (i32.store (call $data (local.get $f) (i32.const 1)) (local.get $x))
+    (i32.const 0))
 )

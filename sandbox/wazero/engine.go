@@ -34,9 +34,14 @@ type Options struct {
 	CacheDir string
 }
 
-// Engine is a wazero runtime shared by every callback.
+// Engine holds two wazero runtimes sharing one compilation cache: one built
+// with WithCloseOnContextDone for callbacks that have a timeout, and one
+// without it for callbacks configured with none, whose loops then run at
+// full speed but cannot be interrupted. The cost difference is measured in
+// host's BenchmarkLoopKernel and discussed in RATIONALE.md.
 type Engine struct {
-	rt     wazero.Runtime
+	rt     wazero.Runtime // interruptible
+	plain  wazero.Runtime // no termination checks
 	cache  wazero.CompilationCache
 	states sync.Map // api.Module (guest instance) -> *instance
 }
@@ -56,13 +61,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cache = wazero.NewCompilationCache()
 	}
 	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
 		WithCompilationCache(cache).
 		WithCoreFeatures(api.CoreFeaturesV2)
-	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, cfg), cache: cache}
-	if err := e.instantiateHosts(ctx); err != nil {
-		_ = e.Close(ctx)
-		return nil, err
+	e := &Engine{
+		rt:    wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(true)),
+		plain: wazero.NewRuntimeWithConfig(ctx, cfg),
+		cache: cache,
+	}
+	for _, rt := range []wazero.Runtime{e.rt, e.plain} {
+		if err := e.instantiateHosts(ctx, rt); err != nil {
+			_ = e.Close(ctx)
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -70,12 +80,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 // instantiateHosts registers every host function, WASI included. Whether a
 // module may import WASI is decided before it is compiled: the host refuses
 // at load any module importing what its config does not grant.
-func (e *Engine) instantiateHosts(ctx context.Context) error {
+func (e *Engine) instantiateHosts(ctx context.Context, rt wazero.Runtime) error {
 	builders := map[string]wazero.HostModuleBuilder{}
 	for _, hf := range sandbox.HostFuncs(true) {
 		b, ok := builders[hf.Module]
 		if !ok {
-			b = e.rt.NewHostModuleBuilder(hf.Module)
+			b = rt.NewHostModuleBuilder(hf.Module)
 			builders[hf.Module] = b
 		}
 		b.NewFunctionBuilder().
@@ -158,24 +168,25 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	if cfg.Limits.MaxStack != 0 {
 		return nil, errors.New("max_stack is not supported by the wazero engine (use engine: wasmtime)")
 	}
-	cm, err := e.rt.CompileModule(ctx, wasm)
+	rt := e.rt
+	if cfg.Limits.Timeout == 0 {
+		rt = e.plain
+	}
+	cm, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("wazero: %w", err)
 	}
-	return &module{e: e, cm: cm, cfg: cfg}, nil
+	return &module{e: e, rt: rt, cm: cm, cfg: cfg}, nil
 }
 
 // Close implements sandbox.Engine.
 func (e *Engine) Close(ctx context.Context) error {
-	err := e.rt.Close(ctx)
-	if cerr := e.cache.Close(ctx); err == nil {
-		err = cerr
-	}
-	return err
+	return errors.Join(e.rt.Close(ctx), e.plain.Close(ctx), e.cache.Close(ctx))
 }
 
 type module struct {
 	e   *Engine
+	rt  wazero.Runtime
 	cm  wazero.CompiledModule
 	cfg sandbox.ModuleConfig
 }
@@ -196,7 +207,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	defer cancel()
 	ictx = context.WithValue(ictx, instanceKey{}, inst)
 	inst.state.Begin(ctx)
-	mod, err := m.e.rt.InstantiateModule(ictx, m.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := m.rt.InstantiateModule(ictx, m.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	inst.state.End()
 	if err != nil {
 		t := inst.classify(ctx, err)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+func newCheckCmd() *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "check -c CONFIG",
+		Short: "Validate a config and load every module, without running a callback",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfgPath == "" {
+				return usageErr(errors.New("check: -c CONFIG is required"))
+			}
+			ctx := cmd.Context()
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return usageErr(err)
+			}
+			h, err := host.New(ctx, cfg, host.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				return usageErr(err)
+			}
+			defer h.Close(ctx)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tISOLATION\tSIGNATURE")
+			for _, info := range h.Callbacks() {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", info.Name, info.Engine, info.Limits.Timeout,
+					sandbox.FormatBytes(info.Limits.MaxMemory), info.Isolation, info.Signature)
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (YAML, TOML or JSON)")
+	return cmd
+}

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// Environment variable names and prefixes.
+const (
+	envPrefix          = "CALLBOX_"
+	envCacheDir        = "CALLBOX_CACHE_DIR"
+	envDefaultsPrefix  = "CALLBOX_DEFAULTS_"
+	envCallbacksPrefix = "CALLBOX_CALLBACKS_"
+)
+
+// environment holds the CALLBOX_ variables with a non-empty value; as
+// with viper's own environment binding, an empty variable counts as unset.
+type environment map[string]string
+
+// parseEnviron collects the CALLBOX_ variables of environ ("NAME=value"
+// entries); a later entry for a name wins, as in os/exec.
+func parseEnviron(environ []string) environment {
+	env := environment{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, envPrefix) {
+			continue
+		}
+		if val == "" {
+			delete(env, name)
+			continue
+		}
+		env[name] = val
+	}
+	return env
+}
+
+// envFlag presents one environment variable to viper as a flag value, so
+// that viper layers it over the file without reading the process
+// environment (viper's BindEnv only reads os.Getenv).
+type envFlag struct{ name, value string }
+
+func (f envFlag) HasChanged() bool    { return true }
+func (f envFlag) Name() string        { return f.name }
+func (f envFlag) ValueString() string { return f.value }
+func (f envFlag) ValueType() string   { return "string" }
+
+// setupViper loads the structurally valid part of the file into a fresh
+// viper instance and binds every key to its environment variable, so that
+// keys absent from the file can still be set from the environment.
+func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallback) {
+	tree := map[string]any{}
+	if v := raw[keyCacheDir]; v != nil {
+		tree[keyCacheDir] = v
+	}
+	tree[keyDefaults] = knownKeys(defaults, l.defaultFields())
+	callbacks := map[string]any{}
+	for _, rc := range cbs {
+		if rc.valid {
+			callbacks[rc.name] = knownKeys(rc.entries, l.fields)
+		}
+	}
+	tree[keyCallbacks] = callbacks
+	l.v = viper.New()
+	if err := l.v.MergeConfigMap(tree); err != nil {
+		l.fail("", false, err)
+	}
+	l.bindEnv(cbs)
+}
+
+// knownKeys copies the keys of s that fs knows and that have a value.
+func knownKeys(s section, fs []field) map[string]any {
+	out := map[string]any{}
+	for _, f := range fs {
+		if v := s[f.key]; v != nil {
+			out[f.key] = v
+		}
+	}
+	return out
+}
+
+// bindEnv binds cache_dir, every defaults key and every key of every
+// validly named callback to its CALLBOX_ variable.
+func (l *loader) bindEnv(cbs []rawCallback) {
+	l.known = map[string]bool{}
+	l.bind(keyCacheDir, envCacheDir)
+	for _, f := range l.defaultFields() {
+		l.bind(keyDefaults+"."+f.key, envDefaultsPrefix+strings.ToUpper(f.key))
+	}
+	for _, rc := range cbs {
+		if !rc.valid {
+			continue
+		}
+		for _, f := range l.fields {
+			l.bind(keyCallbacks+"."+rc.name+"."+f.key, callbackEnvPrefix(rc.name)+strings.ToUpper(f.key))
+		}
+	}
+}
+
+// bind records name as the variable of key and, when it is set, binds it
+// over key in viper. Unset variables are not bound: viper answers Get for a
+// bound flag that has not changed with the flag's default, "", which would
+// hide the file's value and turn an absent key into an empty one.
+func (l *loader) bind(key, name string) {
+	l.known[name] = true
+	val, set := l.env[name]
+	if !set {
+		return
+	}
+	if err := l.v.BindFlagValue(key, envFlag{name: name, value: val}); err != nil {
+		l.fail(name, true, err)
+	}
+}
+
+// callbackEnvPrefix is the prefix of a callback's variables, e.g.
+// CALLBOX_CALLBACKS_MY_SCALE_ for my-scale.
+func callbackEnvPrefix(name string) string {
+	return envCallbacksPrefix + envName(name) + "_"
+}
+
+// checkUnknownEnv reports CALLBOX_DEFAULTS_ and CALLBOX_CALLBACKS_
+// variables that match no key: a typo would otherwise be ignored.
+// Other CALLBOX_ variables are left to whoever reads them.
+func (l *loader) checkUnknownEnv(cbs []rawCallback) {
+	for _, name := range sortedKeys(l.env) {
+		if l.known[name] {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, envDefaultsPrefix):
+			l.fail(name, true, l.unknownDefaultsVar(name))
+		case strings.HasPrefix(name, envCallbacksPrefix):
+			l.fail(name, true, l.unknownCallbackVar(name, cbs))
+		}
+	}
+}
+
+// unknownDefaultsVar explains an unbound CALLBOX_DEFAULTS_ variable.
+func (l *loader) unknownDefaultsVar(name string) error {
+	key := strings.ToLower(strings.TrimPrefix(name, envDefaultsPrefix))
+	if f, ok := fieldByKey(l.fields, key); ok && f.perCallback {
+		return fmt.Errorf("%s cannot be set in defaults, only per callback (CALLBOX_CALLBACKS_<NAME>_%s)", key, strings.ToUpper(key))
+	}
+	return unknownVar(key, envDefaultsPrefix, keyNames(l.defaultFields(), false))
+}
+
+// unknownCallbackVar explains an unbound CALLBOX_CALLBACKS_ variable: an
+// unknown key of a callback in the file, or no such callback.
+func (l *loader) unknownCallbackVar(name string, cbs []rawCallback) error {
+	best := ""
+	for _, rc := range cbs {
+		p := callbackEnvPrefix(rc.name)
+		if rc.valid && strings.HasPrefix(name, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return fmt.Errorf("matches no callback in %s; callbacks are created only in the config file", l.file)
+	}
+	key := strings.ToLower(strings.TrimPrefix(name, best))
+	return unknownVar(key, best, keyNames(l.fields, true))
+}
+
+// unknownVar is the error for an unknown key in a variable name.
+func unknownVar(key, prefix string, allowed []string) error {
+	if c, ok := closest(key, allowed); ok {
+		return fmt.Errorf("unknown key %s (did you mean %s%s?)", key, prefix, strings.ToUpper(c))
+	}
+	return fmt.Errorf("unknown key %s (allowed: %s followed by one of %s)", key, prefix, strings.ToUpper(strings.Join(allowed, ", ")))
+}

@@ -1,0 +1,416 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// Top-level keys.
+const (
+	keyCacheDir  = "cache_dir"
+	keyDefaults  = "defaults"
+	keyCallbacks = "callbacks"
+)
+
+// Load reads the configuration file at path, YAML (.yaml, .yml), TOML
+// (.toml) or JSON (.json), applies CALLBOX_ overrides from the process
+// environment and validates the result. See LoadEnv.
+func Load(path string) (*Config, error) {
+	return LoadEnv(path, os.Environ())
+}
+
+// LoadEnv is Load with the environment given as "NAME=value" entries, as
+// os.Environ returns them.
+//
+// Every callback value is resolved in this order: DefaultCallback(), the
+// file's defaults, CALLBOX_DEFAULTS_<KEY>, the callback's own keys, then
+// CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_').
+// CALLBOX_CACHE_DIR overrides cache_dir. An empty variable counts as unset.
+// Relative paths in the file are relative to the file's directory, those
+// in the environment to the working directory; Module and CacheDir come
+// back absolute. Load does not check that the module exists.
+//
+// Validation is strict: unknown keys (also unknown CALLBOX_DEFAULTS_ and
+// CALLBOX_CALLBACKS_ variables), wrong types, bad units and out-of-range
+// values are errors. All of them are returned together, joined; each is an
+// *Error naming the file and key, or the environment variable.
+func LoadEnv(path string, environ []string) (*Config, error) {
+	format, err := formatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := decode(path, format, data)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, &Error{File: path, Err: fmt.Errorf("cannot resolve directory: %w", err)}
+	}
+	l := &loader{file: path, dir: dir, env: parseEnviron(environ), fields: fields()}
+	if format == "json" {
+		l.checkJSONDuplicates(data)
+	}
+	cfg := l.load(raw)
+	if err := errors.Join(l.errs...); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// formatOf maps the file extension to a viper config type.
+func formatOf(path string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml":
+		return "yaml", nil
+	case ".toml":
+		return "toml", nil
+	case ".json":
+		return "json", nil
+	default:
+		return "", &Error{File: path, Err: fmt.Errorf("unsupported config format %q (use .yaml, .yml, .toml or .json)", ext)}
+	}
+}
+
+// readFile reads the whole file.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("cannot %s: %w", pe.Op, pe.Err)
+		}
+		return nil, &Error{File: path, Err: err}
+	}
+	return data, nil
+}
+
+// decode decodes the file with viper's decoder for format, keeping keys
+// exactly as written (viper itself lower-cases them when it loads a map).
+func decode(path, format string, data []byte) (map[string]any, error) {
+	dec, err := viper.NewCodecRegistry().Decoder(format)
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	raw := map[string]any{}
+	if err := decodeSafely(dec, data, raw); err != nil {
+		return nil, &Error{File: path, Err: fmt.Errorf("bad %s: %w", strings.ToUpper(format), err)}
+	}
+	return raw, nil
+}
+
+// decodeSafely runs a third-party decoder, turning a panic inside it into
+// an error: a parser bug on a malformed file must not take the host down.
+// Only the decoder call is covered; a panic in this package's own code
+// still crashes (and fails FuzzLoad).
+func decodeSafely(dec viper.Decoder, data []byte, raw map[string]any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parser panicked: %v", r)
+		}
+	}()
+	return dec.Decode(data, raw)
+}
+
+// loader holds the state of one LoadEnv call.
+type loader struct {
+	file   string      // the path as given, for messages
+	dir    string      // its absolute directory
+	env    environment // CALLBOX_ variables
+	fields []field
+	v      *viper.Viper
+	known  map[string]bool // the variable names of all keys
+	errs   []error
+}
+
+// section is a map in the file (defaults, or one callback) with
+// string keys.
+type section map[string]any
+
+// rawCallback is one entry of callbacks as written in the file.
+type rawCallback struct {
+	name    string  // as written
+	path    string  // key path for messages
+	entries section // nil when the entry had no keys
+	valid   bool    // the name is valid and its values come through viper
+}
+
+// load walks the raw tree for structural errors, hands the valid part to
+// viper with the environment bound over it, and resolves every value.
+func (l *loader) load(raw map[string]any) *Config {
+	defaults, cbs := l.walk(raw)
+	l.setupViper(raw, defaults, cbs)
+	cfg := &Config{File: l.file, Defaults: DefaultCallback()}
+	l.resolveCacheDir(cfg)
+	l.apply(&cfg.Defaults, l.defaultFields(), l.viperLookup(keyDefaults, envDefaultsPrefix))
+	for _, rc := range cbs {
+		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
+	}
+	l.checkUnknownEnv(cbs)
+	return cfg
+}
+
+// fail records a problem at key (a key path in the file, or an
+// environment variable when env is set).
+func (l *loader) fail(key string, env bool, err error) {
+	e := &Error{File: l.file, Key: key, Err: err}
+	if env {
+		e.File = ""
+	}
+	l.errs = append(l.errs, e)
+}
+
+// --- structure ---
+
+// walk checks the shape of the raw tree: known top-level keys, maps where
+// maps belong, known keys in each section, valid callback names.
+func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
+	var defaults section
+	var cbs []rawCallback
+	for _, k := range sortedKeys(raw) {
+		v := raw[k]
+		switch k {
+		case keyCacheDir:
+			if v == nil {
+				l.fail(k, false, errors.New(`no value (use "" for no cache, or remove the key)`))
+			}
+		case keyDefaults:
+			defaults = l.walkSection(k, v, l.defaultFields())
+		case keyCallbacks:
+			cbs = l.walkCallbacks(v)
+		default:
+			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks}))
+		}
+	}
+	return defaults, cbs
+}
+
+// walkCallbacks checks the callbacks map; null means no callbacks.
+func (l *loader) walkCallbacks(v any) []rawCallback {
+	m, ok := l.stringMap(keyCallbacks, v)
+	if !ok {
+		if v != nil {
+			l.fail(keyCallbacks, false, fmt.Errorf("must be a map from callback name to its settings, got %s", describe(v)))
+		}
+		return nil
+	}
+	var cbs []rawCallback
+	seen := map[string]string{}
+	for _, name := range sortedKeys(m) {
+		rc := rawCallback{name: name, path: callbackPath(name)}
+		if err := checkName(name); err != nil {
+			l.fail(rc.path, false, err)
+		} else if err := envClash(name, seen); err != nil {
+			l.fail(rc.path, false, err)
+		} else {
+			rc.valid = true
+		}
+		v := m[name]
+		if v != nil && !isMap(v) {
+			l.fail(rc.path, false, fmt.Errorf("must be a map of callback settings (module, export, ...), got %s", describe(v)))
+			continue
+		}
+		rc.entries = l.walkSection(rc.path, v, l.fields)
+		cbs = append(cbs, rc)
+	}
+	return cbs
+}
+
+// walkSection checks one map of callback settings against fs and returns
+// it with string keys; null is an empty section.
+func (l *loader) walkSection(path string, v any, fs []field) section {
+	m, ok := l.stringMap(path, v)
+	if !ok {
+		if v != nil {
+			l.fail(path, false, fmt.Errorf("must be a map of settings, got %s", describe(v)))
+		}
+		return nil
+	}
+	for _, k := range sortedKeys(m) {
+		if _, known := fieldByKey(fs, k); !known {
+			l.fail(path+"."+k, false, l.unknownSectionKey(path, k, fs))
+			continue
+		}
+		if m[k] == nil {
+			l.fail(path+"."+k, false, errors.New("no value (remove the key to use the default)"))
+		}
+	}
+	return m
+}
+
+// unknownSectionKey explains an unknown key in a section; a per-callback
+// key in defaults gets its own message.
+func (l *loader) unknownSectionKey(path, k string, fs []field) error {
+	if f, ok := fieldByKey(l.fields, k); ok && f.perCallback && path == keyDefaults {
+		return fmt.Errorf("%s cannot be set in defaults, only in each callback", k)
+	}
+	return unknownKey(k, keyNames(fs, true))
+}
+
+// unknownKey is the error for key, with a suggestion or the allowed keys.
+func unknownKey(key string, allowed []string) error {
+	if s := suggest(key, allowed); s != "" {
+		return fmt.Errorf("unknown key%s", s)
+	}
+	return fmt.Errorf("unknown key (allowed: %s)", strings.Join(allowed, ", "))
+}
+
+// stringMap returns v as a map with string keys, reporting any key that
+// is not a string (YAML allows numbers and booleans as keys).
+func (l *loader) stringMap(path string, v any) (section, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case map[any]any:
+		out := section{}
+		for k, val := range m {
+			s, ok := k.(string)
+			if !ok {
+				l.fail(path+"."+fmt.Sprint(k), false, fmt.Errorf("key is %s, not a string (quote it)", describe(k)))
+				continue
+			}
+			out[s] = val
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// isMap reports whether v is a decoded map.
+func isMap(v any) bool {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return true
+	}
+	return false
+}
+
+// sortedKeys returns the keys of m in order, for deterministic messages.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// defaultFields are the fields a defaults section may set.
+func (l *loader) defaultFields() []field {
+	var fs []field
+	for _, f := range l.fields {
+		if !f.perCallback {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// --- values ---
+
+// lookup finds the raw value of a key: its input, where it came from
+// (key path or variable name) and whether that is the environment.
+type lookup func(key string) (in input, at string, env, ok bool)
+
+// apply decodes and checks every field of fs that lookup finds, into cb,
+// and reports which keys were given.
+func (l *loader) apply(cb *Callback, fs []field, get lookup) map[string]bool {
+	given := map[string]bool{}
+	for _, f := range fs {
+		in, at, env, ok := get(f.key)
+		if !ok {
+			continue
+		}
+		given[f.key] = true
+		if err := f.parse(in, cb); err != nil {
+			l.fail(at, env, err)
+			continue
+		}
+		if f.check != nil {
+			if err := f.check(cb); err != nil {
+				l.fail(at, env, err)
+			}
+		}
+	}
+	return given
+}
+
+// resolveCallback builds one callback on top of the resolved defaults.
+func (l *loader) resolveCallback(defaults Callback, rc rawCallback) Callback {
+	cb := defaults
+	cb.Name = rc.name
+	get := sectionLookup(rc.path, rc.entries, l.dir)
+	if rc.valid {
+		get = l.viperLookup(keyCallbacks+"."+rc.name, callbackEnvPrefix(rc.name))
+	}
+	given := l.apply(&cb, l.fields, get)
+	if !given["module"] {
+		l.fail(rc.path+".module", false, checkModule(&cb))
+	}
+	if cb.Export == "" {
+		cb.Export = cb.Name
+	}
+	return cb
+}
+
+// resolveCacheDir sets cfg.CacheDir from the file or CALLBOX_CACHE_DIR.
+func (l *loader) resolveCacheDir(cfg *Config) {
+	v := l.v.Get(keyCacheDir)
+	if v == nil {
+		return
+	}
+	at, env, dir := keyCacheDir, false, l.dir
+	if _, ok := l.env[envCacheDir]; ok {
+		at, env, dir = envCacheDir, true, ""
+	}
+	s, err := asString(v, `a directory path, or "" for no cache`)
+	if err == nil && s != "" {
+		s, err = resolvePath(dir, s)
+	}
+	if err != nil {
+		l.fail(at, env, err)
+		return
+	}
+	cfg.CacheDir = s
+}
+
+// sectionLookup reads keys straight from a file section, for callbacks
+// whose names viper cannot hold (they are errors anyway; their values are
+// still checked so that one pass reports everything).
+func sectionLookup(path string, s section, dir string) lookup {
+	return func(key string) (input, string, bool, bool) {
+		v, ok := s[key]
+		if !ok || v == nil {
+			return input{}, "", false, false
+		}
+		return input{val: v, dir: dir}, path + "." + key, false, true
+	}
+}
+
+// viperLookup reads keys under prefix (a key path) from viper, where the
+// environment variable varPrefix+KEY is bound over the file.
+func (l *loader) viperLookup(prefix, varPrefix string) lookup {
+	return func(key string) (input, string, bool, bool) {
+		path := prefix + "." + key
+		v := l.v.Get(path)
+		if v == nil {
+			return input{}, "", false, false
+		}
+		name := varPrefix + strings.ToUpper(key)
+		if _, ok := l.env[name]; ok {
+			return input{val: v}, name, true, true
+		}
+		return input{val: v, dir: l.dir}, path, false, true
+	}
+}

@@ -1,0 +1,107 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// Benchmarks of the core call path, side by side per engine. Compare
+// ratios within one run (`make bench`), not absolute numbers across
+// machines.
+
+func benchHost(b *testing.B, engine string, timeout time.Duration) *host.Host {
+	return newHost(b, engine, func(cb *config.Callback) {
+		cb.Limits.Timeout = timeout
+		cb.Limits.MaxMemory = 64 << 20
+		cb.MaxInstances = 1
+	})
+}
+
+func timeoutName(t time.Duration) string {
+	if t == 0 {
+		return "no-timeout"
+	}
+	return "timeout"
+}
+
+// BenchmarkTinyCall is the per-call overhead: scale on a 1 KiB f32 tensor.
+func BenchmarkTinyCall(b *testing.B) {
+	for _, engine := range engineNames() {
+		for _, timeout := range []time.Duration{0, time.Second} {
+			b.Run(engine+"/"+timeoutName(timeout), func(b *testing.B) {
+				h := benchHost(b, engine, timeout)
+				x, f := abi.From(make([]float32, 256)), abi.Scalar[float32](2)
+				out := abi.From(make([]float32, 256))
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := h.InvokeInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRoundTrip4MiB copies a 4 MiB f32 tensor in, scales it, and copies
+// it out. BenchmarkGoCopy4MiB is the floor: the same two copies in Go.
+func BenchmarkRoundTrip4MiB(b *testing.B) {
+	const n = 1 << 20
+	for _, engine := range engineNames() {
+		b.Run(engine, func(b *testing.B) {
+			h := benchHost(b, engine, time.Second)
+			x, f := abi.From(make([]float32, n)), abi.Scalar[float32](2)
+			out := abi.From(make([]float32, n))
+			ctx := context.Background()
+			b.SetBytes(4 * n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.InvokeInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkGoCopy4MiB(b *testing.B) {
+	const n = 4 << 20
+	src, mid, dst := make([]byte, n), make([]byte, n), make([]byte, n)
+	b.SetBytes(n)
+	for i := 0; i < b.N; i++ {
+		copy(mid, src)
+		copy(dst, mid)
+	}
+}
+
+// BenchmarkLoopKernel runs 10^6 iterations of a tight guest loop with and
+// without a timeout: the cost of each engine's interruption mechanism
+// (wazero: WithCloseOnContextDone checks at every loop header; wasmtime:
+// epoch checks).
+func BenchmarkLoopKernel(b *testing.B) {
+	const iters = 1_000_000
+	for _, engine := range engineNames() {
+		for _, timeout := range []time.Duration{0, 10 * time.Second} {
+			b.Run(fmt.Sprintf("%s/%s", engine, timeoutName(timeout)), func(b *testing.B) {
+				h := benchHost(b, engine, timeout)
+				n := abi.Scalar[int32](iters)
+				out := abi.Scalar[int32](0)
+				ctx := context.Background()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := h.InvokeInto(ctx, "busy", []host.Tensor{n}, []host.Tensor{out}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

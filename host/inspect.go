@@ -1,0 +1,162 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+)
+
+// ModuleReport describes a module as `callbox inspect` shows it.
+type ModuleReport struct {
+	Size    int
+	SHA256  string
+	Imports []wasmbin.Import
+	Exports []wasmbin.Export
+	Memory  *wasmbin.Limits // nil when the module has no memory
+	// ABIVersion is what callbox_abi_version returned; 0 when it could not
+	// be called (see Problems).
+	ABIVersion int32
+	// Callbacks are the exports with the callback type (i32) -> i32 that are
+	// not ABI exports, with their signatures when the module declares them.
+	Callbacks []CallbackReport
+	// SignatureSource is "custom section", "export" or "" (none).
+	SignatureSource string
+	// Problems are ABI rule violations found: what would make a load fail.
+	Problems []string
+}
+
+// CallbackReport is one callback export of a module.
+type CallbackReport struct {
+	Export    string
+	Signature *abi.Signature // nil when the module does not declare one
+}
+
+// Inspect reads a module and, in a sandbox with the default limits (WASI
+// granted if the module imports it), asks it for its ABI version and
+// signatures. It never fails on an ABI violation; it lists them.
+func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
+	m, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(wasm)
+	r := &ModuleReport{Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Imports: m.Imports, Exports: m.Exports}
+	if len(m.Memories) > 0 {
+		r.Memory = &m.Memories[0]
+	}
+	wasi := false
+	for _, imp := range m.Imports {
+		if imp.Module == sandbox.WASIModule {
+			wasi = true
+		}
+	}
+	var sigs map[string]*abi.Signature
+	if secs := m.Custom[abi.SignatureSection]; len(secs) > 0 {
+		r.SignatureSource = "custom section"
+		sigs, err = abi.ParseSignatureTable(joinSections(secs))
+		if err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("custom section %s: %v", abi.SignatureSection, err))
+		}
+	}
+	var exports []string
+	for _, e := range m.Exports {
+		if e.Kind != wasmbin.KindFunc || e.Func == nil || !sameValTypes(e.Func.Params, callbackSig[0]) || !sameValTypes(e.Func.Results, callbackSig[1]) {
+			continue
+		}
+		if _, abiExport := exportSigs[e.Name]; abiExport {
+			continue
+		}
+		exports = append(exports, e.Name)
+	}
+	sort.Strings(exports)
+
+	cb := config.DefaultCallback()
+	cb.Name, cb.Module = "inspect", "<inspect>"
+	cb.Export = abi.ExportVersion // any export: checkModule needs one name
+	if len(exports) > 0 {
+		cb.Export = exports[0]
+	}
+	if wasi {
+		cb.WASI = config.WASIMinimal
+	}
+	if err := checkModule(m, cb, wasi); err != nil {
+		r.Problems = append(r.Problems, splitErrors(err)...)
+	}
+	r.probe(ctx, wasm, cb, sigs == nil, &sigs)
+	for _, name := range exports {
+		r.Callbacks = append(r.Callbacks, CallbackReport{Export: name, Signature: sigs[name]})
+	}
+	return r, nil
+}
+
+// probe instantiates the module to call callbox_abi_version and, when
+// wanted, callbox_signatures.
+func (r *ModuleReport) probe(ctx context.Context, wasm []byte, cb config.Callback, wantSigs bool, sigs *map[string]*abi.Signature) {
+	eng, err := wazero.New(ctx, wazero.Options{})
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+		return
+	}
+	defer eng.Close(ctx)
+	mod, err := eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "inspect", Limits: limitsOf(cb.Limits), WASI: cb.WASI == config.WASIMinimal})
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+		return
+	}
+	defer mod.Close(ctx)
+	inst, err := mod.Instantiate(ctx)
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+		return
+	}
+	g := &guest{inst: inst}
+	defer g.close(ctx)
+	if init, err := inst.Export(abi.ExportInitialize, nil, nil); err == nil {
+		if err := inst.Call(ctx, init, g.stack[:0]); err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", abi.ExportInitialize, err))
+			return
+		}
+	}
+	if ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{i32}); err == nil {
+		if err := inst.Call(ctx, ver, g.stack[:1]); err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", abi.ExportVersion, err))
+		} else {
+			r.ABIVersion = int32(uint32(g.stack[0]))
+			if r.ABIVersion != abi.Version {
+				r.Problems = append(r.Problems, fmt.Sprintf("reports ABI version %d, this host implements %d", r.ABIVersion, abi.Version))
+			}
+		}
+	}
+	if !wantSigs {
+		return
+	}
+	if _, err := inst.Export(abi.ExportSignatures, nil, []sandbox.ValType{i32}); err != nil {
+		return
+	}
+	r.SignatureSource = "export"
+	table, err := g.readSignatureTable(ctx)
+	if err != nil {
+		r.Problems = append(r.Problems, err.Error())
+		return
+	}
+	*sigs = table
+}
+
+func splitErrors(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
