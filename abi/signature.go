@@ -509,8 +509,8 @@ func (p *sigParser) tensorType(allowName bool) (TensorType, error) {
 		if p.eat("]") {
 			return t, nil
 		}
-		if err := p.expect(","); err != nil {
-			return t, err
+		if !p.eat(",") {
+			return t, p.errf("expected \",\" or \"]\" in the dimensions of %s", t.DType)
 		}
 	}
 }

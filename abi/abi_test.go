@@ -1,0 +1,227 @@
+package abi
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDTypeNumbersAreXLAs(t *testing.T) {
+	want := map[string]DType{"pred": 1, "s8": 2, "s16": 3, "s32": 4, "s64": 5, "u8": 6, "u16": 7, "u32": 8,
+		"u64": 9, "f16": 10, "f32": 11, "f64": 12, "c64": 15, "bf16": 16, "c128": 18}
+	for name, code := range want {
+		d, err := ParseDType(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, code, d, name)
+		assert.Equal(t, name, d.String())
+	}
+	assert.Len(t, DTypes(), len(want))
+	_, err := ParseDType("f8")
+	assert.ErrorContains(t, err, `unknown dtype "f8"`)
+	assert.False(t, DType(13).Valid())
+	assert.Equal(t, uint32(0), DType(99).Size())
+}
+
+func TestParseSignature(t *testing.T) {
+	cases := map[string]string{
+		"(x: f32[n,m], v: f32[m]) -> f32[n]":          "(x: f32[n,m], v: f32[m]) -> f32[n]",
+		"(f32[b,n])->f32[b,n]":                        "(f32[b,n]) -> f32[b,n]",
+		"(x: f32[n]) -> $x":                           "(x: f32[n]) -> $0",
+		"(f32[n]) -> ($0)":                            "(f32[n]) -> $0",
+		"() -> (a: f32[], b: u8[16])":                 "() -> (a: f32[], b: u8[16])",
+		"( values : f32 [ n ] , e: f32[k]) -> s64[k]": "(values: f32[n], e: f32[k]) -> s64[k]",
+		"(bool[2], i32[3]) -> ()":                     "(pred[2], s32[3]) -> ()",
+	}
+	for in, want := range cases {
+		s, err := ParseSignature(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, s.String(), in)
+		again, err := ParseSignature(s.String())
+		require.NoError(t, err)
+		assert.True(t, s.Equal(again), "round trip of %q", in)
+	}
+}
+
+func TestParseSignatureErrors(t *testing.T) {
+	cases := map[string]string{
+		"f32[n] -> f32[n]":                  `at byte 0: expected "("`,
+		"(f32[n]) f32[n]":                   `expected "->"`,
+		"(f33[n]) -> f32[n]":                `unknown dtype "f33"`,
+		"(f32[n]) -> f32[m]":                `result 0 uses dimension "m", which no parameter binds`,
+		"(x: f32[n], x: f32[n]) -> ()":      `parameter name "x" used twice`,
+		"(f32[n]) -> $3":                    "passes through input 3, but there are 1 inputs",
+		"(x: f32[n]) -> $y":                 "no parameter has that name",
+		"(f32[n) -> f32[n]":                 `expected "," or "]"`,
+		"(f32[99999999999999999999]) -> ()": "out of range",
+		"(f32[n]) -> f32[n] junk":           "after the signature",
+	}
+	for in, want := range cases {
+		_, err := ParseSignature(in)
+		require.Error(t, err, in)
+		assert.Contains(t, err.Error(), want, in)
+	}
+}
+
+func TestBind(t *testing.T) {
+	s := MustParseSignature("(x: f32[n,m], v: f32[m]) -> (f32[n], s64[m,2], $v)")
+	outs, err := s.Bind([]TensorMeta{{F32, Shape{3, 4}}, {F32, Shape{4}}})
+	require.NoError(t, err)
+	assert.Equal(t, []OutputSpec{{F32, Shape{3}, -1}, {S64, Shape{4, 2}, -1}, {F32, Shape{4}, 1}}, outs)
+
+	_, err = s.Bind([]TensorMeta{{F32, Shape{3, 4}}, {F32, Shape{5}}})
+	assert.EqualError(t, err, "argument 1 (v): expected f32[m=4], got f32[5] (dimension 0: m=4 was bound by argument 0)")
+	_, err = s.Bind([]TensorMeta{{F64, Shape{3, 4}}, {F32, Shape{4}}})
+	assert.EqualError(t, err, "argument 0 (x): expected f32[n,m], got f64[3,4]")
+	_, err = s.Bind([]TensorMeta{{F32, Shape{3}}, {F32, Shape{4}}})
+	assert.EqualError(t, err, "argument 0 (x): expected f32[n,m], got f32[3] (rank 1, want 2)")
+	_, err = s.Bind([]TensorMeta{{F32, Shape{3, 4}}})
+	assert.ErrorContains(t, err, "got 1 inputs")
+
+	fixed := MustParseSignature("(f32[2,3]) -> f32[]")
+	_, err = fixed.Bind([]TensorMeta{{F32, Shape{2, 4}}})
+	assert.ErrorContains(t, err, "dimension 1 is 4, want 3")
+}
+
+func TestSignatureTable(t *testing.T) {
+	table, err := ParseSignatureTable([]byte("# comment\nscale = (f32[n], f32[]) -> f32[n]\n\x00\x00\nsum=(f32[n])->f32[]\nscale = (f32[n], f32[]) -> f32[n]\n"))
+	require.NoError(t, err)
+	assert.Len(t, table, 2)
+	assert.Equal(t, "(f32[n]) -> f32[]", table["sum"].String())
+	assert.Equal(t, "scale = (f32[n], f32[]) -> f32[n]\nsum = (f32[n]) -> f32[]\n", string(FormatSignatureTable(table)))
+
+	_, err = ParseSignatureTable([]byte("a = (f32[n]) -> f32[n]\na = (f32[n]) -> f64[n]\n"))
+	assert.ErrorContains(t, err, "declared twice")
+	_, err = ParseSignatureTable([]byte("no equals sign\n"))
+	assert.ErrorContains(t, err, "line 1")
+}
+
+func TestTensorHelpers(t *testing.T) {
+	x := From([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	require.NoError(t, x.Validate())
+	assert.Equal(t, "f32[2,3]", x.Type())
+	v, err := View[float32](x)
+	require.NoError(t, err)
+	assert.Equal(t, float32(6), v[5])
+	_, err = View[int32](x)
+	assert.ErrorContains(t, err, "cannot view f32 data as s32")
+
+	s := Scalar[int64](7)
+	assert.Equal(t, Shape{}, s.Shape)
+	assert.Equal(t, "s64[]", s.Type())
+
+	n, err := New(BF16, 2, 2)
+	require.NoError(t, err)
+	assert.Len(t, MustView[uint16](n), 4)
+
+	bad := Tensor{DType: F32, Shape: Shape{3}, Data: make([]byte, 8)}
+	assert.ErrorContains(t, bad.Validate(), "needs 12 bytes of data, has 8")
+	_, err = Shape{-1}.NumElements()
+	assert.ErrorContains(t, err, "negative")
+	_, err = Shape{math.MaxInt64, math.MaxInt64}.NumElements()
+	assert.ErrorContains(t, err, "overflows")
+	assert.Panics(t, func() { From([]float32{1, 2}, 3) })
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	for _, plan := range []func([]TensorMeta, []OutputSpec) (*FrameLayout, error){PlanFrame, PlanFrameSkewed} {
+		ins := []TensorMeta{{F32, Shape{2, 3}}, {S32, Shape{}}, {U8, Shape{0}}}
+		outs := []OutputSpec{{F64, Shape{3}, -1}, {F32, Shape{2, 3}, 0}}
+		l, err := plan(ins, outs)
+		require.NoError(t, err)
+		const base = 1 << 16
+		mem := make([]byte, base+int(l.Size)+128)
+		frame := mem[base : base+int(l.Size)]
+		require.NoError(t, l.WriteMeta(frame, base, 42))
+
+		f, err := DecodeFrame(mem, base)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(42), f.CallID)
+		require.Len(t, f.Inputs, 3)
+		require.Len(t, f.Outputs, 2)
+		assert.Equal(t, Shape{2, 3}, f.Inputs[0].Shape)
+		assert.Equal(t, uint32(24), f.Inputs[0].ByteLen)
+		assert.Equal(t, Shape{}, f.Inputs[1].Shape)
+		assert.Equal(t, uint32(0), f.Inputs[2].ByteLen)
+		assert.Equal(t, f.Inputs[0].Data, f.Outputs[1].Data, "an aliased output shares its input's buffer")
+		assert.Equal(t, FlagOutput|FlagAlias, f.Outputs[1].Flags)
+		for _, d := range append(f.Inputs, f.Outputs...) {
+			assert.Zero(t, d.Data%MinDataAlign, "data aligned to the ABI minimum")
+		}
+		meta := append([]byte(nil), frame[:l.MetaLen]...)
+		require.NoError(t, l.Verify(frame, base, meta))
+
+		// A write past output 0 is caught and located.
+		end := l.Outputs[0].End()
+		frame[end+2] ^= 0xff
+		err = l.Verify(frame, base, meta)
+		assert.ErrorContains(t, err, "guest wrote 3 bytes past the end of its 24-byte buffer")
+		frame[end+2] ^= 0xff
+
+		// A rewritten descriptor field is caught and named.
+		descOut0 := FrameHeaderSize + 3*DescriptorSize
+		binary.LittleEndian.PutUint32(frame[descOut0+16:], 8)
+		err = l.Verify(frame, base, meta)
+		assert.ErrorContains(t, err, "the data pointer of output 0's descriptor")
+	}
+}
+
+func TestDecodeFrameRejectsHostileFrames(t *testing.T) {
+	l, err := PlanFrame([]TensorMeta{{F32, Shape{4}}}, []OutputSpec{{F32, Shape{4}, -1}})
+	require.NoError(t, err)
+	const base = 256
+	fresh := func() []byte {
+		mem := make([]byte, base+int(l.Size))
+		require.NoError(t, l.WriteMeta(mem[base:], base, 1))
+		return mem
+	}
+	le := binary.LittleEndian
+	cases := map[string]func(m []byte){
+		"magic":        func(m []byte) { m[base] = 'X' },
+		"version":      func(m []byte) { le.PutUint32(m[base+4:], 2) },
+		"huge count":   func(m []byte) { le.PutUint32(m[base+8:], math.MaxUint32) },
+		"dims pointer": func(m []byte) { le.PutUint32(m[base+32+8:], math.MaxUint32-3) },
+		"rank":         func(m []byte) { le.PutUint32(m[base+32+4:], 1<<20) },
+		"dtype":        func(m []byte) { le.PutUint32(m[base+32:], 13) },
+		"byte length":  func(m []byte) { le.PutUint32(m[base+32+20:], 15) },
+		"data pointer": func(m []byte) { le.PutUint32(m[base+32+16:], math.MaxUint32-8) },
+		"negative dim": func(m []byte) {
+			dims := le.Uint32(m[base+32+8:])
+			le.PutUint64(m[dims:], uint64(1<<63))
+		},
+		"alias":       func(m []byte) { le.PutUint32(m[base+64+12:], FlagOutput|FlagAlias); le.PutUint32(m[base+64+24:], 9) },
+		"output flag": func(m []byte) { le.PutUint32(m[base+32+12:], FlagOutput) },
+	}
+	for name, corrupt := range cases {
+		mem := fresh()
+		corrupt(mem)
+		_, err := DecodeFrame(mem, base)
+		var v *Violation
+		require.ErrorAs(t, err, &v, name)
+	}
+	_, err = DecodeFrame(make([]byte, 16), 0)
+	assert.Error(t, err)
+}
+
+func TestGuestBytes(t *testing.T) {
+	mem := make([]byte, 100)
+	b, err := GuestBytes(mem, 90, 10, "x")
+	require.NoError(t, err)
+	assert.Len(t, b, 10)
+	assert.Equal(t, 10, cap(b), "the slice cannot be extended past its range")
+	for _, c := range [][2]uint64{{91, 10}, {math.MaxUint32, 2}, {0, math.MaxUint64}, {math.MaxUint64, 1}} {
+		_, err := GuestBytes(mem, c[0], c[1], "x")
+		assert.Error(t, err, "%v", c)
+	}
+	_, err = GuestBytes(mem, 100, 0, "x")
+	assert.NoError(t, err)
+}
+
+func TestStatus(t *testing.T) {
+	assert.True(t, StatusInvalidArgument.Valid())
+	assert.Equal(t, "INVALID_ARGUMENT", StatusInvalidArgument.String())
+	assert.False(t, Status(77).Valid())
+	assert.Equal(t, "status(77)", Status(77).String())
+}
