@@ -1,12 +1,20 @@
 // Package wazero is callbox's default engine: github.com/tetratelabs/wazero,
 // pure Go, no cgo.
 //
-// Timeouts use wazero's WithCloseOnContextDone, which makes compiled code
-// check for termination at every loop header and function entry; its cost
-// on loop-heavy guests is measured in the benchmarks and documented in
-// RATIONALE.md. Fuel is not supported: setting it is an error. The memory
-// limit is enforced by a per-instance allocator that refuses to grow past
-// it and records the refusal, so MemoryLimit is classified precisely.
+// Timeouts and fuel are metered from inside the guest: at load time every
+// module is instrumented (sandbox/internal/meter) with a budget counter
+// checked at function entries and loop headers, which calls back into the
+// host only when the budget runs out; the host then reads the clock, the
+// caller's context and the fuel left, on the guest's own thread. This is
+// far cheaper than wazero's WithCloseOnContextDone (a termination check
+// that exits to Go at every loop iteration, plus a watchdog goroutine per
+// call) and keeps working when guests occupy every Go thread. A module the
+// instrumenter cannot rewrite falls back to WithCloseOnContextDone (and
+// cannot have fuel). The stack size is not configurable on wazero.
+//
+// The memory limit is enforced by a per-instance allocator that refuses to
+// grow past it and records the refusal, so MemoryLimit is classified
+// precisely.
 package wazero
 
 import (
@@ -16,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -23,6 +32,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
 )
 
 // Version is the wazero release this engine is built against.
@@ -34,14 +44,13 @@ type Options struct {
 	CacheDir string
 }
 
-// Engine holds two wazero runtimes sharing one compilation cache: one built
-// with WithCloseOnContextDone for callbacks that have a timeout, and one
-// without it for callbacks configured with none, whose loops then run at
-// full speed but cannot be interrupted. The cost difference is measured in
-// host's BenchmarkLoopKernel and discussed in RATIONALE.md.
+// Engine holds two wazero runtimes sharing one compilation cache: the main
+// one runs metered modules (and, without termination checks, anything with
+// no timeout); the other, built with WithCloseOnContextDone, runs modules
+// the instrumenter could not rewrite.
 type Engine struct {
-	rt     wazero.Runtime // interruptible
-	plain  wazero.Runtime // no termination checks
+	rt     wazero.Runtime // WithCloseOnContextDone, the fallback
+	plain  wazero.Runtime // metered modules; no termination checks
 	cache  wazero.CompilationCache
 	states sync.Map // api.Module (guest instance) -> *instance
 }
@@ -73,6 +82,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			_ = e.Close(ctx)
 			return nil, err
 		}
+	}
+	if _, err := e.plain.NewHostModuleBuilder(meter.RefillModule).NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(e.refill), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
+		Export(meter.RefillName).Instantiate(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("host module %s: %w", meter.RefillModule, err)
 	}
 	return e, nil
 }
@@ -156,27 +171,38 @@ func (e *Engine) Name() string { return "wazero" }
 // Version implements sandbox.Engine.
 func (e *Engine) Version() string { return Version }
 
-// Supports implements sandbox.Engine: wazero has neither fuel nor a
-// configurable stack size.
-func (e *Engine) Supports(f sandbox.Feature) bool { return false }
+// Supports implements sandbox.Engine: fuel is metered by instrumentation;
+// the stack size is fixed.
+func (e *Engine) Supports(f sandbox.Feature) bool { return f == sandbox.FeatureFuel }
 
 // Compile implements sandbox.Engine.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	if cfg.Limits.Fuel != 0 {
-		return nil, errors.New("fuel is not supported by the wazero engine (use engine: wasmtime)")
-	}
 	if cfg.Limits.MaxStack != 0 {
 		return nil, errors.New("max_stack is not supported by the wazero engine (use engine: wasmtime)")
 	}
-	rt := e.rt
-	if cfg.Limits.Timeout == 0 {
-		rt = e.plain
+	m := &module{e: e, rt: e.plain, cfg: cfg}
+	metered, merr := meter.Instrument(wasm)
+	switch {
+	case merr == nil:
+		wasm, m.metered = metered, true
+	case cfg.Limits.Fuel != 0:
+		return nil, fmt.Errorf("fuel needs the module to be metered, and metering failed: %w", merr)
+	case cfg.Limits.Timeout > 0:
+		m.rt = e.rt
 	}
-	cm, err := rt.CompileModule(ctx, wasm)
+	cm, err := m.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("wazero: %w", err)
 	}
-	return &module{e: e, rt: rt, cm: cm, cfg: cfg}, nil
+	m.cm = cm
+	return m, nil
+}
+
+// Metered reports whether a module compiled by this engine runs with
+// in-guest metering (true) or with WithCloseOnContextDone (false).
+func Metered(m sandbox.Module) bool {
+	mm, ok := m.(*module)
+	return ok && mm.metered
 }
 
 // Close implements sandbox.Engine.
@@ -185,10 +211,11 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 type module struct {
-	e   *Engine
-	rt  wazero.Runtime
-	cm  wazero.CompiledModule
-	cfg sandbox.ModuleConfig
+	e       *Engine
+	rt      wazero.Runtime
+	cm      wazero.CompiledModule
+	cfg     sandbox.ModuleConfig
+	metered bool
 }
 
 func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
@@ -201,22 +228,94 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.alloc = alloc
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	cancel := func() {}
-	if m.cfg.Limits.Timeout > 0 {
+	if m.cfg.Limits.Timeout > 0 && !m.metered {
 		ictx, cancel = context.WithTimeout(ictx, m.cfg.Limits.Timeout)
 	}
 	defer cancel()
 	ictx = context.WithValue(ictx, instanceKey{}, inst)
-	inst.state.Begin(ctx)
+	inst.begin(ctx)
 	mod, err := m.rt.InstantiateModule(ictx, m.cm, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-	inst.state.End()
+	inst.end()
 	if err != nil {
 		t := inst.classify(ctx, err)
 		return nil, fmt.Errorf("instantiate: %w", t)
 	}
 	inst.mod = mod
 	inst.mem = mod.Memory()
+	if m.metered {
+		g, ok := mod.ExportedGlobal(meter.BudgetExport).(api.MutableGlobal)
+		if !ok {
+			_ = mod.Close(ctx)
+			return nil, errors.New("instantiate: metered module lacks its budget global")
+		}
+		inst.budget = g
+	}
 	m.e.states.Store(mod, inst)
 	return inst, nil
+}
+
+// meterSlice is how many instructions a guest runs between two host checks
+// of its deadline and context: about 10-50µs of compiled code.
+const meterSlice = 20_000
+
+// begin arms one call (or the instantiation): its deadline and fuel.
+func (i *instance) begin(ctx context.Context) {
+	i.state.Begin(ctx)
+	lim := &i.m.cfg.Limits
+	i.callCtx = ctx
+	i.deadline = time.Time{}
+	if lim.Timeout > 0 {
+		i.deadline = time.Now().Add(lim.Timeout)
+	}
+	i.granted = i.grant(0)
+	if i.budget != nil {
+		i.budget.Set(uint64(i.granted))
+	}
+}
+
+// grant is the next slice of budget, given the fuel used so far.
+func (i *instance) grant(used int64) int64 {
+	if fuel := int64(i.m.cfg.Limits.Fuel); fuel > 0 {
+		return min(meterSlice, fuel-used)
+	}
+	return meterSlice
+}
+
+// end disarms the call and records the fuel it used.
+func (i *instance) end() {
+	i.state.End()
+	i.callCtx = nil
+	if i.budget != nil {
+		used := i.granted - int64(i.budget.Get())
+		if fuel := int64(i.m.cfg.Limits.Fuel); fuel > 0 && used > fuel {
+			used = fuel
+		}
+		i.fuelUsed = uint64(max(used, 0))
+	}
+}
+
+// refill is the metered module's import: the guest's budget (now negative)
+// ran out. It stops the guest if its deadline passed, its context is done
+// or its fuel is spent, and otherwise grants another slice, carrying the
+// overdraft so fuel accounting stays exact.
+func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := e.instanceOf(ctx, mod)
+	if inst == nil || inst.callCtx == nil {
+		panic(abortSignal{})
+	}
+	budget := int64(stack[0])
+	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !time.Now().Before(inst.deadline) {
+		inst.state.Fail(sandbox.InterruptTrap(inst.callCtx, inst.m.cfg.Limits.Timeout))
+		panic(abortSignal{})
+	}
+	used := inst.granted - budget
+	if fuel := int64(inst.m.cfg.Limits.Fuel); fuel > 0 && used >= fuel {
+		inst.state.Fail(&sandbox.Trap{Kind: sandbox.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", fuel)})
+		panic(abortSignal{})
+	}
+	next := inst.grant(used)
+	inst.granted += next
+	stack[0] = uint64(budget + next)
 }
 
 type instance struct {
@@ -225,6 +324,14 @@ type instance struct {
 	mod   api.Module
 	mem   api.Memory
 	state *sandbox.GuestState
+
+	// Metering: the budget global, and per call the context, deadline,
+	// budget granted so far and fuel used.
+	budget   api.MutableGlobal
+	callCtx  context.Context
+	deadline time.Time
+	granted  int64
+	fuelUsed uint64
 }
 
 // Export implements sandbox.Instance.
@@ -267,12 +374,12 @@ func sigString(p, r []api.ValueType) string {
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(api.Function)
 	cctx, cancel := ctx, context.CancelFunc(nil)
-	if t := i.m.cfg.Limits.Timeout; t > 0 {
+	if t := i.m.cfg.Limits.Timeout; t > 0 && !i.m.metered {
 		cctx, cancel = context.WithTimeout(ctx, t)
 	}
-	i.state.Begin(ctx)
+	i.begin(ctx)
 	err := f.CallWithStack(cctx, stack)
-	i.state.End()
+	i.end()
 	if cancel != nil {
 		cancel()
 	}
@@ -375,8 +482,9 @@ func (i *instance) Memory() []byte {
 // State implements sandbox.Instance.
 func (i *instance) State() *sandbox.GuestState { return i.state }
 
-// FuelConsumed implements sandbox.Instance: wazero does not meter fuel.
-func (i *instance) FuelConsumed() (uint64, bool) { return 0, false }
+// FuelConsumed implements sandbox.Instance: metered modules count fuel in
+// instrumented instructions (see package meter).
+func (i *instance) FuelConsumed() (uint64, bool) { return i.fuelUsed, i.m.metered }
 
 // Close implements sandbox.Instance.
 func (i *instance) Close(ctx context.Context) error {

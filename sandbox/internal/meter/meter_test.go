@@ -1,0 +1,45 @@
+package meter
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
+)
+
+func TestInstrumentShapes(t *testing.T) {
+	src := `(module
+  (import "env" "f" (func $imp (param i32)))
+  (table 2 funcref)
+  (elem (i32.const 0) $a $b)
+  (global $g (mut i32) (i32.const 1))
+  (func $a (export "a") (param i32) (result i32)
+    (loop $l (br_if $l (i32.eqz (local.get 0))))
+    (call $b (local.get 0)))
+  (func $b (param i32) (result i32) (call $imp (local.get 0)) (ref.func $a) drop (local.get 0))
+  (start $c)
+  (func $c)
+)`
+	out, err := Instrument(wat.Must(src))
+	require.NoError(t, err)
+	m, err := wasmbin.Parse(out)
+	require.NoError(t, err)
+	require.Len(t, m.Imports, 2)
+	require.Equal(t, RefillModule, m.Imports[1].Module)
+	require.Equal(t, "(i64) -> (i64)", m.Imports[1].Func.String())
+	a, ok := m.Export("a")
+	require.True(t, ok)
+	require.Equal(t, uint32(2), a.Index, "defined functions shift by one")
+	_, ok = m.Export(BudgetExport)
+	require.True(t, ok)
+}
+
+func TestInstrumentNoSections(t *testing.T) {
+	out, err := Instrument(wat.Must(`(module (func (export "f")))`))
+	require.NoError(t, err)
+	m, err := wasmbin.Parse(out)
+	require.NoError(t, err)
+	require.Len(t, m.Imports, 1)
+}
