@@ -234,3 +234,72 @@ func TestFuel(t *testing.T) {
 		})
 	}
 }
+
+// exitsWAT leaves functions every way wasm allows; called in a loop many
+// times, a metered module must release every frame it charged.
+const exitsWAT = `
+(module
+  (memory (export "memory") 1)
+  (func $ret (param i32) (result i32) (if (local.get 0) (then (return (i32.const 1)))) (i32.const 2))
+  (func $br (param i32) (result i32) (i32.const 3) (br_if 0 (local.get 0)) (drop) (i32.const 4))
+  (func $table (param i32) (result i32)
+    (block (result i32) (i32.const 5) (local.get 0) (br_table 0 1)))
+  (func $multi (param i32) (result i32 i32) (local.get 0) (local.get 0))
+  (func $tail (param i32) (result i32) (return_call $ret (local.get 0)))
+  (func (export "exits") (param $n i32) (result i32)
+    (local $acc i32)
+    (loop $l
+      (local.set $acc (i32.add (local.get $acc) (call $ret (i32.and (local.get $n) (i32.const 1)))))
+      (local.set $acc (i32.add (local.get $acc) (call $br (i32.and (local.get $n) (i32.const 1)))))
+      (local.set $acc (i32.add (local.get $acc) (call $table (i32.and (local.get $n) (i32.const 1)))))
+      (local.set $acc (i32.add (local.get $acc) (i32.add (call $multi (local.get $n)))))
+      (local.set $acc (i32.add (local.get $acc) (call $tail (local.get $n))))
+      (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))
+    (local.get $acc))
+  (func $deep (export "deep") (param i32) (result i32)
+    (if (result i32) (i32.eqz (local.get 0))
+      (then (i32.const 0))
+      (else (i32.add (call $deep (i32.sub (local.get 0) (i32.const 1))) (i32.const 1)))))
+)`
+
+func TestStackAccountingBalances(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			lim := limits()
+			lim.MaxStack = 64 << 10
+			inst := instantiate(t, e, exitsWAT, lim, nil)
+			// 200k iterations, each leaving five functions by a different
+			// route: any unreleased frame would overflow 64 KiB quickly.
+			_, err := call(t, inst, "exits", 200_000)
+			require.NoError(t, err)
+			v, err := call(t, inst, "deep", 100)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(100), v)
+			_, err = call(t, inst, "deep", 1_000_000)
+			require.ErrorIs(t, err, sandbox.StackOverflow)
+		})
+	}
+}
+
+func TestFuelIsDeterministic(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			lim := limits()
+			lim.Fuel = 1 << 40
+			inst := instantiate(t, e, exitsWAT, lim, nil)
+			var used []uint64
+			for i := 0; i < 3; i++ {
+				_, err := call(t, inst, "exits", 1000)
+				require.NoError(t, err)
+				u, ok := inst.FuelConsumed()
+				require.True(t, ok)
+				used = append(used, u)
+			}
+			assert.Greater(t, used[0], uint64(1000))
+			assert.Equal(t, used[0], used[1])
+			assert.Equal(t, used[1], used[2])
+		})
+	}
+}

@@ -71,7 +71,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
-		WithCoreFeatures(api.CoreFeaturesV2)
+		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesTailCall | experimental.CoreFeaturesExtendedConst)
 	e := &Engine{
 		rt:    wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(true)),
 		plain: wazero.NewRuntimeWithConfig(ctx, cfg),
@@ -83,9 +83,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	if _, err := e.plain.NewHostModuleBuilder(meter.RefillModule).NewFunctionBuilder().
+	if _, err := e.plain.NewHostModuleBuilder(meter.RefillModule).
+		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(e.refill), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
-		Export(meter.RefillName).Instantiate(ctx); err != nil {
+		Export(meter.RefillName).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(e.overflow), nil, nil).
+		Export(meter.OverflowName).
+		Instantiate(ctx); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("host module %s: %w", meter.RefillModule, err)
 	}
@@ -171,22 +176,27 @@ func (e *Engine) Name() string { return "wazero" }
 // Version implements sandbox.Engine.
 func (e *Engine) Version() string { return Version }
 
-// Supports implements sandbox.Engine: fuel is metered by instrumentation;
-// the stack size is fixed.
-func (e *Engine) Supports(f sandbox.Feature) bool { return f == sandbox.FeatureFuel }
+// Supports implements sandbox.Engine: fuel and the stack limit are both
+// enforced by instrumentation (see package meter).
+func (e *Engine) Supports(sandbox.Feature) bool { return true }
+
+// DefaultMaxStack is the stack limit of metered modules when the callback
+// sets none: wasm frames are estimated at 8 bytes per parameter and local
+// plus meter.FrameOverhead. wazero's own ceiling is 400 MB per instance.
+const DefaultMaxStack = 1 << 20
 
 // Compile implements sandbox.Engine.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	if cfg.Limits.MaxStack != 0 {
-		return nil, errors.New("max_stack is not supported by the wazero engine (use engine: wasmtime)")
+	m := &module{e: e, rt: e.plain, cfg: cfg, stackLimit: DefaultMaxStack}
+	if cfg.Limits.MaxStack > 0 {
+		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
-	m := &module{e: e, rt: e.plain, cfg: cfg}
-	metered, merr := meter.Instrument(wasm)
+	metered, merr := meter.Instrument(wasm, meter.Options{StackLimit: m.stackLimit})
 	switch {
 	case merr == nil:
 		wasm, m.metered = metered, true
-	case cfg.Limits.Fuel != 0:
-		return nil, fmt.Errorf("fuel needs the module to be metered, and metering failed: %w", merr)
+	case cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0:
+		return nil, fmt.Errorf("fuel and max_stack need the module to be metered, and metering failed: %w", merr)
 	case cfg.Limits.Timeout > 0:
 		m.rt = e.rt
 	}
@@ -211,11 +221,12 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 type module struct {
-	e       *Engine
-	rt      wazero.Runtime
-	cm      wazero.CompiledModule
-	cfg     sandbox.ModuleConfig
-	metered bool
+	e          *Engine
+	rt         wazero.Runtime
+	cm         wazero.CompiledModule
+	cfg        sandbox.ModuleConfig
+	metered    bool
+	stackLimit int64
 }
 
 func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
@@ -243,12 +254,13 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.mod = mod
 	inst.mem = mod.Memory()
 	if m.metered {
-		g, ok := mod.ExportedGlobal(meter.BudgetExport).(api.MutableGlobal)
-		if !ok {
+		budget, ok1 := mod.ExportedGlobal(meter.BudgetExport).(api.MutableGlobal)
+		stack, ok2 := mod.ExportedGlobal(meter.StackExport).(api.MutableGlobal)
+		if !ok1 || !ok2 {
 			_ = mod.Close(ctx)
-			return nil, errors.New("instantiate: metered module lacks its budget global")
+			return nil, errors.New("instantiate: metered module lacks its meter globals")
 		}
-		inst.budget = g
+		inst.budget, inst.stack = budget, stack
 	}
 	m.e.states.Store(mod, inst)
 	return inst, nil
@@ -270,6 +282,7 @@ func (i *instance) begin(ctx context.Context) {
 	i.granted = i.grant(0)
 	if i.budget != nil {
 		i.budget.Set(uint64(i.granted))
+		i.stack.Set(uint64(-i.m.stackLimit))
 	}
 }
 
@@ -318,6 +331,15 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = uint64(budget + next)
 }
 
+// overflow is the metered module's import for a call stack past the limit.
+func (e *Engine) overflow(ctx context.Context, mod api.Module, _ []uint64) {
+	if inst := e.instanceOf(ctx, mod); inst != nil {
+		inst.state.Fail(&sandbox.Trap{Kind: sandbox.StackOverflow,
+			Message: fmt.Sprintf("stack overflow (max_stack %s)", sandbox.FormatBytes(uint64(inst.m.stackLimit)))})
+	}
+	panic(abortSignal{})
+}
+
 type instance struct {
 	m     *module
 	alloc *allocator
@@ -328,6 +350,7 @@ type instance struct {
 	// Metering: the budget global, and per call the context, deadline,
 	// budget granted so far and fuel used.
 	budget   api.MutableGlobal
+	stack    api.MutableGlobal
 	callCtx  context.Context
 	deadline time.Time
 	granted  int64

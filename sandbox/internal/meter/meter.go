@@ -1,32 +1,41 @@
-// Package meter instruments a WebAssembly module at load time with a budget
-// counter, so an engine without cheap interruption (wazero) can enforce
-// timeouts and fuel from inside the guest's own thread.
+// Package meter instruments a WebAssembly module at load time so that an
+// engine without cheap interruption or a configurable stack (wazero) can
+// enforce timeouts, fuel and a stack limit from inside the guest's own
+// thread.
 //
-// The rewrite adds one mutable i64 global, the budget, exported as
-// BudgetExport, and one imported function, RefillModule.RefillName of type
-// (i64) -> i64. At every function entry and at the top of every loop body
-// it inserts
+// The rewrite adds two mutable i64 globals and two imported functions:
 //
-//	global.get $budget; i64.const cost; i64.sub; global.set $budget
-//	global.get $budget; i64.const 0; i64.lt_s
-//	if  global.get $budget; call $refill; global.set $budget  end
+//   - the budget (exported as BudgetExport) counts down instructions. At
+//     every function entry and at the top of every loop body the code
+//     subtracts the instruction count of the straight-line segment that
+//     starts there and, when the budget turns negative, calls
+//     RefillModule.RefillName (i64) -> i64, which reads the clock, the
+//     caller's context and the fuel left, and either stops the guest or
+//     grants another slice. Every path that can run long passes a check — a
+//     loop iterates through its header, recursion through function entries —
+//     so the host gets control at least once per slice, on the guest's
+//     thread, with no goroutine, signal or scheduler involved.
+//   - the stack counter (StackExport) starts at minus the stack limit in
+//     bytes. Each function adds an estimate of its frame size on entry
+//     (8 bytes per parameter and local, plus FrameOverhead) and subtracts it
+//     on every exit — the end of the body (branches to the function's label
+//     included, through a wrapping block), return, and before a tail call.
+//     When it turns positive the code calls RefillModule.OverflowName, which
+//     stops the guest with a stack overflow. This bounds the host memory a
+//     runaway recursion can make the engine allocate (wazero's own ceiling
+//     is 400 MB of stack per instance).
 //
-// where cost is the number of instructions of the straight-line segment that
-// starts there (up to the next loop header or the end of the function): an
-// upper bound of the instructions that run before the next check. Every
-// path that can run for long passes a check — a loop iterates through its
-// header, recursion through function entries — so the host's refill, which
-// reads the clock and the fuel left, runs at least every budget's worth of
-// instructions, on the guest's own thread, with no goroutine, signal or
-// scheduler involved.
+// Adding imports shifts the index of every defined function, so every
+// reference to a function index is rewritten: call, return_call and ref.func
+// in code and constant expressions, element segments, exports, the start
+// function, and the name section. Anything the rewriter does not understand
+// (an unknown opcode, the GC proposal's type encodings) makes Instrument
+// fail; the caller then runs the module with the engine's own interruption.
 //
-// Adding an import shifts the index of every defined function by one, so
-// every reference to a function index is rewritten: call, return_call and
-// ref.func in code and constant expressions, element segments, exports, the
-// start function, and the name section. Anything the rewriter does not
-// understand (an unknown opcode, the GC proposal's type encodings) makes
-// Instrument fail; the caller then runs the module uninstrumented with the
-// engine's own interruption instead.
+// Known approximations: instruction counts charge whole segments in code
+// order (an upper bound of what runs between two checks); frame sizes are
+// estimates; an exception unwinding through frames skips their decrements,
+// which the host undoes by resetting the counter at every call.
 package meter
 
 import (
@@ -34,12 +43,25 @@ import (
 	"fmt"
 )
 
-// Names of the injected import and export.
+// Names of the injected imports and exports.
 const (
 	RefillModule = "callbox_meter"
 	RefillName   = "refill"
+	OverflowName = "overflow"
 	BudgetExport = "callbox_meter_budget"
+	StackExport  = "callbox_meter_stack"
 )
+
+// FrameOverhead is the bytes charged per call on top of 8 per parameter and
+// local, approximating an engine's per-frame bookkeeping.
+const FrameOverhead = 64
+
+// Options configure the rewrite.
+type Options struct {
+	// StackLimit is the initial stack budget in bytes, used until the host
+	// sets the counter (the start function runs with it).
+	StackLimit int64
+}
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
 var ErrUnsupported = errors.New("module not instrumentable")
@@ -75,8 +97,13 @@ type section struct {
 	body []byte
 }
 
+type funcType struct {
+	params  uint32
+	results []byte // raw value type encodings, one entry each
+}
+
 // Instrument returns the metered module.
-func Instrument(wasm []byte) ([]byte, error) {
+func Instrument(wasm []byte, opts Options) ([]byte, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 {
 		return nil, unsupported("not a core module")
 	}
@@ -90,7 +117,7 @@ func Instrument(wasm []byte) ([]byte, error) {
 		}
 		secs = append(secs, section{id, body})
 	}
-	m := &rewriter{}
+	m := &rewriter{opts: opts}
 	if err := m.scan(secs); err != nil {
 		return nil, err
 	}
@@ -99,44 +126,59 @@ func Instrument(wasm []byte) ([]byte, error) {
 
 // rewriter holds what the rewrite needs to know about the module.
 type rewriter struct {
-	numTypes       uint32
+	opts           Options
+	types          []funcType
+	extraTypes     [][]byte // types appended by the rewrite, encoded
+	funcTypes      []uint32 // type index of each defined function
 	numFuncImports uint32
 	numGlobals     uint32 // imported + defined
-	refillType     uint32 // index of the (i64) -> i64 type (appended)
-	refillFunc     uint32 // index of the injected import
-	budgetGlobal   uint32 // index of the injected global
-	exportNames    map[string]bool
+	refillType     uint32
+	overflowType   uint32
+	refillFunc     uint32
+	overflowFunc   uint32
+	budgetGlobal   uint32
+	stackGlobal    uint32
+	blockTypes     map[string]uint32 // type index of () -> results, by results
 }
 
 // shift maps an original function index to its index after the rewrite.
 func (m *rewriter) shift(idx uint32) uint32 {
 	if idx >= m.numFuncImports {
-		return idx + 1
+		return idx + 2
 	}
 	return idx
 }
 
 func (m *rewriter) scan(secs []section) error {
-	m.exportNames = map[string]bool{}
+	exports := map[string]bool{}
 	for _, s := range secs {
 		r := &reader{b: s.body}
 		switch s.id {
 		case secType:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
 				if form := r.byte(); form != 0x60 {
 					return unsupported("type section uses form 0x%02x (GC proposal)", form)
 				}
-				r.skipValTypes()
-				r.skipValTypes()
+				var t funcType
+				for k := r.u32(); k > 0 && r.err == nil; k-- {
+					r.skipValType()
+					t.params++
+				}
+				for k := r.u32(); k > 0 && r.err == nil; k-- {
+					start := r.pos
+					r.skipValType()
+					t.results = append(t.results, r.b[start:r.pos]...)
+					if r.pos-start != 1 {
+						return unsupported("reference result types")
+					}
+				}
+				m.types = append(m.types, t)
 			}
-			m.numTypes = n
 		case secImport:
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
 				r.name()
 				r.name()
-				kind := r.byte()
-				switch kind {
+				switch kind := r.byte(); kind {
 				case 0x00:
 					r.u32()
 					m.numFuncImports++
@@ -156,11 +198,15 @@ func (m *rewriter) scan(secs []section) error {
 					return unsupported("import kind 0x%02x", kind)
 				}
 			}
+		case secFunction:
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				m.funcTypes = append(m.funcTypes, r.u32())
+			}
 		case secGlobal:
 			m.numGlobals += r.u32()
 		case secExport:
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
-				m.exportNames[r.name()] = true
+				exports[r.name()] = true
 				r.byte()
 				r.u32()
 			}
@@ -169,18 +215,69 @@ func (m *rewriter) scan(secs []section) error {
 			return fmt.Errorf("section %d: %w", s.id, r.err)
 		}
 	}
-	if m.exportNames[BudgetExport] {
-		return unsupported("module already exports %q", BudgetExport)
+	for _, name := range []string{BudgetExport, StackExport} {
+		if exports[name] {
+			return unsupported("module already exports %q", name)
+		}
 	}
-	m.refillType = m.numTypes
+	for _, ti := range m.funcTypes {
+		if ti >= uint32(len(m.types)) {
+			return unsupported("function type index %d out of range", ti)
+		}
+	}
+	m.blockTypes = map[string]uint32{}
+	m.refillType = m.addType([]byte{0x60, 1, 0x7e, 1, 0x7e}) // (i64) -> i64
+	m.overflowType = m.addType([]byte{0x60, 0, 0})           // () -> ()
 	m.refillFunc = m.numFuncImports
+	m.overflowFunc = m.numFuncImports + 1
 	m.budgetGlobal = m.numGlobals
+	m.stackGlobal = m.numGlobals + 1
 	return nil
 }
 
-// emit writes the rewritten module, creating the type, import and global
-// sections when the module has none.
+func (m *rewriter) addType(enc []byte) uint32 {
+	m.extraTypes = append(m.extraTypes, enc)
+	return uint32(len(m.types) + len(m.extraTypes) - 1)
+}
+
+// blockType returns the block type encoding for a block yielding results.
+func (m *rewriter) blockType(results []byte) []byte {
+	switch len(results) {
+	case 0:
+		return []byte{0x40}
+	case 1:
+		return results
+	}
+	key := string(results)
+	idx, ok := m.blockTypes[key]
+	if !ok {
+		w := &writer{}
+		w.byte(0x60)
+		w.u32(0)
+		w.u32(uint32(len(results)))
+		w.raw(results)
+		idx = m.addType(w.b)
+		m.blockTypes[key] = idx
+	}
+	w := &writer{}
+	w.s64(int64(idx))
+	return w.b
+}
+
+// emit writes the rewritten module, creating the type, import, global and
+// export sections when the module has none. Code is rewritten first, since
+// it may append block types to the type section.
 func (m *rewriter) emit(secs []section) ([]byte, error) {
+	bodies := make([][]byte, len(secs))
+	for i, s := range secs {
+		if s.id == secCode {
+			b, err := m.rewriteCode(s.body)
+			if err != nil {
+				return nil, err
+			}
+			bodies[i] = b
+		}
+	}
 	out := &writer{}
 	out.raw([]byte("\x00asm\x01\x00\x00\x00"))
 	need := map[byte]bool{secType: true, secImport: true, secGlobal: true, secExport: true}
@@ -197,7 +294,7 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 		}
 		return nil
 	}
-	for _, s := range secs {
+	for i, s := range secs {
 		if s.id != secCustom {
 			pos, ok := order[s.id]
 			if !ok {
@@ -207,9 +304,12 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 				return nil, err
 			}
 		}
-		body, err := m.rewrite(s.id, s.body)
-		if err != nil {
-			return nil, fmt.Errorf("section %d: %w", s.id, err)
+		body := bodies[i]
+		if body == nil {
+			var err error
+			if body, err = m.rewrite(s.id, s.body); err != nil {
+				return nil, fmt.Errorf("section %d: %w", s.id, err)
+			}
 		}
 		if s.id == secCustom && body == nil {
 			continue
@@ -228,9 +328,9 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 func (m *rewriter) rewrite(id byte, body []byte) ([]byte, error) {
 	switch id {
 	case secType:
-		return m.rewriteTypes(body)
+		return m.rewriteTypes(body), nil
 	case secImport:
-		return m.rewriteImports(body)
+		return m.rewriteImports(body), nil
 	case secGlobal:
 		return m.rewriteGlobals(body)
 	case secExport:
@@ -246,27 +346,27 @@ func (m *rewriter) rewrite(id byte, body []byte) ([]byte, error) {
 		return w.b, nil
 	case secElement:
 		return m.rewriteElements(body)
-	case secCode:
-		return m.rewriteCode(body)
 	case secCustom:
-		return m.rewriteCustom(body)
+		return m.rewriteCustom(body), nil
 	}
 	return body, nil
 }
 
-func (m *rewriter) rewriteTypes(body []byte) ([]byte, error) {
+func (m *rewriter) rewriteTypes(body []byte) []byte {
 	w := &writer{}
-	w.u32(m.numTypes + 1)
+	w.u32(uint32(len(m.types) + len(m.extraTypes)))
 	if body != nil {
 		r := &reader{b: body}
 		r.u32()
 		w.raw(body[r.pos:])
 	}
-	w.raw([]byte{0x60, 1, 0x7e, 1, 0x7e}) // (i64) -> i64
-	return w.b, nil
+	for _, t := range m.extraTypes {
+		w.raw(t)
+	}
+	return w.b
 }
 
-func (m *rewriter) rewriteImports(body []byte) ([]byte, error) {
+func (m *rewriter) rewriteImports(body []byte) []byte {
 	w := &writer{}
 	var rest []byte
 	n := uint32(0)
@@ -275,38 +375,45 @@ func (m *rewriter) rewriteImports(body []byte) ([]byte, error) {
 		n = r.u32()
 		rest = body[r.pos:]
 	}
-	w.u32(n + 1)
+	w.u32(n + 2)
 	w.raw(rest)
-	w.name(RefillModule)
-	w.name(RefillName)
-	w.byte(0x00)
-	w.u32(m.refillType)
-	return w.b, nil
+	for _, imp := range []struct {
+		name string
+		typ  uint32
+	}{{RefillName, m.refillType}, {OverflowName, m.overflowType}} {
+		w.name(RefillModule)
+		w.name(imp.name)
+		w.byte(0x00)
+		w.u32(imp.typ)
+	}
+	return w.b
 }
 
 func (m *rewriter) rewriteGlobals(body []byte) ([]byte, error) {
 	w := &writer{}
 	n := uint32(0)
+	var r *reader
 	if body != nil {
-		r := &reader{b: body}
+		r = &reader{b: body}
 		n = r.u32()
-		w.u32(n + 1)
-		for i := uint32(0); i < n; i++ {
-			start := r.pos
-			r.skipValType()
-			r.byte()
-			w.raw(body[start:r.pos])
-			if err := m.copyConstExpr(r, w); err != nil {
-				return nil, err
-			}
-		}
-		if r.err != nil {
-			return nil, r.err
-		}
-	} else {
-		w.u32(1)
 	}
-	w.raw([]byte{0x7e, 0x01, 0x42, 0x00, 0x0b}) // (mut i64) (i64.const 0)
+	w.u32(n + 2)
+	for i := uint32(0); i < n; i++ {
+		start := r.pos
+		r.skipValType()
+		r.byte()
+		w.raw(body[start:r.pos])
+		if err := m.copyConstExpr(r, w); err != nil {
+			return nil, err
+		}
+	}
+	if r != nil && r.err != nil {
+		return nil, r.err
+	}
+	w.raw([]byte{0x7e, 0x01, 0x42, 0x00, 0x0b}) // budget: (mut i64) (i64.const 0)
+	w.raw([]byte{0x7e, 0x01, 0x42})             // stack: (mut i64) (i64.const -limit)
+	w.s64(-m.opts.StackLimit)
+	w.byte(0x0b)
 	return w.b, nil
 }
 
@@ -318,7 +425,7 @@ func (m *rewriter) rewriteExports(body []byte) ([]byte, error) {
 		r = &reader{b: body}
 		n = r.u32()
 	}
-	w.u32(n + 1)
+	w.u32(n + 2)
 	for i := uint32(0); i < n; i++ {
 		w.name(r.name())
 		kind := r.byte()
@@ -335,6 +442,9 @@ func (m *rewriter) rewriteExports(body []byte) ([]byte, error) {
 	w.name(BudgetExport)
 	w.byte(0x03)
 	w.u32(m.budgetGlobal)
+	w.name(StackExport)
+	w.byte(0x03)
+	w.u32(m.stackGlobal)
 	return w.b, nil
 }
 
@@ -413,12 +523,12 @@ func (m *rewriter) copyConstExpr(r *reader, w *writer) error {
 
 // rewriteCustom rewrites the function indices of the name section and keeps
 // every other custom section as is. A name section it cannot parse is
-// dropped (it only feeds stack traces).
-func (m *rewriter) rewriteCustom(body []byte) ([]byte, error) {
+// dropped (nil): it only feeds stack traces.
+func (m *rewriter) rewriteCustom(body []byte) []byte {
 	r := &reader{b: body}
 	name := r.name()
 	if r.err != nil || name != "name" {
-		return body, nil
+		return body
 	}
 	w := &writer{}
 	w.name(name)
@@ -426,7 +536,7 @@ func (m *rewriter) rewriteCustom(body []byte) ([]byte, error) {
 		id := r.byte()
 		sub := r.bytes(uint64(r.u32()))
 		if r.err != nil {
-			return nil, nil
+			return nil
 		}
 		if id != 1 && id != 2 {
 			w.byte(id)
@@ -452,13 +562,13 @@ func (m *rewriter) rewriteCustom(body []byte) ([]byte, error) {
 			}
 		}
 		if sr.err != nil {
-			return nil, nil
+			return nil
 		}
 		w.byte(id)
 		w.u32(uint32(len(sw.b)))
 		w.raw(sw.b)
 	}
-	return w.b, nil
+	return w.b
 }
 
 // rewriteCode instruments every function body.
@@ -466,13 +576,16 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 	r := &reader{b: body}
 	w := &writer{}
 	n := r.u32()
+	if n != uint32(len(m.funcTypes)) {
+		return nil, unsupported("%d function bodies for %d functions", n, len(m.funcTypes))
+	}
 	w.u32(n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		fn := r.bytes(uint64(r.u32()))
 		if r.err != nil {
 			break
 		}
-		out, err := m.instrumentFunc(fn)
+		out, err := m.instrumentFunc(fn, m.types[m.funcTypes[i]])
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.numFuncImports+i, err)
 		}
@@ -485,27 +598,39 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 	return w.b, nil
 }
 
-// instrumentFunc rewrites one body: locals are copied, a check is inserted
-// at entry and after every loop's block type, and function indices are
-// remapped. Each check charges the instruction count of the segment it
-// starts.
-func (m *rewriter) instrumentFunc(fn []byte) ([]byte, error) {
+// instrumentFunc rewrites one body:
+//
+//	<locals>
+//	<stack check: counter += frame; trap when positive>
+//	<budget check: charge segment 0>
+//	block (result T...)  <original code, with a budget check after every
+//	                      loop header, a stack release before every return
+//	                      and tail call, and function indices remapped>
+//	end
+//	<stack release: counter -= frame>
+//	end
+func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r := &reader{b: fn}
+	numLocals := uint64(typ.params)
 	for n := r.u32(); n > 0 && r.err == nil; n-- {
-		r.u32()
+		numLocals += uint64(r.u32())
 		r.skipValType()
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
+	if len(fn) == r.pos || fn[len(fn)-1] != 0x0b {
+		return nil, unsupported("function body does not end with end")
+	}
 	locals := fn[:r.pos]
-	code := r.pos
+	code, last := r.pos, len(fn)-1 // the final end is fn[last]
+	frame := int64(min(numLocals, 1<<40))*8 + FrameOverhead
 
 	// Pass 1: find check points (entry, and after each loop header) and the
 	// instruction count of the segment each one starts.
 	points := []int{code}
 	costs := []int64{0}
-	for r.more() {
+	for r.pos < last && r.err == nil {
 		op := r.b[r.pos]
 		if err := r.skipInstr(); err != nil {
 			return nil, err
@@ -516,47 +641,63 @@ func (m *rewriter) instrumentFunc(fn []byte) ([]byte, error) {
 			costs = append(costs, 0)
 		}
 	}
+	if r.pos != last {
+		return nil, unsupported("function body runs past its end")
+	}
 
 	// Pass 2: copy, inserting checks and remapping indices.
 	w := &writer{}
 	w.raw(locals)
+	m.stackCheck(w, frame)
+	m.budgetCheck(w, costs[0])
+	w.byte(0x02) // block
+	w.raw(m.blockType(typ.results))
 	r = &reader{b: fn, pos: code}
-	next := 0
-	for {
-		if next < len(points) && r.pos == points[next] {
-			m.check(w, costs[next])
-			next++
-		}
-		if !r.more() {
-			break
-		}
-		start := r.pos
-		op := r.byte()
-		switch op {
-		case 0x10, 0x12, 0xd2: // call, return_call, ref.func
-			w.byte(op)
-			w.u32(m.shift(r.u32()))
-			continue
-		}
-		r.pos = start
-		if err := r.skipInstr(); err != nil {
+	next := 1
+	for r.pos < last {
+		if err := m.copyInstr(r, w, frame); err != nil {
 			return nil, err
 		}
-		w.raw(fn[start:r.pos])
+		if next < len(points) && r.pos == points[next] {
+			m.budgetCheck(w, costs[next])
+			next++
+		}
 	}
+	w.byte(0x0b) // end of the wrapping block
+	m.stackRelease(w, frame)
+	w.byte(0x0b)
 	return w.b, r.err
 }
 
-// check emits the budget check charging cost.
-func (m *rewriter) check(w *writer, cost int64) {
+// copyInstr copies one instruction, remapping function indices and
+// releasing the frame before anything that leaves the function directly.
+func (m *rewriter) copyInstr(r *reader, w *writer, frame int64) error {
+	start := r.pos
+	switch op := r.byte(); op {
+	case 0x10, 0xd2: // call, ref.func
+		w.byte(op)
+		w.u32(m.shift(r.u32()))
+		return r.err
+	case 0x12: // return_call
+		m.stackRelease(w, frame)
+		w.byte(op)
+		w.u32(m.shift(r.u32()))
+		return r.err
+	case 0x0f, 0x13, 0x15: // return, return_call_indirect, return_call_ref
+		m.stackRelease(w, frame)
+	}
+	r.pos = start
+	if err := r.skipInstr(); err != nil {
+		return err
+	}
+	w.raw(r.b[start:r.pos])
+	return nil
+}
+
+// budgetCheck emits the budget check charging cost.
+func (m *rewriter) budgetCheck(w *writer, cost int64) {
 	g := m.budgetGlobal
-	w.byte(0x23)
-	w.u32(g)
-	w.byte(0x42)
-	w.s64(cost)
-	w.byte(0x7d) // i64.sub
-	w.byte(0x24)
-	w.u32(g)
+	m.addToGlobal(w, g, -cost)
 	w.byte(0x23)
 	w.u32(g)
 	w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40}) // i64.const 0; i64.lt_s; if
@@ -566,5 +707,31 @@ func (m *rewriter) check(w *writer, cost int64) {
 	w.u32(m.refillFunc)
 	w.byte(0x24)
 	w.u32(g)
-	w.byte(0x0b) // end
+	w.byte(0x0b)
+}
+
+// stackCheck charges a frame and calls overflow when the limit is passed.
+func (m *rewriter) stackCheck(w *writer, frame int64) {
+	g := m.stackGlobal
+	m.addToGlobal(w, g, frame)
+	w.byte(0x23)
+	w.u32(g)
+	w.raw([]byte{0x42, 0x00, 0x55, 0x04, 0x40}) // i64.const 0; i64.gt_s; if
+	w.byte(0x10)
+	w.u32(m.overflowFunc)
+	w.byte(0x0b)
+}
+
+// stackRelease returns a frame's bytes.
+func (m *rewriter) stackRelease(w *writer, frame int64) { m.addToGlobal(w, m.stackGlobal, -frame) }
+
+// addToGlobal emits global.get g; i64.const delta; i64.add; global.set g.
+func (m *rewriter) addToGlobal(w *writer, g uint32, delta int64) {
+	w.byte(0x23)
+	w.u32(g)
+	w.byte(0x42)
+	w.s64(delta)
+	w.byte(0x7c) // i64.add
+	w.byte(0x24)
+	w.u32(g)
 }
