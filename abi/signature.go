@@ -245,9 +245,8 @@ func (s *Signature) Bind(inputs []TensorMeta) ([]OutputSpec, error) {
 	from := map[string]int{}
 	for i, p := range s.Params {
 		in := inputs[i]
-		actual := in.DType.String() + in.Shape.String()
 		fail := func(reason string) error {
-			return &ArgumentError{Index: i, Name: p.Name, Expected: describe(p, env), Actual: actual, Reason: reason}
+			return &ArgumentError{Index: i, Name: p.Name, Expected: describe(p, env), Actual: in.DType.String() + in.Shape.String(), Reason: reason}
 		}
 		if in.DType != p.DType {
 			return nil, fail("")

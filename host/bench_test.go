@@ -36,13 +36,13 @@ func BenchmarkTinyCall(b *testing.B) {
 		for _, timeout := range []time.Duration{0, time.Second} {
 			b.Run(engine+"/"+timeoutName(timeout), func(b *testing.B) {
 				h := benchHost(b, engine, timeout)
-				x, f := abi.From(make([]float32, 256)), abi.Scalar[float32](2)
-				out := abi.From(make([]float32, 256))
+				ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
+				outs := []host.Tensor{abi.From(make([]float32, 256))}
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := h.InvokeInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+					if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -82,42 +82,16 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 		}
 	}()
 
-	metas := make([]abi.TensorMeta, len(r.inputs))
-	for i, in := range r.inputs {
-		if verr := in.Validate(); verr != nil {
-			ae := &abi.ArgumentError{Index: i, Reason: verr.Error()}
-			return st, c.fail(InvalidArgument, ae.Error(), ae)
-		}
-		metas[i] = in.Meta()
-	}
-	specs, berr := c.sig.Bind(metas)
-	if berr != nil {
-		return st, c.fail(InvalidArgument, berr.Error(), berr)
-	}
-	outBytes := uint64(0)
-	for _, s := range specs {
-		n, _ := s.Shape.ByteLen(s.DType)
-		if s.Alias < 0 {
-			outBytes += n
-		}
-	}
-	if outBytes > c.spec.Limits.MaxOutput {
-		msg := fmt.Sprintf("results need %s, above max_output %s", sandbox.FormatBytes(outBytes), sandbox.FormatBytes(c.spec.Limits.MaxOutput))
-		return st, c.fail(InvalidArgument, msg, nil)
+	p, cerr := c.planFor(r.inputs)
+	if cerr != nil {
+		return st, cerr
 	}
 	if r.into {
-		if cerr := c.checkOutputs(specs, r.outputs); cerr != nil {
+		if cerr := c.checkOutputs(p.specs, r.outputs); cerr != nil {
 			return st, cerr
 		}
 	}
-	plan := abi.PlanFrame
-	if c.skewed {
-		plan = abi.PlanFrameSkewed
-	}
-	layout, perr := plan(metas, specs)
-	if perr != nil {
-		return st, c.fail(InvalidArgument, perr.Error(), perr)
-	}
+	specs, layout := p.specs, p.layout
 
 	g, created, gerr := c.pool.get(ctx)
 	if gerr != nil {
@@ -141,6 +115,73 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 	kept, err = c.run(ctx, g, layout, r, specs, &st)
 	healthy = kept
 	return st, err
+}
+
+// callPlan is everything about a call that depends only on its input types:
+// the output specs the signature derives and the frame layout. It is
+// immutable and cached per callback, so a stream of calls with the same
+// shapes binds the signature and plans the frame once.
+type callPlan struct {
+	metas  []abi.TensorMeta
+	specs  []abi.OutputSpec
+	layout *abi.FrameLayout
+}
+
+// matches reports whether inputs have exactly the plan's types.
+func (p *callPlan) matches(inputs []Tensor) bool {
+	if len(inputs) != len(p.metas) {
+		return false
+	}
+	for i, in := range inputs {
+		if in.DType != p.metas[i].DType || !in.Shape.Equal(p.metas[i].Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// planFor validates the inputs and returns the call's plan, from the cache
+// when the input types repeat.
+func (c *callback) planFor(inputs []Tensor) (*callPlan, *CallbackError) {
+	for i, in := range inputs {
+		if verr := in.Validate(); verr != nil {
+			ae := &abi.ArgumentError{Index: i, Reason: verr.Error()}
+			return nil, c.fail(InvalidArgument, ae.Error(), ae)
+		}
+	}
+	if p := c.lastPlan.Load(); p != nil && p.matches(inputs) {
+		return p, nil
+	}
+	metas := make([]abi.TensorMeta, len(inputs))
+	for i, in := range inputs {
+		metas[i] = abi.TensorMeta{DType: in.DType, Shape: append(abi.Shape(nil), in.Shape...)}
+	}
+	specs, berr := c.sig.Bind(metas)
+	if berr != nil {
+		return nil, c.fail(InvalidArgument, berr.Error(), berr)
+	}
+	outBytes := uint64(0)
+	for _, s := range specs {
+		n, _ := s.Shape.ByteLen(s.DType)
+		if s.Alias < 0 {
+			outBytes += n
+		}
+	}
+	if outBytes > c.spec.Limits.MaxOutput {
+		msg := fmt.Sprintf("results need %s, above max_output %s", sandbox.FormatBytes(outBytes), sandbox.FormatBytes(c.spec.Limits.MaxOutput))
+		return nil, c.fail(InvalidArgument, msg, nil)
+	}
+	plan := abi.PlanFrame
+	if c.skewed {
+		plan = abi.PlanFrameSkewed
+	}
+	layout, perr := plan(metas, specs)
+	if perr != nil {
+		return nil, c.fail(InvalidArgument, perr.Error(), perr)
+	}
+	p := &callPlan{metas: metas, specs: specs, layout: layout}
+	c.lastPlan.Store(p)
+	return p, nil
 }
 
 // acquireError reports a failure to get an instance.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -31,6 +32,8 @@ type callback struct {
 	hasFre bool
 	skewed bool
 	logger *slog.Logger
+	// lastPlan caches the plan of the most recent input types.
+	lastPlan atomic.Pointer[callPlan]
 }
 
 func (c *callback) info() Info {
@@ -69,7 +72,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	}
 	c, err := h.load(ctx, cb, wasm)
 	if err != nil {
-		return fmt.Errorf("callback %q: %w", cb.Name, err)
+		return &LoadError{Callback: cb.Name, Kind: loadKind(err), Err: err}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -89,11 +92,11 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	sum := sha256.Sum256(wasm)
 	sha := hex.EncodeToString(sum[:])
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
-		return nil, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256)
+		return nil, withKind(InvalidArgument, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256))
 	}
 	info, err := wasmbin.Parse(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
 	}
 	wasi := cb.WASI == config.WASIMinimal
 	if err := checkModule(info, cb, wasi); err != nil {
@@ -104,7 +107,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	if secs := info.Custom[abi.SignatureSection]; len(secs) > 0 {
 		table, err := abi.ParseSignatureTable(joinSections(secs))
 		if err != nil {
-			return nil, fmt.Errorf("module %s: custom section %s: %w", cb.Module, abi.SignatureSection, err)
+			return nil, withKind(ABIViolation, fmt.Errorf("module %s: custom section %s: %w", cb.Module, abi.SignatureSection, err))
 		}
 		embedded = table[cb.Export]
 	}
@@ -113,7 +116,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	eng, err := h.engine(ctx, cb.Engine)
 	h.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, withKind(InvalidArgument, err)
 	}
 	for _, f := range []struct {
 		set  bool
@@ -121,7 +124,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 		key  string
 	}{{cb.Limits.Fuel != 0, sandbox.FeatureFuel, "fuel"}, {cb.Limits.MaxStack != 0, sandbox.FeatureMaxStack, "max_stack"}} {
 		if f.set && !eng.Supports(f.feat) {
-			return nil, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name())
+			return nil, withKind(InvalidArgument, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name()))
 		}
 	}
 	c := &callback{name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
@@ -130,14 +133,20 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	// it through the logger's lazily bound attribute.
 	logger := slog.New(&idHandler{Handler: h.logger.With("callback", cb.Name).Handler(), id: &c.id})
 	c.logger = logger
-	c.mod, err = eng.Compile(ctx, wasm, sandbox.ModuleConfig{
+	// Give every table a maximum: wazero has no table limit of its own and
+	// would let table.grow allocate up to 32 GiB of host memory.
+	limited, err := wasmbin.LimitTables(wasm, MaxTableElements)
+	if err != nil {
+		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
+	}
+	c.mod, err = eng.Compile(ctx, limited, sandbox.ModuleConfig{
 		Name:   cb.Name,
 		Limits: limitsOf(cb.Limits),
 		WASI:   wasi,
 		Logger: logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
+		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
 	}
 	c.pool = newPool(c, cb.MaxInstances)
 
@@ -162,7 +171,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	if err != nil {
 		probe.close(ctx)
 		_ = c.mod.Close(ctx)
-		return nil, err
+		return nil, withKind(InvalidArgument, err)
 	}
 	c.sig = sig
 	c.id = callbackID(sum, cb.Export, sig)
@@ -268,6 +277,7 @@ var (
 // does not grant, one 32-bit memory within the limit, bounded tables.
 func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 	var errs []error
+	var memErr error // the one problem that is a MemoryLimit rather than an ABIViolation
 	provided := map[string]sandbox.HostFunc{}
 	for _, hf := range sandbox.HostFuncs(wasi) {
 		provided[hf.Module+"."+hf.Name] = hf
@@ -329,19 +339,32 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, errors.New("uses a shared memory; ABI v1 needs an unshared one"))
 		}
 		if limit := cb.Limits.MaxMemory; limit != 0 && mem.Min*sandbox.PageSize > limit {
-			errs = append(errs, fmt.Errorf("declares a minimum memory of %s, above the callback's max_memory of %s",
-				sandbox.FormatBytes(mem.Min*sandbox.PageSize), sandbox.FormatBytes(limit)))
+			memErr = fmt.Errorf("declares a minimum memory of %s, above the callback's max_memory of %s",
+				sandbox.FormatBytes(mem.Min*sandbox.PageSize), sandbox.FormatBytes(limit))
 		}
 	}
+	total := uint64(0)
 	for i, t := range m.Tables {
+		total += t.Min
 		if t.Min > MaxTableElements {
 			errs = append(errs, fmt.Errorf("table %d declares %d elements, above the host's limit of %d", i, t.Min, MaxTableElements))
 		}
 	}
-	return errors.Join(errs...)
+	if total > MaxTableElements && len(m.Tables) > 1 {
+		errs = append(errs, fmt.Errorf("its %d tables declare %d elements in all, above the host's limit of %d", len(m.Tables), total, MaxTableElements))
+	}
+	switch {
+	case len(errs) > 0:
+		return withKind(ABIViolation, errors.Join(append(errs, memErr)...))
+	case memErr != nil:
+		return withKind(MemoryLimit, memErr)
+	}
+	return nil
 }
 
-// MaxTableElements bounds the initial size of every table a module declares.
+// MaxTableElements bounds the elements of all tables of a module together,
+// initial and grown: a table the module declares without a maximum (or
+// with a larger one) is given one at load (wasmbin.LimitTables).
 const MaxTableElements = 1 << 20
 
 func sameValTypes(a []byte, b []sandbox.ValType) bool {
