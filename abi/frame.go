@@ -39,11 +39,21 @@ var guardPattern = func() []byte {
 	return p
 }()
 
-// Region is a byte range in guest memory, as an offset from the frame base
-// while planning and an absolute guest address once placed.
+// Region is a byte range in guest memory: an offset from the frame base,
+// or, when Abs is set, an absolute guest address (an input the caller placed
+// in guest memory itself).
 type Region struct {
 	Off uint32
 	Len uint32
+	Abs bool
+}
+
+// Addr is the region's guest address for a frame at base.
+func (r Region) Addr(base uint32) uint32 {
+	if r.Abs {
+		return r.Off
+	}
+	return base + r.Off
 }
 
 // End is Off+Len.
@@ -70,21 +80,37 @@ func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
 // PlanFrame lays out a frame for the given input types and resolved outputs,
 // every data buffer 64-byte aligned.
 func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
-	return planFrame(inputs, outputs, 0)
+	return Plan(inputs, outputs, PlanOptions{})
 }
 
 // PlanFrameSkewed lays out a frame whose data buffers sit exactly 16 bytes
-// past a 64-byte boundary: the least alignment ABI v1 promises. The host
-// uses it to test that guest SDKs assume no more than the ABI guarantees.
+// past a 64-byte boundary: the least alignment ABI v1 promises.
 func PlanFrameSkewed(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
-	return planFrame(inputs, outputs, MinDataAlign)
+	return Plan(inputs, outputs, PlanOptions{Skewed: true})
 }
 
 // MinDataAlign is the alignment of data buffers a guest may rely on.
 const MinDataAlign = 16
 
-func planFrame(inputs []TensorMeta, outputs []OutputSpec, skew uint64) (*FrameLayout, error) {
+// PlanOptions adjust a frame layout.
+type PlanOptions struct {
+	// Skewed places data buffers exactly 16 bytes past a 64-byte boundary:
+	// the least alignment ABI v1 promises. The host uses it to test that
+	// guest SDKs assume no more than the ABI guarantees.
+	Skewed bool
+	// InputAt gives, per input, the guest address where the caller already
+	// placed its data (zero-copy), or 0 to place it in the frame. Such an
+	// address must be aligned to at least MinDataAlign.
+	InputAt []uint32
+}
+
+// Plan lays out a frame for the given input types and resolved outputs.
+func Plan(inputs []TensorMeta, outputs []OutputSpec, opts PlanOptions) (*FrameLayout, error) {
 	l := &FrameLayout{NumInputs: len(inputs), inputs: inputs, outputs: outputs}
+	skew := uint64(0)
+	if opts.Skewed {
+		skew = MinDataAlign
+	}
 	n := uint64(len(inputs) + len(outputs))
 	dims := uint64(0)
 	for _, in := range inputs {
@@ -102,6 +128,14 @@ func planFrame(inputs []TensorMeta, outputs []OutputSpec, skew uint64) (*FrameLa
 		size, err := in.Shape.ByteLen(in.DType)
 		if err != nil {
 			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+		if i < len(opts.InputAt) && opts.InputAt[i] != 0 {
+			at := uint64(opts.InputAt[i])
+			if at%MinDataAlign != 0 || at+size > math.MaxUint32 {
+				return nil, fmt.Errorf("input %d: guest address %d is misaligned or out of range", i, at)
+			}
+			l.Inputs[i] = Region{Off: uint32(at), Len: uint32(size), Abs: true}
+			continue
 		}
 		l.Inputs[i] = Region{Off: uint32(min(off, math.MaxUint32)), Len: uint32(min(size, math.MaxUint32))}
 		off = place(off + size)
@@ -162,7 +196,7 @@ func (l *FrameLayout) WriteMeta(frame []byte, base uint32, callID uint64) error 
 		le.PutUint32(p[4:], uint32(len(shape)))
 		le.PutUint32(p[8:], base+dimOff)
 		le.PutUint32(p[12:], flags)
-		le.PutUint32(p[16:], base+data.Off)
+		le.PutUint32(p[16:], data.Addr(base))
 		le.PutUint32(p[20:], data.Len)
 		le.PutUint32(p[24:], alias)
 		le.PutUint32(p[28:], 0)
@@ -185,12 +219,12 @@ func (l *FrameLayout) WriteMeta(frame []byte, base uint32, callID uint64) error 
 	// Zero the padding between the metadata and the first buffer so a frame
 	// is fully determined by its inputs.
 	firstData := uint64(l.Size)
-	if len(l.Inputs) > 0 {
-		firstData = uint64(l.Inputs[0].Off)
-	} else if len(l.Outputs) > 0 {
-		firstData = uint64(l.Outputs[0].Off)
+	for _, r := range append(l.Inputs[:len(l.Inputs):len(l.Inputs)], l.Outputs...) {
+		if !r.Abs {
+			firstData = min(firstData, uint64(r.Off))
+		}
 	}
-	clear(frame[l.MetaLen:firstData])
+	clear(frame[l.MetaLen:max(firstData, uint64(l.MetaLen))])
 	for _, g := range l.Guards {
 		if g.Len > 0 {
 			copy(frame[g.Off:g.End()], guardPattern)

@@ -119,3 +119,57 @@ func (c *callback) trapError(t *sandbox.Trap) *CallbackError {
 	e.Frames = t.Frames
 	return e
 }
+
+// LoadError is a callback the host refused to load. Kind says why, in the
+// taxonomy calls use: ABIViolation for a module that breaks ABI v1's
+// load-time rules (malformed or invalid module, a missing or mistyped
+// export, an import the host does not provide or WASI without the grant,
+// the wrong ABI version, a malformed signature table); MemoryLimit for a
+// declared memory above max_memory; InvalidArgument for a problem in the
+// callback's config (sha256 mismatch, a signature that disagrees with the
+// module's, a limit the engine cannot enforce); and the trap's own kind
+// (Timeout, Unreachable, MemoryLimit, ...) when the module's start
+// function, _initialize, callbox_abi_version or callbox_signatures failed
+// on the load-time probe instance.
+type LoadError struct {
+	Callback string
+	Kind     Kind
+	Err      error
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("callback %q: %v", e.Callback, e.Err) }
+
+// Unwrap returns the cause.
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Is matches the error's Kind: errors.Is(err, host.ABIViolation).
+func (e *LoadError) Is(target error) bool {
+	k, ok := target.(Kind)
+	return ok && k == e.Kind
+}
+
+// kindError tags a load failure with its Kind without changing its text.
+type kindError struct {
+	kind Kind
+	err  error
+}
+
+func withKind(k Kind, err error) error { return &kindError{kind: k, err: err} }
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
+
+// loadKind classifies a load failure: a tag set where it arose, else the
+// kind of a trap on the probe instance, else ABIViolation (the probe found
+// the module breaking the ABI: wrong version, missing export).
+func loadKind(err error) Kind {
+	var ke *kindError
+	if errors.As(err, &ke) {
+		return ke.kind
+	}
+	var t *sandbox.Trap
+	if errors.As(err, &t) {
+		return t.Kind
+	}
+	return ABIViolation
+}

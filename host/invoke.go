@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -67,7 +68,9 @@ func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, out
 type request struct {
 	inputs  []Tensor
 	outputs []Tensor
-	into    bool // outputs are caller-provided
+	into    bool     // outputs are caller-provided
+	view    bool     // outputs are views of guest memory (Session)
+	inputAt []uint32 // guest addresses of inputs already in guest memory
 	chain   string
 	seq     uint64
 }
@@ -82,7 +85,7 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 		}
 	}()
 
-	p, cerr := c.planFor(r.inputs)
+	p, cerr := c.planFor(r.inputs, r.inputAt)
 	if cerr != nil {
 		return st, cerr
 	}
@@ -122,14 +125,16 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 // immutable and cached per callback, so a stream of calls with the same
 // shapes binds the signature and plans the frame once.
 type callPlan struct {
-	metas  []abi.TensorMeta
-	specs  []abi.OutputSpec
-	layout *abi.FrameLayout
+	inputAt []uint32
+	metas   []abi.TensorMeta
+	specs   []abi.OutputSpec
+	layout  *abi.FrameLayout
 }
 
-// matches reports whether inputs have exactly the plan's types.
-func (p *callPlan) matches(inputs []Tensor) bool {
-	if len(inputs) != len(p.metas) {
+// matches reports whether inputs have exactly the plan's types and
+// placement.
+func (p *callPlan) matches(inputs []Tensor, inputAt []uint32) bool {
+	if len(inputs) != len(p.metas) || !slices.Equal(inputAt, p.inputAt) {
 		return false
 	}
 	for i, in := range inputs {
@@ -142,14 +147,14 @@ func (p *callPlan) matches(inputs []Tensor) bool {
 
 // planFor validates the inputs and returns the call's plan, from the cache
 // when the input types repeat.
-func (c *callback) planFor(inputs []Tensor) (*callPlan, *CallbackError) {
+func (c *callback) planFor(inputs []Tensor, inputAt []uint32) (*callPlan, *CallbackError) {
 	for i, in := range inputs {
 		if verr := in.Validate(); verr != nil {
 			ae := &abi.ArgumentError{Index: i, Reason: verr.Error()}
 			return nil, c.fail(InvalidArgument, ae.Error(), ae)
 		}
 	}
-	if p := c.lastPlan.Load(); p != nil && p.matches(inputs) {
+	if p := c.lastPlan.Load(); p != nil && p.matches(inputs, inputAt) {
 		return p, nil
 	}
 	metas := make([]abi.TensorMeta, len(inputs))
@@ -171,15 +176,12 @@ func (c *callback) planFor(inputs []Tensor) (*callPlan, *CallbackError) {
 		msg := fmt.Sprintf("results need %s, above max_output %s", sandbox.FormatBytes(outBytes), sandbox.FormatBytes(c.spec.Limits.MaxOutput))
 		return nil, c.fail(InvalidArgument, msg, nil)
 	}
-	plan := abi.PlanFrame
-	if c.skewed {
-		plan = abi.PlanFrameSkewed
-	}
-	layout, perr := plan(metas, specs)
+	at := slices.Clone(inputAt)
+	layout, perr := abi.Plan(metas, specs, abi.PlanOptions{Skewed: c.skewed, InputAt: at})
 	if perr != nil {
 		return nil, c.fail(InvalidArgument, perr.Error(), perr)
 	}
-	p := &callPlan{metas: metas, specs: specs, layout: layout}
+	p := &callPlan{inputAt: at, metas: metas, specs: specs, layout: layout}
 	c.lastPlan.Store(p)
 	return p, nil
 }
@@ -229,8 +231,9 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 	}
 	g.meta = append(g.meta[:0], frame[:layout.MetaLen]...)
 	for i, in := range r.inputs {
-		reg := layout.Inputs[i]
-		st.BytesIn += uint64(copy(frame[reg.Off:reg.End()], in.Data))
+		if reg := layout.Inputs[i]; !reg.Abs {
+			st.BytesIn += uint64(copy(frame[reg.Off:reg.End()], in.Data))
+		}
 	}
 
 	g.stack[0] = uint64(base)
@@ -290,6 +293,12 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 			}
 			continue
 		}
+		reg := layout.Outputs[i]
+		if r.view {
+			// Zero-copy: the output is a view of the frame in guest memory.
+			r.outputs[i] = Tensor{DType: s.DType, Shape: s.Shape, Data: frame[reg.Off:reg.End():reg.End()]}
+			continue
+		}
 		if !r.into {
 			t, err := abi.New(s.DType, s.Shape...)
 			if err != nil {
@@ -297,7 +306,6 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 			}
 			r.outputs[i] = t
 		}
-		reg := layout.Outputs[i]
 		st.BytesOut += uint64(copy(r.outputs[i].Data, frame[reg.Off:reg.End()]))
 	}
 	return true, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -80,16 +81,26 @@ func (g *guest) ensureScratch(ctx context.Context, size uint32) error {
 	if want > abi.MaxTensorBytes {
 		want = uint64(size)
 	}
-	if g.scratch.Len > 0 && g.free != nil {
-		g.stack[0], g.stack[1], g.stack[2] = uint64(g.scratch.Off), uint64(g.scratch.Len), abi.DataAlign
-		if err := g.inst.Call(ctx, g.free, g.stack[:3]); err != nil {
+	if g.scratch.Len > 0 {
+		if err := g.release(ctx, g.scratch); err != nil {
 			return err
 		}
 	}
 	g.scratch = abi.Region{}
-	g.stack[0], g.stack[1] = want, abi.DataAlign
-	if err := g.inst.Call(ctx, g.alloc, g.stack[:2]); err != nil {
+	reg, err := g.allocate(ctx, uint32(want))
+	if err != nil {
 		return err
+	}
+	g.scratch = reg
+	return nil
+}
+
+// allocate asks the guest's allocator for size bytes, 64-byte aligned, and
+// checks what it returns: a guest-controlled pointer.
+func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
+	g.stack[0], g.stack[1] = uint64(size), abi.DataAlign
+	if err := g.inst.Call(ctx, g.alloc, g.stack[:2]); err != nil {
+		return abi.Region{}, err
 	}
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
@@ -97,17 +108,25 @@ func (g *guest) ensureScratch(ctx context.Context, size uint32) error {
 		if g.inst.State().MemoryDenied {
 			kind = sandbox.MemoryLimit
 		}
-		return &sandbox.Trap{Kind: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate the call frame", abi.ExportAlloc, want, abi.DataAlign)}
+		return abi.Region{}, &sandbox.Trap{Kind: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
 	}
 	mem := g.inst.Memory()
-	if err := abi.CheckRange(uint64(len(mem)), ptr, want, abi.ExportAlloc+" result"); err != nil {
-		return &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+	if err := abi.CheckRange(uint64(len(mem)), ptr, uint64(size), abi.ExportAlloc+" result"); err != nil {
+		return abi.Region{}, &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	if err := abi.CheckAligned(ptr, abi.DataAlign, abi.ExportAlloc+" result"); err != nil {
-		return &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
 	}
-	g.scratch = abi.Region{Off: uint32(ptr), Len: uint32(want)}
-	return nil
+	return abi.Region{Off: uint32(ptr), Len: size}, nil
+}
+
+// release returns a region to the guest's allocator, when it has a free.
+func (g *guest) release(ctx context.Context, reg abi.Region) error {
+	if g.free == nil {
+		return nil
+	}
+	g.stack[0], g.stack[1], g.stack[2] = uint64(reg.Off), uint64(reg.Len), abi.DataAlign
+	return g.inst.Call(ctx, g.free, g.stack[:3])
 }
 
 // readSignatures returns the signature the callbox_signatures export
@@ -161,6 +180,9 @@ type pool struct {
 	mu    sync.Mutex
 	idle  []*guest
 	live  int // instances created and not yet closed
+
+	// For PoolStats: instances created (the probe included) and discarded.
+	created, discarded atomic.Uint64
 }
 
 func newPool(c *callback, max int) *pool {
@@ -195,6 +217,7 @@ func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
 		<-p.slots
 		return nil, false, err
 	}
+	p.created.Add(1)
 	return g, true, nil
 }
 
@@ -212,6 +235,7 @@ func (p *pool) release(ctx context.Context, g *guest) {
 
 // discard closes an instance that must not serve another call.
 func (p *pool) discard(ctx context.Context, g *guest) {
+	p.discarded.Add(1)
 	g.close(ctx)
 	p.mu.Lock()
 	p.live--
@@ -221,6 +245,7 @@ func (p *pool) discard(ctx context.Context, g *guest) {
 
 // put adds an instance created outside get (the load-time probe).
 func (p *pool) put(g *guest) {
+	p.created.Add(1)
 	p.mu.Lock()
 	p.idle = append(p.idle, g)
 	p.live++

@@ -1,0 +1,59 @@
+package host_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+func TestSessionZeroCopy(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
+		ctx := context.Background()
+		s, err := h.NewSession(ctx, "scale")
+		require.NoError(t, err)
+		x, err := s.Alloc(ctx, abi.F32, 4)
+		require.NoError(t, err)
+		copy(abi.MustView[float32](x), []float32{1, 2, 3, 4})
+
+		outs, st, err := s.Invoke(ctx, x, abi.Scalar[float32](3))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{3, 6, 9, 12}, abi.MustView[float32](outs[0]))
+		assert.Equal(t, uint64(4), st.BytesIn, "only the host-side factor is copied")
+		assert.Equal(t, uint64(0), st.BytesOut, "outputs are views")
+
+		// A previous output as the next input: correct, at the cost of a copy.
+		outs, _, err = s.Invoke(ctx, outs[0], abi.Scalar[float32](0.5))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{1.5, 3, 4.5, 6}, abi.MustView[float32](outs[0]))
+
+		// The session holds the only instance; Release returns it.
+		s.Release(ctx)
+		_, _, err = s.Invoke(ctx, x, abi.Scalar[float32](1))
+		assert.ErrorIs(t, err, host.ErrSessionClosed)
+		_, err = h.Invoke(ctx, "scale", abi.From([]float32{1}), abi.Scalar[float32](1))
+		require.NoError(t, err)
+	})
+}
+
+func TestSessionBrokenByTrap(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		ctx := context.Background()
+		s, err := h.NewSession(ctx, "half_then_trap")
+		require.NoError(t, err)
+		x, err := s.Alloc(ctx, abi.F32, 2)
+		require.NoError(t, err)
+		_, _, err = s.Invoke(ctx, x)
+		require.ErrorIs(t, err, host.Unreachable)
+		_, _, err = s.Invoke(ctx, x)
+		require.ErrorIs(t, err, host.ErrSessionClosed)
+		s.Release(ctx)
+	})
+}
