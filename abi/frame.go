@@ -219,9 +219,11 @@ func (l *FrameLayout) WriteMeta(frame []byte, base uint32, callID uint64) error 
 	// Zero the padding between the metadata and the first buffer so a frame
 	// is fully determined by its inputs.
 	firstData := uint64(l.Size)
-	for _, r := range append(l.Inputs[:len(l.Inputs):len(l.Inputs)], l.Outputs...) {
-		if !r.Abs {
-			firstData = min(firstData, uint64(r.Off))
+	for _, regs := range [2][]Region{l.Inputs, l.Outputs} {
+		for _, r := range regs {
+			if !r.Abs {
+				firstData = min(firstData, uint64(r.Off))
+			}
 		}
 	}
 	clear(frame[l.MetaLen:max(firstData, uint64(l.MetaLen))])

@@ -321,7 +321,10 @@ func wasiRandom(g *GuestState, mem []byte, s []uint64) {
 
 // poll_oneoff supports clock subscriptions (sleeps); fd subscriptions
 // complete at once with EBADF. A sleep ends early when the call's context
-// is done, and then the call is aborted with Timeout or Canceled.
+// is done or its timeout passes, and then the call is aborted with Canceled
+// or Timeout. (Engines interrupt guest code at the timeout but cannot
+// interrupt a host function, so without the deadline here a guest asking
+// to sleep for a day would hold its caller for a day.)
 func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 	const subSize, eventSize = 48, 32
 	n := uint64(uint32(s[2]))
@@ -359,9 +362,19 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 		}
 	}
 	if fdEvents == 0 && sleep > 0 {
+		timedOut := false
+		if !g.deadline.IsZero() {
+			if rest := time.Until(g.deadline); rest < sleep {
+				sleep, timedOut = max(rest, 0), true
+			}
+		}
 		t := time.NewTimer(sleep)
 		select {
 		case <-t.C:
+			if timedOut {
+				g.Fail(&Trap{Kind: Timeout, Message: fmt.Sprintf("timeout after %v (in poll_oneoff)", g.limits.Timeout)})
+				return
+			}
 		case <-g.ctx.Done():
 			t.Stop()
 			g.Fail(contextTrap(g.ctx.Err()))

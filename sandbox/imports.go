@@ -31,10 +31,15 @@ type GuestState struct {
 	// MemoryDenied records that a memory.grow was refused by MaxMemory.
 	MemoryDenied bool
 
-	ctx    context.Context
-	born   time.Time
-	stdout lineBuffer
-	stderr lineBuffer
+	ctx context.Context
+	// deadline is when the call in progress reaches Limits.Timeout (zero
+	// for none). The engines interrupt guest code at the deadline, but not
+	// a host function that blocks (a WASI sleep), so those wait no longer
+	// than this.
+	deadline time.Time
+	born     time.Time
+	stdout   lineBuffer
+	stderr   lineBuffer
 }
 
 // NewGuestState creates the import state of one instance.
@@ -55,6 +60,10 @@ func (g *GuestState) Begin(ctx context.Context) {
 	g.Abort = nil
 	g.MemoryDenied = false
 	g.ctx = ctx
+	g.deadline = time.Time{}
+	if g.limits.Timeout > 0 {
+		g.deadline = time.Now().Add(g.limits.Timeout)
+	}
 }
 
 // End flushes partial stdout/stderr lines and reports dropped log bytes.

@@ -1,9 +1,11 @@
 // Package wasmbin reads the parts of a WebAssembly binary the host checks
 // before handing it to an engine: imports, exports with their function
-// types, memories, tables and custom sections. It skips every other section
-// by its size, so it accepts modules using features it does not itself
-// understand, and it is written for hostile input: every length and count is
-// checked against the bytes that remain.
+// types, memories, tables and custom sections. It does not validate code,
+// so it accepts modules using features it does not itself understand, and it
+// is written for hostile input: every length and count is checked against
+// the bytes that remain — also in the sections it does not otherwise read
+// (globals, elements, code, data, names), because an engine's decoder may
+// allocate by them before reading (bounds.go).
 package wasmbin
 
 import (
@@ -276,6 +278,9 @@ func Parse(wasm []byte) (*Module, error) {
 			if s.err == nil {
 				m.Custom[name] = append(m.Custom[name], body[s.pos:])
 			}
+			if name == "name" {
+				checkNames(s)
+			}
 		case 1:
 			types = parseTypes(s, m)
 		case 2:
@@ -297,9 +302,25 @@ func Parse(wasm []byte) (*Module, error) {
 				e := Export{Name: s.name(), Kind: ExternKind(s.byte()), Index: s.u32()}
 				m.Exports = append(m.Exports, e)
 			}
+		case 6:
+			checkGlobals(s)
 		case 8:
 			s.u32()
 			m.HasStart = true
+		case 9:
+			checkElements(s)
+		case 10:
+			imported := 0
+			for _, imp := range m.Imports {
+				if imp.Kind == KindFunc {
+					imported++
+				}
+			}
+			checkCode(s, imported)
+		case 11:
+			checkData(s)
+		case 13:
+			s.count(2) // tags: attribute and type index
 		}
 		if s.err != nil {
 			var we *Error

@@ -51,6 +51,11 @@ var _ sandbox.Engine = (*Engine)(nil)
 
 // New creates the engine. Nothing is compiled until Compile.
 func New(_ context.Context, opts Options) (*Engine, error) {
+	// The cgo shim reads wasmtime-go's Func and Memory values as the C
+	// structs they wrap; refuse to run against a layout we do not know.
+	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) {
+		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory layout differs from the one this build expects")
+	}
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
@@ -247,21 +252,37 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	C.cb_set_epoch_callback(inst.storePtr, C.uintptr_t(inst.handle))
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 
-	if err := inst.begin(ctx); err != nil {
+	if err := inst.armStore(); err != nil {
 		inst.Close(ctx)
 		return nil, err
 	}
+	inst.begin(ctx)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
-	t := inst.end(ctx, err, nil)
+	t := inst.end(err, nil)
 	if t != nil {
 		inst.Close(ctx)
 		return nil, fmt.Errorf("instantiate: %w", t)
 	}
 	inst.inst = wi
-	if ext := wi.GetExport(inst.store, "memory"); ext != nil {
-		inst.mem = ext.Memory()
+	if ext := wi.GetExport(inst.store, "memory"); ext != nil && ext.Memory() != nil {
+		// wasmtime-go's Memory is a single wasmtime_memory_t value.
+		raw := *(*C.cb_memory_t)(unsafe.Pointer(ext.Memory()))
+		inst.mem = &raw
+		var data *C.uint8_t
+		var size C.size_t
+		C.cb_memory_view(inst.ctxPtr, inst.mem, &data, &size)
+		inst.setView(data, size)
 	}
 	return inst, nil
+}
+
+// setView records the memory's current data pointer and size.
+func (i *instance) setView(data *C.uint8_t, size C.size_t) {
+	if data == nil || size == 0 {
+		i.view = nil
+		return
+	}
+	i.view = unsafe.Slice((*byte)(unsafe.Pointer(data)), int(size))
 }
 
 // maxStack is the largest params/results count of any export callbox calls.
@@ -276,16 +297,17 @@ type instance struct {
 	storePtr *C.wasmtime_store_t
 	ctxPtr   *C.wasmtime_context_t
 	inst     *wt.Instance
-	mem      *wt.Memory
+	mem      *C.cb_memory_t // nil when the module has no memory export
+	view     []byte         // the memory as of the end of the last call
 	state    *sandbox.GuestState
 	handle   cgo.Handle
 	args     *[maxStack]C.cb_val_raw_t
+	res      C.cb_call_result_t // reused by every call
 
 	// Per call, read by the epoch callback on the calling thread.
 	callCtx   context.Context
 	deadline  time.Time
 	interrupt atomic.Pointer[sandbox.Trap]
-	fuelSet   uint64
 	fuelUsed  uint64
 	fuelKnown bool
 }
@@ -350,39 +372,41 @@ func sandboxTypeString(p, r []sandbox.ValType) string {
 	return "(" + name(p) + ") -> (" + name(r) + ")"
 }
 
-// begin arms the limits of one call: the fuel budget and the deadline the
-// epoch callback enforces.
-func (i *instance) begin(ctx context.Context) error {
-	lim := &i.m.cfg.Limits
+// begin arms a call: the deadline the epoch callback enforces. The fuel
+// budget and the epoch deadline are set by cb_call (or, for instantiation,
+// by armStore), in the same cgo crossing as the call.
+func (i *instance) begin(ctx context.Context) {
 	i.callCtx = ctx
 	i.deadline = time.Time{}
-	if lim.Timeout > 0 {
-		i.deadline = time.Now().Add(lim.Timeout)
+	if t := i.m.cfg.Limits.Timeout; t > 0 {
+		i.deadline = time.Now().Add(t)
 	}
 	i.interrupt.Store(nil)
-	if lim.Fuel > 0 {
-		if err := i.store.SetFuel(lim.Fuel); err != nil {
+	i.state.Begin(ctx)
+	i.m.e.ticker.enter()
+}
+
+// armStore sets fuel and the epoch deadline through wasmtime-go, for the
+// instantiation path that does not go through cb_call.
+func (i *instance) armStore() error {
+	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 {
+		if err := i.store.SetFuel(fuel); err != nil {
 			return fmt.Errorf("wasmtime: set fuel: %w", err)
 		}
-		i.fuelSet = lim.Fuel
 	}
-	i.state.Begin(ctx)
 	i.store.SetEpochDeadline(1)
-	i.m.e.ticker.enter()
 	return nil
 }
 
 // end disarms the call and classifies its failure, if any: err is a
 // wasmtime-go error, res a raw result from the direct call path.
-func (i *instance) end(ctx context.Context, err error, res *C.cb_call_result_t) *sandbox.Trap {
+func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	i.m.e.ticker.exit()
 	i.state.End()
-	if i.m.cfg.Limits.Fuel > 0 {
-		if left, ferr := i.store.GetFuel(); ferr == nil {
-			i.fuelUsed, i.fuelKnown = i.fuelSet-left, true
-		}
-	}
 	i.callCtx = nil
+	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 && res != nil {
+		i.fuelUsed, i.fuelKnown = fuel-uint64(res.fuel_left), true
+	}
 	var t *sandbox.Trap
 	switch {
 	case i.state.Abort != nil:
@@ -407,27 +431,24 @@ func (i *instance) end(ctx context.Context, err error, res *C.cb_call_result_t) 
 	if t == nil {
 		return nil
 	}
-	size := uint64(0)
-	if i.mem != nil {
-		size = uint64(i.mem.DataSize(i.store))
-	}
-	return sandbox.MemoryLimitTrap(t, i.state, size)
+	return sandbox.MemoryLimitTrap(t, i.state, uint64(len(i.view)))
 }
 
 // Call implements sandbox.Instance through wasmtime's unchecked call, which
-// skips wasmtime-go's per-call type reflection.
+// skips wasmtime-go's per-call type reflection, in one cgo crossing.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(*function)
-	if err := i.begin(ctx); err != nil {
-		return &sandbox.Trap{Kind: sandbox.HostPanic, Message: err.Error()}
-	}
+	i.begin(ctx)
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
-	var res C.cb_call_result_t
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), &res)
+	res := &i.res
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), res)
 	runtime.KeepAlive(i.store)
-	if t := i.end(ctx, nil, &res); t != nil {
+	if i.mem != nil {
+		i.setView(res.mem_data, res.mem_size)
+	}
+	if t := i.end(nil, res); t != nil {
 		return t
 	}
 	for k, r := range f.results {
@@ -440,13 +461,9 @@ func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64
 	return nil
 }
 
-// Memory implements sandbox.Instance.
-func (i *instance) Memory() []byte {
-	if i.mem == nil {
-		return nil
-	}
-	return i.mem.UnsafeData(i.store)
-}
+// Memory implements sandbox.Instance: the view as of the last call, which
+// is exact between calls (only the guest grows memory).
+func (i *instance) Memory() []byte { return i.view }
 
 // State implements sandbox.Instance.
 func (i *instance) State() *sandbox.GuestState { return i.state }

@@ -4,6 +4,7 @@ package wasmtime
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
@@ -13,81 +14,78 @@ import (
 // but only while at least one guest call is running, so an idle host costs
 // no wake-ups. Each store's deadline is one tick ahead; at every tick the
 // engine calls back into callboxEpochTick, which checks the call's real
-// deadline and context.
+// deadline and context. enter and exit are lock-free: they run on every
+// call.
 type epochTicker struct {
 	interval time.Duration
-	mu       sync.Mutex
-	engines  []*wt.Engine
-	active   int
-	running  bool
+	engines  atomic.Pointer[[]*wt.Engine]
+	active   atomic.Int64
+	running  atomic.Bool
+	closed   atomic.Bool
+	mu       sync.Mutex // serialises add
 	stop     chan struct{}
-	done     chan struct{}
-	closed   bool
+	wg       sync.WaitGroup
 }
 
 func newEpochTicker(interval time.Duration) *epochTicker {
-	return &epochTicker{interval: interval}
+	t := &epochTicker{interval: interval, stop: make(chan struct{})}
+	t.engines.Store(&[]*wt.Engine{})
+	return t
 }
 
 func (t *epochTicker) add(e *wt.Engine) {
 	t.mu.Lock()
-	t.engines = append(t.engines, e)
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	next := append(append([]*wt.Engine(nil), *t.engines.Load()...), e)
+	t.engines.Store(&next)
 }
 
-// enter marks a call as running, starting the ticker if needed.
+// enter marks a call as running, starting the ticker if it is idle.
 func (t *epochTicker) enter() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.active++
-	if !t.running && !t.closed {
-		t.running = true
-		t.stop = make(chan struct{})
-		t.done = make(chan struct{})
-		go t.run(t.stop, t.done)
+	t.active.Add(1)
+	t.wake()
+}
+
+func (t *epochTicker) wake() {
+	if !t.running.Load() && !t.closed.Load() && t.running.CompareAndSwap(false, true) {
+		t.wg.Add(1)
+		go t.run()
 	}
 }
 
 // exit marks a call as finished.
-func (t *epochTicker) exit() {
-	t.mu.Lock()
-	t.active--
-	t.mu.Unlock()
-}
+func (t *epochTicker) exit() { t.active.Add(-1) }
 
-func (t *epochTicker) run(stop, done chan struct{}) {
-	defer close(done)
+func (t *epochTicker) run() {
+	defer t.wg.Done()
 	tk := time.NewTicker(t.interval)
 	defer tk.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-t.stop:
+			t.running.Store(false)
 			return
 		case <-tk.C:
 		}
-		t.mu.Lock()
-		if t.active == 0 {
-			// Idle: stop ticking until the next call.
-			t.running = false
-			t.mu.Unlock()
-			return
+		if t.active.Load() == 0 {
+			// Idle: stop. A call that entered after the load saw running
+			// still true and did not start a ticker, so look once more.
+			t.running.Store(false)
+			if t.active.Load() == 0 || !t.running.CompareAndSwap(false, true) {
+				return
+			}
 		}
-		for _, e := range t.engines {
+		for _, e := range *t.engines.Load() {
 			e.IncrementEpoch()
 		}
-		t.mu.Unlock()
 	}
 }
 
 // close stops the ticker and waits for its goroutine.
 func (t *epochTicker) close() {
-	t.mu.Lock()
-	t.closed = true
-	running, stop, done := t.running, t.stop, t.done
-	t.running = false
-	t.mu.Unlock()
-	if running {
-		close(stop)
-		<-done
+	if t.closed.Swap(true) {
+		return
 	}
+	close(t.stop)
+	t.wg.Wait()
 }

@@ -31,6 +31,17 @@ extern void wasmtime_error_message(const wasmtime_error_t *error,
 extern wasmtime_error_t *wasmtime_func_call_unchecked(
     wasmtime_context_t *store, const wasmtime_func_t *func, cb_val_raw_t *args,
     size_t nargs, wasm_trap_t **trap);
+extern void wasmtime_context_set_epoch_deadline(wasmtime_context_t *context,
+                                                uint64_t ticks_beyond_current);
+extern wasmtime_error_t *wasmtime_context_set_fuel(wasmtime_context_t *store,
+                                                   uint64_t fuel);
+extern wasmtime_error_t *wasmtime_context_get_fuel(
+    const wasmtime_context_t *context, uint64_t *fuel);
+typedef struct wasmtime_memory wasmtime_memory_t;
+extern uint8_t *wasmtime_memory_data(const wasmtime_context_t *store,
+                                     const wasmtime_memory_t *memory);
+extern size_t wasmtime_memory_data_size(const wasmtime_context_t *store,
+                                        const wasmtime_memory_t *memory);
 extern bool wasmtime_trap_code(const wasm_trap_t *trap, uint8_t *code);
 extern void wasm_trap_message(const wasm_trap_t *trap, cb_byte_vec_t *out);
 extern void wasm_trap_trace(const wasm_trap_t *trap, cb_frame_vec_t *out);
@@ -66,10 +77,36 @@ void cb_set_epoch_callback(wasmtime_store_t *store, uintptr_t handle) {
 }
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
-             cb_val_raw_t *args, size_t nargs, cb_call_result_t *out) {
+             cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
+             uint64_t fuel, cb_call_result_t *out) {
   out->trap = NULL;
+  out->error = NULL;
+  out->fuel_left = 0;
+  if (fuel) {
+    wasmtime_error_t *err = wasmtime_context_set_fuel(ctx, fuel);
+    if (err) {
+      out->error = err;
+      return;
+    }
+  }
+  wasmtime_context_set_epoch_deadline(ctx, 1);
   out->error = wasmtime_func_call_unchecked(ctx, (const wasmtime_func_t *)fn,
                                             args, nargs, &out->trap);
+  if (fuel) {
+    wasmtime_error_t *err = wasmtime_context_get_fuel(ctx, &out->fuel_left);
+    if (err) {
+      wasmtime_error_delete(err);
+    }
+  }
+  if (mem) {
+    cb_memory_view(ctx, mem, &out->mem_data, &out->mem_size);
+  }
+}
+
+void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
+                    uint8_t **data, size_t *size) {
+  *data = wasmtime_memory_data(ctx, (const wasmtime_memory_t *)mem);
+  *size = wasmtime_memory_data_size(ctx, (const wasmtime_memory_t *)mem);
 }
 
 int cb_trap_code(wasm_trap_t *trap, uint8_t *code) {
@@ -129,3 +166,8 @@ void cb_trace_delete(void *trace) {
 void cb_trap_delete(wasm_trap_t *trap) { wasm_trap_delete(trap); }
 
 void cb_error_delete(wasmtime_error_t *err) { wasmtime_error_delete(err); }
+
+// The layouts copied from wasmtime's headers must match them exactly.
+_Static_assert(sizeof(cb_memory_t) == 24, "wasmtime_memory_t is 24 bytes");
+_Static_assert(sizeof(cb_wasmtime_func_t) == 16, "wasmtime_func_t is 16 bytes");
+_Static_assert(sizeof(cb_val_raw_t) == 16, "wasmtime_val_raw_t is 16 bytes");

@@ -25,10 +25,24 @@ typedef struct cb_val_raw {
   uint64_t hi;
 } cb_val_raw_t;
 
-// Outcome of one guest call.
+// wasmtime_memory_t, laid out exactly as wasmtime/extern.h declares it: the
+// inner struct is padded to 16 bytes, so the second private word sits at
+// offset 16 and the whole is 24 bytes.
+typedef struct cb_memory {
+  struct {
+    uint64_t store_id;
+    uint32_t private1;
+  } inner;
+  uint32_t private2;
+} cb_memory_t;
+
+// Outcome of one guest call, with the memory view and fuel after it.
 typedef struct cb_call_result {
   wasmtime_error_t *error;
   wasm_trap_t *trap;
+  uint8_t *mem_data;
+  size_t mem_size;
+  uint64_t fuel_left;
 } cb_call_result_t;
 
 // Frame information copied out of a trap.
@@ -41,8 +55,15 @@ typedef struct cb_frame {
 
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, uintptr_t handle);
+// cb_call arms the call (fuel when non-zero, an epoch deadline one tick
+// ahead), calls fn with wasmtime's unchecked API, and reads back the fuel
+// left and the memory's data pointer and size: one cgo crossing per call.
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
-             cb_val_raw_t *args, size_t nargs, cb_call_result_t *out);
+             cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
+             uint64_t fuel, cb_call_result_t *out);
+// cb_memory_view reads a memory's data pointer and size.
+void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
+                    uint8_t **data, size_t *size);
 int cb_trap_code(wasm_trap_t *trap, uint8_t *code);
 // cb_trap_message copies the message into buf (NUL-free) and returns its
 // full length.
