@@ -251,6 +251,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.handle = cgo.NewHandle(inst)
 	C.cb_set_epoch_callback(inst.storePtr, C.uintptr_t(inst.handle))
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
+	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
 
 	if err := inst.armStore(); err != nil {
 		inst.Close(ctx)
@@ -266,8 +267,8 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.inst = wi
 	if ext := wi.GetExport(inst.store, "memory"); ext != nil && ext.Memory() != nil {
 		// wasmtime-go's Memory is a single wasmtime_memory_t value.
-		raw := *(*C.cb_memory_t)(unsafe.Pointer(ext.Memory()))
-		inst.mem = &raw
+		inst.mem = (*C.cb_memory_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_memory_t{}))))
+		*inst.mem = *(*C.cb_memory_t)(unsafe.Pointer(ext.Memory()))
 		var data *C.uint8_t
 		var size C.size_t
 		C.cb_memory_view(inst.ctxPtr, inst.mem, &data, &size)
@@ -302,7 +303,7 @@ type instance struct {
 	state    *sandbox.GuestState
 	handle   cgo.Handle
 	args     *[maxStack]C.cb_val_raw_t
-	res      C.cb_call_result_t // reused by every call
+	res      *C.cb_call_result_t // C memory, reused by every call
 
 	// Per call, read by the epoch callback on the calling thread.
 	callCtx   context.Context
@@ -442,7 +443,7 @@ func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
-	res := &i.res
+	res := i.res
 	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
@@ -477,10 +478,12 @@ func (i *instance) Close(context.Context) error {
 		i.handle.Delete()
 		i.handle = 0
 	}
-	if i.args != nil {
-		C.free(unsafe.Pointer(i.args))
-		i.args = nil
+	for _, p := range []unsafe.Pointer{unsafe.Pointer(i.args), unsafe.Pointer(i.res), unsafe.Pointer(i.mem)} {
+		if p != nil {
+			C.free(p)
+		}
 	}
+	i.args, i.res, i.mem = nil, nil, nil
 	if i.store != nil {
 		i.store.Close()
 		i.store = nil
