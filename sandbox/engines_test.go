@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"testing"
 	"time"
@@ -300,6 +303,49 @@ func TestFuelIsDeterministic(t *testing.T) {
 			assert.Greater(t, used[0], uint64(1000))
 			assert.Equal(t, used[0], used[1])
 			assert.Equal(t, used[1], used[2])
+		})
+	}
+}
+
+func TestCorruptCacheIsRecompiled(t *testing.T) {
+	dir := t.TempDir()
+	newEngine := map[string]func() (sandbox.Engine, error){
+		"wazero": func() (sandbox.Engine, error) { return wazero.New(context.Background(), wazero.Options{CacheDir: dir}) },
+	}
+	if wasmtime.Available {
+		newEngine["wasmtime"] = func() (sandbox.Engine, error) {
+			return wasmtime.New(context.Background(), wasmtime.Options{CacheDir: dir})
+		}
+	}
+	for name, mk := range newEngine {
+		t.Run(name, func(t *testing.T) {
+			run := func() uint64 {
+				e, err := mk()
+				require.NoError(t, err)
+				defer e.Close(context.Background())
+				inst := instantiate(t, e, trapsWAT, limits(), nil)
+				v, err := call(t, inst, "ok", 41)
+				require.NoError(t, err)
+				return v
+			}
+			require.Equal(t, uint64(42), run())
+			// Flip bytes in the middle of every cache entry, as bit rot or a
+			// foreign writer would.
+			n := 0
+			require.NoError(t, filepath.WalkDir(filepath.Join(dir, name), func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				for i := len(b) / 2; i < len(b)/2+16 && i < len(b); i++ {
+					b[i] ^= 0xff
+				}
+				n++
+				return os.WriteFile(p, b, 0o600)
+			}))
+			require.Greater(t, n, 0, "the first run wrote cache entries")
+			require.Equal(t, uint64(42), run(), "a corrupt entry is recompiled, never executed")
 		})
 	}
 }

@@ -171,26 +171,36 @@ type lineBuffer struct{ pending []byte }
 const maxPendingLine = 4 << 10
 
 func (lb *lineBuffer) write(g *GuestState, p []byte, stream string, level slog.Level) {
+	if g.LogBytes >= g.limits.MaxLog {
+		// Capped: every further byte is dropped, so skip the line
+		// splitting (a guest may write megabytes per call).
+		g.LogDropped += uint64(len(p) + len(lb.pending))
+		lb.pending = lb.pending[:0]
+		return
+	}
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
+		// Look for a newline only where it can end the pending line:
+		// searching all of p on every pass made a long write without
+		// newlines quadratic (300 MiB cost seconds of host CPU that the
+		// call's timeout cannot interrupt).
+		room := maxPendingLine - len(lb.pending)
+		chunk := p[:min(len(p), room)]
+		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
-			room := maxPendingLine - len(lb.pending)
-			if len(p) > room {
-				lb.pending = append(lb.pending, p[:room]...)
+			lb.pending = append(lb.pending, chunk...)
+			p = p[len(chunk):]
+			if len(lb.pending) >= maxPendingLine {
 				g.emit(level, lb.pending, stream)
 				lb.pending = lb.pending[:0]
-				p = p[room:]
-				continue
 			}
-			lb.pending = append(lb.pending, p...)
-			return
+			continue
 		}
 		if len(lb.pending) > 0 {
-			lb.pending = append(lb.pending, p[:i]...)
+			lb.pending = append(lb.pending, chunk[:i]...)
 			g.emit(level, lb.pending, stream)
 			lb.pending = lb.pending[:0]
 		} else {
-			g.emit(level, p[:i], stream)
+			g.emit(level, chunk[:i], stream)
 		}
 		p = p[i+1:]
 	}

@@ -24,9 +24,11 @@ const (
 	MemoryOutOfBounds
 	// DivideByZero: integer division or remainder by zero.
 	DivideByZero
-	// IntegerOverflow: signed division overflow (INT_MIN / -1).
+	// IntegerOverflow: signed division overflow (INT_MIN / -1), or a
+	// float-to-int truncation out of the integer's range (the spec's
+	// "integer overflow" trap; both engines report it so).
 	IntegerOverflow
-	// InvalidConversion: a float-to-int truncation of NaN or out of range.
+	// InvalidConversion: a float-to-int truncation of NaN.
 	InvalidConversion
 	// TableOutOfBounds: an indirect call or table access past the table.
 	TableOutOfBounds

@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,10 +51,11 @@ type Options struct {
 // no timeout); the other, built with WithCloseOnContextDone, runs modules
 // the instrumenter could not rewrite.
 type Engine struct {
-	rt     wazero.Runtime // WithCloseOnContextDone, the fallback
-	plain  wazero.Runtime // metered modules; no termination checks
-	cache  wazero.CompilationCache
-	states sync.Map // api.Module (guest instance) -> *instance
+	cacheDir string         // on-disk compilation cache, "" for none
+	rt       wazero.Runtime // WithCloseOnContextDone, the fallback
+	plain    wazero.Runtime // metered modules; no termination checks
+	cache    wazero.CompilationCache
+	states   sync.Map // api.Module (guest instance) -> *instance
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -60,8 +63,10 @@ var _ sandbox.Engine = (*Engine)(nil)
 // New starts a wazero runtime with the callbox host modules instantiated.
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	var cache wazero.CompilationCache
+	var cacheDir string
 	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(opts.CacheDir, "wazero"))
+		cacheDir = filepath.Join(opts.CacheDir, "wazero")
+		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("wazero compilation cache: %w", err)
 		}
@@ -73,9 +78,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		WithCompilationCache(cache).
 		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesTailCall | experimental.CoreFeaturesExtendedConst)
 	e := &Engine{
-		rt:    wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(true)),
-		plain: wazero.NewRuntimeWithConfig(ctx, cfg),
-		cache: cache,
+		cacheDir: cacheDir,
+		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(true)),
+		plain:    wazero.NewRuntimeWithConfig(ctx, cfg),
+		cache:    cache,
 	}
 	for _, rt := range []wazero.Runtime{e.rt, e.plain} {
 		if err := e.instantiateHosts(ctx, rt); err != nil {
@@ -201,11 +207,30 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 		m.rt = e.rt
 	}
 	cm, err := m.rt.CompileModule(ctx, wasm)
+	if err != nil && e.cacheDir != "" && strings.Contains(err.Error(), "compilationcache:") {
+		// wazero checks its cache entries (magic, version, checksum) but
+		// fails the compile on a bad one instead of recompiling. Drop the
+		// on-disk entries and compile again: a cache is never trusted over
+		// the module.
+		e.purgeCache()
+		cm, err = m.rt.CompileModule(ctx, wasm)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("wazero: %w", err)
 	}
 	m.cm = cm
 	return m, nil
+}
+
+// purgeCache removes wazero's on-disk cache entries (files under the
+// engine's own directory; wazero keeps the directories).
+func (e *Engine) purgeCache() {
+	_ = filepath.WalkDir(e.cacheDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			_ = os.Remove(p)
+		}
+		return nil
+	})
 }
 
 // Metered reports whether a module compiled by this engine runs with
@@ -460,8 +485,10 @@ func classifyMessage(err error) *sandbox.Trap {
 	head, _, _ := strings.Cut(err.Error(), "\n")
 	text := strings.TrimPrefix(head, "wasm error: ")
 	for _, w := range wasmErrors {
-		if text == w.text {
-			return &sandbox.Trap{Kind: w.kind, Message: w.text, Cause: err}
+		// Instantiation prefixes the segment: "data[0]: out of bounds
+		// memory access".
+		if text == w.text || strings.HasSuffix(text, "]: "+w.text) {
+			return &sandbox.Trap{Kind: w.kind, Message: text, Cause: err}
 		}
 	}
 	if strings.Contains(head, "(recovered by wazero)") {
