@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"testing"
 	"time"
 
