@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
 )
 
 // HostFunc is one function the host offers guests, defined once here and
@@ -398,4 +399,19 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 	}
 	putU32s(g, mem, "poll_oneoff", []uint64{s[3]}, count)
 	s[0] = errnoSuccess
+}
+
+// GrowDeniedFunc is the host side of the metering rewrite's grow hook
+// (sandbox/internal/meter): the guest's memory.grow of pages was refused.
+// It records MemoryDenied when the refusal is the callback's memory limit
+// (the memory plus the pages asked for pass max_memory), not the module's
+// own declared maximum.
+func GrowDeniedFunc() HostFunc {
+	return HostFunc{Module: meter.RefillModule, Name: meter.GrowDeniedName, Params: []ValType{I32},
+		Fn: func(g *GuestState, mem []byte, s []uint64) {
+			want := uint64(len(mem)) + uint64(uint32(s[0]))*PageSize
+			if g.limits.MaxMemory > 0 && want > g.limits.MaxMemory {
+				g.MemoryDenied = true
+			}
+		}}
 }

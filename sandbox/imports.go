@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
@@ -91,21 +92,39 @@ func (g *GuestState) violation(err error) {
 	g.Fail(&Trap{Kind: ABIViolation, Message: err.Error(), Cause: err})
 }
 
-// capText decodes guest bytes as UTF-8 (invalid sequences replaced) and cuts
-// them at max bytes, marking the cut.
+// capText decodes guest bytes as UTF-8 (each run of invalid bytes replaced
+// by U+FFFD) and keeps at most max bytes of the result, cut on a rune
+// boundary and marked with how many guest bytes were dropped. It reads no
+// further than the cap needs, so a hostile length costs nothing beyond the
+// bounds check. (Cutting the input before replacing, as it once did, let a
+// message of invalid bytes grow to twice the cap: "\xffA" is 2 bytes in,
+// 4 out.)
 func capText(b []byte, max uint64) string {
-	cut := uint64(len(b))
-	var dropped uint64
-	if cut > max {
-		dropped = cut - max
-		cut = max
+	var sb strings.Builder
+	sb.Grow(int(min(uint64(len(b)), max)))
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		piece := b[i : i+size]
+		if r == utf8.RuneError && size == 1 {
+			for size < len(b)-i {
+				if r, n := utf8.DecodeRune(b[i+size:]); r != utf8.RuneError || n != 1 {
+					break
+				}
+				size++
+			}
+			piece = []byte("\uFFFD")
+		}
+		if uint64(sb.Len()+len(piece)) > max {
+			break
+		}
+		sb.Write(piece)
+		i += size
 	}
-	s := strings.ToValidUTF8(string(b[:cut]), "\uFFFD")
-	// A cut can split a rune; ToValidUTF8 already replaced the fragment.
-	if dropped > 0 {
-		s += fmt.Sprintf("…[truncated %d bytes]", dropped)
+	if dropped := len(b) - i; dropped > 0 {
+		fmt.Fprintf(&sb, "…[truncated %d bytes]", dropped)
 	}
-	return s
+	return sb.String()
 }
 
 // HostError implements callbox.error(ptr, len). capText copies at most the

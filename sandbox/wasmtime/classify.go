@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"errors"
+	"strings"
 	"unsafe"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
@@ -122,8 +123,13 @@ func classifyGoError(err error) *sandbox.Trap {
 }
 
 // trapMessage keeps wasmtime's first line ("wasm trap: integer divide by
-// zero"), without the backtrace it appends.
+// zero"), without the backtrace it appends. Some traps come wrapped as
+// "error while executing at wasm backtrace: <frames> Caused by: <trap>";
+// their message is the cause's first line.
 func trapMessage(msg string, k sandbox.Kind) string {
+	if _, cause, ok := strings.Cut(msg, "Caused by:"); ok && strings.HasPrefix(msg, "error while executing") {
+		msg = strings.TrimSpace(cause)
+	}
 	for i := 0; i < len(msg); i++ {
 		if msg[i] == '\n' {
 			msg = msg[:i]

@@ -24,6 +24,7 @@ import (
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
 )
 
 // Available reports whether this build includes the wasmtime engine (it
@@ -104,6 +105,12 @@ func (e *Engine) engine(k engineKey) *wt.Engine {
 func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
 	key := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
 	eng := e.engine(key)
+	// wasmtime's store limiter refuses memory.grow silently; the grow hook
+	// tells the host when that refusal was the memory limit. A module the
+	// rewriter cannot handle runs as is (MemoryLimit is then inferred).
+	if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
+		wasm = hooked
+	}
 	var mod *wt.Module
 	cacheKey := e.cacheKey(wasm, key)
 	if e.cache != nil {
@@ -120,7 +127,7 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 		}
 	}
 	linker := wt.NewLinker(eng)
-	for _, hf := range sandbox.HostFuncs(cfg.WASI) {
+	for _, hf := range append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc()) {
 		if err := linker.FuncNew(hf.Module, hf.Name, funcType(hf), adapt(hf)); err != nil {
 			return nil, fmt.Errorf("wasmtime: define %s.%s: %w", hf.Module, hf.Name, err)
 		}

@@ -96,6 +96,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(e.overflow), nil, nil).
 		Export(meter.OverflowName).
+		NewFunctionBuilder().
+		WithGoModuleFunction(e.adapt(sandbox.GrowDeniedFunc()), []api.ValueType{api.ValueTypeI32}, nil).
+		Export(meter.GrowDeniedName).
 		Instantiate(ctx); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("host module %s: %w", meter.RefillModule, err)
@@ -197,7 +200,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	if cfg.Limits.MaxStack > 0 {
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
-	metered, merr := meter.Instrument(wasm, meter.Options{StackLimit: m.stackLimit})
+	metered, merr := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: m.stackLimit, GrowHook: true})
 	switch {
 	case merr == nil:
 		wasm, m.metered = metered, true

@@ -15,6 +15,7 @@
 //     loop iterates through its header, recursion through function entries —
 //     so the host gets control at least once per slice, on the guest's
 //     thread, with no goroutine, signal or scheduler involved.
+//
 //   - the stack counter (StackExport) starts at minus the stack limit in
 //     bytes. Each function adds an estimate of its frame size on entry
 //     (8 bytes per parameter and local, plus FrameOverhead) and subtracts it
@@ -24,6 +25,13 @@
 //     stops the guest with a stack overflow. This bounds the host memory a
 //     runaway recursion can make the engine allocate (wazero's own ceiling
 //     is 400 MB of stack per instance).
+//
+//   - with GrowHook, every memory.grow becomes a call to an injected
+//     function that grows memory and, when growth is refused, calls
+//     RefillModule.GrowDeniedName with the pages asked for, so the host can
+//     tell a guest that hit its memory limit from one that failed on its
+//     own. Engines whose memory limiter gives no such signal (wasmtime's C
+//     API) use this alone.
 //
 // Adding imports shifts the index of every defined function, so every
 // reference to a function index is rewritten: call, return_call and ref.func
@@ -48,8 +56,11 @@ const (
 	RefillModule = "callbox_meter"
 	RefillName   = "refill"
 	OverflowName = "overflow"
-	BudgetExport = "callbox_meter_budget"
-	StackExport  = "callbox_meter_stack"
+	// GrowDeniedName is called with the pages a refused memory.grow asked
+	// for.
+	GrowDeniedName = "grow_denied"
+	BudgetExport   = "callbox_meter_budget"
+	StackExport    = "callbox_meter_stack"
 )
 
 // FrameOverhead is the bytes charged per call on top of 8 per parameter and
@@ -58,9 +69,13 @@ const FrameOverhead = 64
 
 // Options configure the rewrite.
 type Options struct {
+	// Meter adds the instruction budget and the stack counter.
+	Meter bool
 	// StackLimit is the initial stack budget in bytes, used until the host
 	// sets the counter (the start function runs with it).
 	StackLimit int64
+	// GrowHook reports refused memory.grow calls.
+	GrowHook bool
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
@@ -132,10 +147,17 @@ type rewriter struct {
 	funcTypes      []uint32 // type index of each defined function
 	numFuncImports uint32
 	numGlobals     uint32 // imported + defined
+	addedImports   uint32
 	refillType     uint32
 	overflowType   uint32
+	deniedType     uint32
+	hookType       uint32
 	refillFunc     uint32
 	overflowFunc   uint32
+	deniedFunc     uint32
+	hookFunc       uint32 // the injected grow wrapper (a defined function)
+	hasCode        bool
+	hook           bool // GrowHook and there is code to hook
 	budgetGlobal   uint32
 	stackGlobal    uint32
 	blockTypes     map[string]uint32 // type index of () -> results, by results
@@ -144,7 +166,7 @@ type rewriter struct {
 // shift maps an original function index to its index after the rewrite.
 func (m *rewriter) shift(idx uint32) uint32 {
 	if idx >= m.numFuncImports {
-		return idx + 2
+		return idx + m.addedImports
 	}
 	return idx
 }
@@ -202,6 +224,8 @@ func (m *rewriter) scan(secs []section) error {
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
 				m.funcTypes = append(m.funcTypes, r.u32())
 			}
+		case secCode:
+			m.hasCode = true
 		case secGlobal:
 			m.numGlobals += r.u32()
 		case secExport:
@@ -226,12 +250,24 @@ func (m *rewriter) scan(secs []section) error {
 		}
 	}
 	m.blockTypes = map[string]uint32{}
-	m.refillType = m.addType([]byte{0x60, 1, 0x7e, 1, 0x7e}) // (i64) -> i64
-	m.overflowType = m.addType([]byte{0x60, 0, 0})           // () -> ()
-	m.refillFunc = m.numFuncImports
-	m.overflowFunc = m.numFuncImports + 1
-	m.budgetGlobal = m.numGlobals
-	m.stackGlobal = m.numGlobals + 1
+	next := m.numFuncImports
+	if m.opts.Meter {
+		m.refillType = m.addType([]byte{0x60, 1, 0x7e, 1, 0x7e}) // (i64) -> i64
+		m.overflowType = m.addType([]byte{0x60, 0, 0})           // () -> ()
+		m.refillFunc, m.overflowFunc = next, next+1
+		next += 2
+		m.budgetGlobal = m.numGlobals
+		m.stackGlobal = m.numGlobals + 1
+	}
+	m.hook = m.opts.GrowHook && m.hasCode
+	if m.hook {
+		m.deniedType = m.addType([]byte{0x60, 1, 0x7f, 0})     // (i32) -> ()
+		m.hookType = m.addType([]byte{0x60, 1, 0x7f, 1, 0x7f}) // (i32) -> i32
+		m.deniedFunc = next
+		next++
+	}
+	m.addedImports = next - m.numFuncImports
+	m.hookFunc = next + uint32(len(m.funcTypes))
 	return nil
 }
 
@@ -280,7 +316,7 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 	}
 	out := &writer{}
 	out.raw([]byte("\x00asm\x01\x00\x00\x00"))
-	need := map[byte]bool{secType: true, secImport: true, secGlobal: true, secExport: true}
+	need := map[byte]bool{secType: true, secImport: m.addedImports > 0, secGlobal: m.opts.Meter, secExport: m.opts.Meter}
 	flushMissing := func(before int) error {
 		for _, id := range []byte{secType, secImport, secGlobal, secExport} {
 			if need[id] && order[id] < before {
@@ -317,11 +353,17 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 		out.section(s.id, body)
 		need[s.id] = false
 	}
+	if !m.needed() {
+		return nil, unsupported("nothing to instrument")
+	}
 	if err := flushMissing(len(order) + 1); err != nil {
 		return nil, err
 	}
 	return out.b, nil
 }
+
+// needed reports whether the rewrite changes anything.
+func (m *rewriter) needed() bool { return m.opts.Meter || m.hook }
 
 // rewrite returns a section's new body; body is nil for a section the
 // module lacks.
@@ -346,6 +388,8 @@ func (m *rewriter) rewrite(id byte, body []byte) ([]byte, error) {
 		return w.b, nil
 	case secElement:
 		return m.rewriteElements(body)
+	case secFunction:
+		return m.rewriteFunctions(body), nil
 	case secCustom:
 		return m.rewriteCustom(body), nil
 	}
@@ -375,17 +419,57 @@ func (m *rewriter) rewriteImports(body []byte) []byte {
 		n = r.u32()
 		rest = body[r.pos:]
 	}
-	w.u32(n + 2)
-	w.raw(rest)
-	for _, imp := range []struct {
+	type imp struct {
 		name string
 		typ  uint32
-	}{{RefillName, m.refillType}, {OverflowName, m.overflowType}} {
-		w.name(RefillModule)
-		w.name(imp.name)
-		w.byte(0x00)
-		w.u32(imp.typ)
 	}
+	var added []imp
+	if m.opts.Meter {
+		added = append(added, imp{RefillName, m.refillType}, imp{OverflowName, m.overflowType})
+	}
+	if m.hook {
+		added = append(added, imp{GrowDeniedName, m.deniedType})
+	}
+	w.u32(n + uint32(len(added)))
+	w.raw(rest)
+	for _, a := range added {
+		w.name(RefillModule)
+		w.name(a.name)
+		w.byte(0x00)
+		w.u32(a.typ)
+	}
+	return w.b
+}
+
+// rewriteFunctions declares the grow wrapper after the module's functions.
+func (m *rewriter) rewriteFunctions(body []byte) []byte {
+	if !m.hook {
+		return body
+	}
+	r := &reader{b: body}
+	n := r.u32()
+	w := &writer{}
+	w.u32(n + 1)
+	w.raw(body[r.pos:])
+	w.u32(m.hookType)
+	return w.b
+}
+
+// growHookBody is the injected wrapper around memory.grow:
+//
+//	(func (param $pages i32) (result i32) (local $r i32)
+//	  (local.tee $r (memory.grow (local.get $pages)))
+//	  (if (i32.eq (i32.const -1)) (then (call $grow_denied (local.get $pages))))
+//	  (local.get $r))
+func (m *rewriter) growHookBody() []byte {
+	w := &writer{}
+	w.raw([]byte{1, 1, 0x7f})       // one i32 local
+	w.raw([]byte{0x20, 0, 0x40, 0}) // local.get 0; memory.grow 0
+	w.raw([]byte{0x22, 1})          // local.tee 1
+	w.raw([]byte{0x41, 0x7f, 0x46}) // i32.const -1; i32.eq
+	w.raw([]byte{0x04, 0x40, 0x20, 0, 0x10})
+	w.u32(m.deniedFunc) // if; local.get 0; call $grow_denied
+	w.raw([]byte{0x0b, 0x20, 1, 0x0b})
 	return w.b
 }
 
@@ -396,6 +480,9 @@ func (m *rewriter) rewriteGlobals(body []byte) ([]byte, error) {
 	if body != nil {
 		r = &reader{b: body}
 		n = r.u32()
+	}
+	if !m.opts.Meter {
+		return body, nil
 	}
 	w.u32(n + 2)
 	for i := uint32(0); i < n; i++ {
@@ -418,6 +505,9 @@ func (m *rewriter) rewriteGlobals(body []byte) ([]byte, error) {
 }
 
 func (m *rewriter) rewriteExports(body []byte) ([]byte, error) {
+	if !m.opts.Meter && m.addedImports == 0 {
+		return body, nil
+	}
 	w := &writer{}
 	n := uint32(0)
 	var r *reader
@@ -425,7 +515,11 @@ func (m *rewriter) rewriteExports(body []byte) ([]byte, error) {
 		r = &reader{b: body}
 		n = r.u32()
 	}
-	w.u32(n + 2)
+	added := uint32(0)
+	if m.opts.Meter {
+		added = 2
+	}
+	w.u32(n + added)
 	for i := uint32(0); i < n; i++ {
 		w.name(r.name())
 		kind := r.byte()
@@ -439,12 +533,14 @@ func (m *rewriter) rewriteExports(body []byte) ([]byte, error) {
 	if r != nil && r.err != nil {
 		return nil, r.err
 	}
-	w.name(BudgetExport)
-	w.byte(0x03)
-	w.u32(m.budgetGlobal)
-	w.name(StackExport)
-	w.byte(0x03)
-	w.u32(m.stackGlobal)
+	if m.opts.Meter {
+		w.name(BudgetExport)
+		w.byte(0x03)
+		w.u32(m.budgetGlobal)
+		w.name(StackExport)
+		w.byte(0x03)
+		w.u32(m.stackGlobal)
+	}
 	return w.b, nil
 }
 
@@ -579,7 +675,12 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 	if n != uint32(len(m.funcTypes)) {
 		return nil, unsupported("%d function bodies for %d functions", n, len(m.funcTypes))
 	}
-	w.u32(n)
+	hook := m.hook
+	if hook {
+		w.u32(n + 1)
+	} else {
+		w.u32(n)
+	}
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		fn := r.bytes(uint64(r.u32()))
 		if r.err != nil {
@@ -594,6 +695,11 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 	}
 	if r.err != nil {
 		return nil, r.err
+	}
+	if hook {
+		body := m.growHookBody()
+		w.u32(uint32(len(body)))
+		w.raw(body)
 	}
 	return w.b, nil
 }
@@ -648,23 +754,28 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	// Pass 2: copy, inserting checks and remapping indices.
 	w := &writer{}
 	w.raw(locals)
-	m.stackCheck(w, frame)
-	m.budgetCheck(w, costs[0])
-	w.byte(0x02) // block
-	w.raw(m.blockType(typ.results))
+	meter := m.opts.Meter
+	if meter {
+		m.stackCheck(w, frame)
+		m.budgetCheck(w, costs[0])
+		w.byte(0x02) // block
+		w.raw(m.blockType(typ.results))
+	}
 	r = &reader{b: fn, pos: code}
 	next := 1
 	for r.pos < last {
 		if err := m.copyInstr(r, w, frame); err != nil {
 			return nil, err
 		}
-		if next < len(points) && r.pos == points[next] {
+		if meter && next < len(points) && r.pos == points[next] {
 			m.budgetCheck(w, costs[next])
 			next++
 		}
 	}
-	w.byte(0x0b) // end of the wrapping block
-	m.stackRelease(w, frame)
+	if meter {
+		w.byte(0x0b) // end of the wrapping block
+		m.stackRelease(w, frame)
+	}
 	w.byte(0x0b)
 	return w.b, r.err
 }
@@ -685,6 +796,15 @@ func (m *rewriter) copyInstr(r *reader, w *writer, frame int64) error {
 		return r.err
 	case 0x0f, 0x13, 0x15: // return, return_call_indirect, return_call_ref
 		m.stackRelease(w, frame)
+	case 0x40: // memory.grow
+		if m.hook {
+			if mem := r.u32(); mem != 0 {
+				return unsupported("memory.grow of memory %d", mem)
+			}
+			w.byte(0x10)
+			w.u32(m.hookFunc)
+			return r.err
+		}
 	}
 	r.pos = start
 	if err := r.skipInstr(); err != nil {
@@ -723,7 +843,11 @@ func (m *rewriter) stackCheck(w *writer, frame int64) {
 }
 
 // stackRelease returns a frame's bytes.
-func (m *rewriter) stackRelease(w *writer, frame int64) { m.addToGlobal(w, m.stackGlobal, -frame) }
+func (m *rewriter) stackRelease(w *writer, frame int64) {
+	if m.opts.Meter {
+		m.addToGlobal(w, m.stackGlobal, -frame)
+	}
+}
 
 // addToGlobal emits global.get g; i64.const delta; i64.add; global.set g.
 func (m *rewriter) addToGlobal(w *writer, g uint32, delta int64) {

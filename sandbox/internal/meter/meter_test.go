@@ -22,7 +22,7 @@ func TestInstrumentShapes(t *testing.T) {
   (start $c)
   (func $c)
 )`
-	out, err := Instrument(wat.Must(src), Options{StackLimit: 1 << 20})
+	out, err := Instrument(wat.Must(src), Options{Meter: true, StackLimit: 1 << 20})
 	require.NoError(t, err)
 	m, err := wasmbin.Parse(out)
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestInstrumentShapes(t *testing.T) {
 }
 
 func TestInstrumentNoSections(t *testing.T) {
-	out, err := Instrument(wat.Must(`(module (func (export "f")))`), Options{StackLimit: 1 << 20})
+	out, err := Instrument(wat.Must(`(module (func (export "f")))`), Options{Meter: true, StackLimit: 1 << 20})
 	require.NoError(t, err)
 	m, err := wasmbin.Parse(out)
 	require.NoError(t, err)
