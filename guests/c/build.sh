@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds every example in guests/c/examples twice:
+#
+#   guests/build/c/<example>.wasm               wasi-libc reactor; a callback
+#                                               config needs `wasi: minimal`
+#   guests/build/c-freestanding/<example>.wasm  no libc; imports only callbox.*
+#
+# Environment:
+#   CC        clang with the wasm32 targets and wasi-libc (default clang)
+#   OPT       optimisation level (default 2). Measured on the examples: s is
+#             20% smaller but halves matmul's speed on wasmtime; 3 is no faster.
+#
+# No wasm-opt pass: on clang's output it saves under 10 bytes per module.
+#
+# The output does not depend on where the checkout is: no debug info, and
+# the SDK names source files by __FILE_NAME__ (no directories).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+cc=${CC:-clang}
+opt=${OPT:-2}
+mkdir -p guests/build/c guests/build/c-freestanding
+
+flags=(-std=c11 "-O$opt" -Wall -Wextra -Wpedantic -Iguests/c "-ffile-prefix-map=$root=." -Wl,--strip-all)
+wasi=(--target=wasm32-wasi -mexec-model=reactor)
+freestanding=(--target=wasm32 -nostdlib -Wl,--no-entry)
+
+build() { # variant out src
+  local out=$2
+  if [ "$1" = wasi ]; then
+    "$cc" "${wasi[@]}" "${flags[@]}" "$3" -o "$out"
+  else
+    "$cc" "${freestanding[@]}" "${flags[@]}" "$3" -o "$out"
+  fi
+  printf '%-14s %7d bytes  %s\n' "$(basename "$out" .wasm)" "$(wc -c <"$out")" "$out"
+}
+
+for src in guests/c/examples/*.c; do
+  name=$(basename "$src" .c)
+  build wasi "guests/build/c/$name.wasm" "$src"
+  build freestanding "guests/build/c-freestanding/$name.wasm" "$src"
+done
