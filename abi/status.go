@@ -68,14 +68,16 @@ const (
 
 // ParseSignatureTable parses the text of the callbox.signatures custom
 // section (or of the callbox_signatures export): one "export = signature"
-// per line; blank lines, NUL padding and '#' comments are ignored. The same
+// per line; blank lines, NUL padding and '#' comments (whole-line or
+// trailing; '#' never occurs in a signature) are ignored. The same
 // export may appear twice only with the same signature, so sections that a
 // linker concatenates stay valid.
 func ParseSignatureTable(text []byte) (map[string]*Signature, error) {
 	out := map[string]*Signature{}
 	for n, line := range bytes.Split(text, []byte{'\n'}) {
-		s := strings.Trim(string(line), " \t\r\x00")
-		if s == "" || strings.HasPrefix(s, "#") {
+		s, _, _ := strings.Cut(string(line), "#")
+		s = strings.Trim(s, " \t\r\x00")
+		if s == "" {
 			continue
 		}
 		name, sigText, ok := strings.Cut(s, "=")

@@ -105,6 +105,24 @@ func (t Tensor) Validate() error {
 	if uint64(len(t.Data)) != want {
 		return fmt.Errorf("%s needs %d bytes of data, has %d", t.Type(), want, len(t.Data))
 	}
+	return t.Shape.checkStrides(t.DType)
+}
+
+// checkStrides rejects shapes whose strides do not fit wasm32, which only
+// matters for empty tensors: f32[0, 5000000000] holds no data, but the
+// stride of its first dimension is 20 GB, and guests compute strides in
+// 32 bits.
+func (s Shape) checkStrides(d DType) error {
+	stride := uint64(d.Size())
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == 0 {
+			continue
+		}
+		if uint64(s[i]) > MaxTensorBytes/stride {
+			return fmt.Errorf("shape %v of %s has strides beyond the 4 GiB wasm32 address space", s, d)
+		}
+		stride *= uint64(s[i])
+	}
 	return nil
 }
 
@@ -133,8 +151,9 @@ type Element interface {
 	~bool | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64 | ~complex64 | ~complex128
 }
 
-// DTypeOf returns the dtype of a Go element type. uint16 maps to U16; use
-// FromRaw for F16 and BF16, which have no Go type.
+// DTypeOf returns the dtype of a Go element type. uint16 maps to U16; F16
+// and BF16 have no Go type: build those tensors with New and write their
+// bits through View[uint16].
 func DTypeOf[T Element]() DType {
 	var z T
 	switch any(z).(type) {
