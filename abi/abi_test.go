@@ -225,3 +225,16 @@ func TestStatus(t *testing.T) {
 	assert.False(t, Status(77).Valid())
 	assert.Equal(t, "status(77)", Status(77).String())
 }
+
+func TestStridesMustFitWasm32(t *testing.T) {
+	empty := Tensor{DType: F32, Shape: Shape{0, 5_000_000_000}, Data: []byte{}}
+	assert.ErrorContains(t, empty.Validate(), "strides beyond the 4 GiB")
+	ok := Tensor{DType: F32, Shape: Shape{0, 1000}, Data: []byte{}}
+	assert.NoError(t, ok.Validate())
+}
+
+func TestSignatureTableTrailingComment(t *testing.T) {
+	table, err := ParseSignatureTable([]byte("tap = (x: f32[n]) -> $x   # passes x through\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "(x: f32[n]) -> $0", table["tap"].String())
+}
