@@ -670,8 +670,9 @@ static inline const char *callbox__kind(const callbox_frame *f, uint32_t k, uint
  * host wrote is checked here, once; the accessors rely on it. Afterwards,
  * for every descriptor: the dtype is known, the rank is at most 32, the
  * dims are non-negative and 8-aligned inside the frame, byte_len is exactly
- * the shape's size, the data is 16-aligned inside the frame after the
- * metadata, and an output's buffer overlaps no other buffer. */
+ * the shape's size, the data is 16-aligned (an output's inside the frame
+ * after the metadata, an input's anywhere in memory but over the
+ * metadata), and an output's buffer overlaps no other buffer. */
 CALLBOX__COLD __attribute__((noinline)) static int callbox__open(callbox_frame *f, uint32_t at)
 {
     uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536;
@@ -734,9 +735,16 @@ CALLBOX__COLD __attribute__((noinline)) static int callbox__open(callbox_frame *
         if (size > 0xffffffffull || d->byte_len != (empty ? 0 : size))
             return CALLBOX__MALFORMED("%s %u: byte_len %u does not match its %s shape", kind, i, d->byte_len,
                                       callbox_dtype_name(d->dtype));
-        if (d->data % CALLBOX_MIN_DATA_ALIGN || d->data < meta_end || !CALLBOX__INSIDE(d->data, d->byte_len))
-            return CALLBOX__MALFORMED("%s %u: %u bytes at %u are not %u-aligned inside the frame's data", kind,
-                                      i, d->byte_len, d->data, CALLBOX_MIN_DATA_ALIGN);
+        /* Outputs live in the frame's data area. An input (and so an output
+         * passing one through) may also lie elsewhere in memory (the host's
+         * zero-copy API places caller buffers there), but never over the
+         * frame's metadata. */
+        uint64_t data_end = (uint64_t)d->data + d->byte_len;
+        int placed = output && !alias ? d->data >= meta_end && CALLBOX__INSIDE(d->data, d->byte_len)
+                            : data_end <= mem && (data_end <= at || d->data >= meta_end);
+        if (d->data % CALLBOX_MIN_DATA_ALIGN || !placed)
+            return CALLBOX__MALFORMED("%s %u: %u bytes at %u are not %u-aligned in memory outside the frame's metadata",
+                                      kind, i, d->byte_len, d->data, CALLBOX_MIN_DATA_ALIGN);
     }
 #undef CALLBOX__INSIDE
     /* An output is written through a plain pointer: no other buffer may

@@ -105,8 +105,9 @@ impl<'f> Frame<'f> {
     ///
     /// Afterwards, for every descriptor: its dtype is known, its rank is at
     /// most 32, its dims are non-negative and 8-aligned inside the frame,
-    /// `byte_len` is exactly the shape's size, the data is 16-aligned inside
-    /// the frame and after the metadata, and an output's buffer overlaps no
+    /// `byte_len` is exactly the shape's size, the data is 16-aligned, an
+    /// output's inside the frame after the metadata and an input's anywhere
+    /// in memory but over the metadata, and an output's buffer overlaps no
     /// other buffer. The accessors rely on this and check only the index and
     /// the element type.
     ///
@@ -203,11 +204,21 @@ impl<'f> Frame<'f> {
                     List(frame.dims(k))
                 )));
             }
+            // Outputs live in the frame's data area. An input (and so an
+            // output passing one through) may also lie elsewhere in memory
+            // (the host's zero-copy API places caller buffers there), but
+            // never over the frame's metadata.
             let data = u64::from(d.data);
-            if data % MIN_DATA_ALIGN != 0 || data < meta_end || !inside(data, d.byte_len.into()) {
+            let len = u64::from(d.byte_len);
+            let placed = if k < n_inputs || alias {
+                data + len <= mem.len && (data + len <= at || data >= meta_end)
+            } else {
+                data >= meta_end && inside(data, len)
+            };
+            if data % MIN_DATA_ALIGN != 0 || !placed {
                 return Err(malformed(format_args!(
-                    "{}: {} bytes at {} are not {}-aligned inside the frame's data [{}, {})",
-                    which, d.byte_len, data, MIN_DATA_ALIGN, meta_end, end
+                    "{}: {} bytes at {} are not {}-aligned in memory outside the frame's metadata [{}, {})",
+                    which, d.byte_len, data, MIN_DATA_ALIGN, at, meta_end
                 )));
             }
         }
