@@ -1,0 +1,70 @@
+# callbox. The two commands that matter on a fresh machine:
+#   make demo   the main job: run the shipped callbacks, contain a hostile one (needs only Go)
+#   make test   install guest toolchains, build every guest from source, run all tests
+
+GO ?= go
+FUZZTIME ?= 20s
+
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean
+
+demo:
+	$(GO) run ./cmd/callbox demo
+
+test: guests lint nocgo unit race check-prebuilt fuzz
+
+unit:
+	$(GO) test -count=1 ./...
+
+# The race detector on the concurrent parts: host (pools, chains, taps) and
+# the engines.
+race:
+	$(GO) test -count=1 -race ./host/... ./sandbox/...
+
+# The wazero-only build must keep working without cgo.
+nocgo:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./sandbox/... ./host/...
+
+toolchains:
+	scripts/install-toolchains.sh
+
+guests: toolchains
+	guests/build.sh
+
+# Copy freshly built demo modules into guests/prebuilt (commit the result).
+prebuilt: guests
+	scripts/prebuilt.sh update
+
+check-prebuilt:
+	scripts/prebuilt.sh check
+
+# Bounded runs of every fuzz target (longer locally: make fuzz FUZZTIME=5m).
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
+
+# The soak: 100,000 mixed healthy and hostile calls on one host, printing
+# RSS, goroutines and live instances every 10,000 and asserting they stay
+# flat (a tagged test, not in the default suite). SOAK_DOC=1 rewrites the
+# soak section of docs/SECURITY.md from the run.
+soak:
+	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 20m ./host/ $(if $(SOAK_DOC),-args -security-doc)
+
+# Rewrite the hostile-case table of docs/SECURITY.md from a run of the
+# hostile suite (every normal test run checks the committed table).
+security-doc:
+	$(GO) test -count=1 -run '^TestHostile$$' ./host/ -args -security-doc
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./host/
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags soak ./host/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf guests/build bin
