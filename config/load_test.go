@@ -640,10 +640,10 @@ func TestExampleLoads(t *testing.T) {
 
 	scale := mustCallback(t, cfg, "scale")
 	assert.Equal(t, filepath.Join(abs, "guests", "build", "rust", "scale.wasm"), scale.Module)
-	assert.Equal(t, sha, scale.SHA256)
 	assert.Equal(t, uint64(128<<20), scale.Limits.MaxMemory)
 
 	spin := mustCallback(t, cfg, "spin")
+	assert.Equal(t, "71b87c5972485efc3494e94d94983fa7e5c377038e0245ba26735c4dbc4f840d", spin.SHA256)
 	assert.Equal(t, EngineWasmtime, spin.Engine)
 	assert.Equal(t, uint64(10000000), spin.Limits.Fuel)
 	assert.Equal(t, uint64(512<<10), spin.Limits.MaxStack)
@@ -653,7 +653,8 @@ func TestExampleLoads(t *testing.T) {
 	assert.Equal(t, IsolationFresh, hist.Isolation)
 	assert.Equal(t, WASIMinimal, hist.WASI)
 	assert.Equal(t, 8, hist.MaxInstances)
-	assert.Equal(t, "histogram_f32", hist.Export)
+	assert.Equal(t, "histogram", hist.Export)
+	assert.Equal(t, uint64(256<<20), hist.Limits.MaxMemory)
 }
 
 func TestExampleShowsEveryKey(t *testing.T) {
