@@ -238,3 +238,9 @@ func TestSignatureTableTrailingComment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "(x: f32[n]) -> $0", table["tap"].String())
 }
+
+func TestPredBytesAreZeroOrOne(t *testing.T) {
+	bad := Tensor{DType: PRED, Shape: Shape{3}, Data: []byte{0, 1, 2}}
+	assert.ErrorContains(t, bad.Validate(), "element 2 is 2")
+	assert.NoError(t, From([]bool{true, false}).Validate())
+}

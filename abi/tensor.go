@@ -105,6 +105,13 @@ func (t Tensor) Validate() error {
 	if uint64(len(t.Data)) != want {
 		return fmt.Errorf("%s needs %d bytes of data, has %d", t.Type(), want, len(t.Data))
 	}
+	if t.DType == PRED {
+		for i, b := range t.Data {
+			if b > 1 {
+				return fmt.Errorf("%s element %d is %d; pred elements are 0 or 1", t.Type(), i, b)
+			}
+		}
+	}
 	return t.Shape.checkStrides(t.DType)
 }
 
