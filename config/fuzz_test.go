@@ -59,3 +59,48 @@ func checkErrorsNamePlace(t *testing.T, err error, path string) {
 		}
 	}
 }
+
+// FuzzLoadEnv fuzzes the environment overrides: a YAML file (fuzzed) and
+// CALLBOX_ variables (fuzzed, one NAME=value per line; a line without the
+// CALLBOX_ prefix gets it). LoadEnv must not panic; it returns exactly one
+// of a Config and an error; a Config passes Validate; every problem names
+// the file or the variable.
+func FuzzLoadEnv(f *testing.F) {
+	base := "callbox.yaml"
+	yaml := equivalentConfigs["config.yaml"]
+	for _, env := range []string{
+		"CALLBOX_DEFAULTS_TIMEOUT=2s\nCALLBOX_CALLBACKS_SCALE_MAX_MEMORY=1MiB",
+		"CALLBOX_CALLBACKS_SCALE_ENGINE=wazero\nCALLBOX_CACHE_DIR=/tmp/x",
+		"CALLBOX_DEFAULTS_MAX_INSTANCES=0x10\nCALLBOX_DEFAULTS_FUEL=-1",
+		"CALLBOX_CALLBACKS_NOPE_TIMEOUT=1s\nCALLBOX_DEFAULTS_BOGUS=1",
+		"CALLBOX_CALLBACKS_SCALE_SIGNATURE=(x: f32[n]) -> $x\nCALLBOX_CALLBACKS_SCALE_WASI=minimal",
+		"DEFAULTS_TIMEOUT=99999999999h\nCALLBOX_DEFAULTS_MAX_MEMORY=5GiB\nCALLBOX_DEFAULTS_MAX_LOG=",
+	} {
+		f.Add([]byte(yaml), env)
+	}
+	f.Add([]byte("callbacks: {a: {module: m.wasm, signature: '() -> u8[]'}}"), "CALLBOX_CALLBACKS_A_ISOLATION=fresh")
+	f.Fuzz(func(t *testing.T, data []byte, env string) {
+		path := filepath.Join(t.TempDir(), base)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var environ []string
+		for _, line := range strings.Split(env, "\n") {
+			if !strings.HasPrefix(line, envPrefix) {
+				line = envPrefix + line
+			}
+			environ = append(environ, line)
+		}
+		cfg, err := LoadEnv(path, environ)
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("got config %v and error %v", cfg, err)
+		}
+		if cfg != nil {
+			if verr := cfg.Validate(); verr != nil {
+				t.Fatalf("loaded config fails Validate: %v", verr)
+			}
+			return
+		}
+		checkErrorsNamePlace(t, err, path)
+	})
+}

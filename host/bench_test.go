@@ -105,3 +105,26 @@ func BenchmarkLoopKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFreshCall is a tiny call with isolation fresh: a new instance
+// per call (the module has a 128 KiB memory).
+func BenchmarkFreshCall(b *testing.B) {
+	for _, engine := range engineNames() {
+		b.Run(engine, func(b *testing.B) {
+			h := newHost(b, engine, func(cb *config.Callback) {
+				cb.Isolation = config.IsolationFresh
+				cb.Limits.Timeout = time.Second
+			})
+			ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
+			outs := []host.Tensor{abi.From(make([]float32, 256))}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -8,7 +8,8 @@
 // check. Every failure is a *CallbackError with a Kind from one taxonomy
 // (Timeout, MemoryLimit, Unreachable, GuestError, ABIViolation, ...) that
 // errors.Is matches; an instance that trapped is discarded, and the host
-// keeps serving.
+// keeps serving. A module refused at load is a *LoadError, with a Kind too.
+// docs/SECURITY.md gives the threat model and every limit.
 //
 // Calls can be made directly (Invoke, InvokeInto), in strict order on a
 // Chain (ordered effects, as JAX's io_callback(ordered=True)), or as

@@ -268,7 +268,12 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 		}
 		e := c.fail(GuestError, "guest returned "+status.String(), nil)
 		e.Status, e.GuestMessage = status, state.ErrorMessage
-		if state.MemoryDenied {
+		// RESOURCE_EXHAUSTED after a refused memory.grow is a MemoryLimit
+		// (ABI.md, section 4; other statuses stay GuestError). wazero
+		// reports refusals (MemoryDenied); wasmtime's C API does not, so,
+		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
+		// within a page of the limit counts too: both engines then agree.
+		if status == abi.StatusResourceExhausted && (state.MemoryDenied || atMemoryLimit(uint64(len(mem)), c.spec.Limits.MaxMemory)) {
 			e.Kind = MemoryLimit
 			e.Message = fmt.Sprintf("memory limit of %s reached (guest returned %s)", sandbox.FormatBytes(c.spec.Limits.MaxMemory), status)
 			return false, e
@@ -337,4 +342,9 @@ func (c *callback) callError(err error, during string) *CallbackError {
 // OK: the ABI drops it, but an operator may want to know.
 func (c *callback) logDroppedError(ctx context.Context, msg string) {
 	c.logger.DebugContext(ctx, "guest set an error message but returned OK; dropped", "message", msg)
+}
+
+// atMemoryLimit reports a guest memory within one page of its limit.
+func atMemoryLimit(memBytes, limit uint64) bool {
+	return limit != 0 && memBytes+sandbox.PageSize > limit
 }

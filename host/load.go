@@ -152,7 +152,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 
 	// A probe instance checks the ABI version, runs _initialize, and reads
 	// the signature export when there is no custom section.
-	probe, err := c.newGuest(ctx)
+	probe, err := c.newGuest(ctx, true)
 	if err != nil {
 		_ = c.mod.Close(ctx)
 		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
@@ -324,6 +324,14 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, fmt.Errorf("missing required export %s", name))
 		}
 	}
+	// The load-time instrumentation adds exports with this prefix; a module
+	// that already had one could not be instrumented, and on wazero would
+	// run without the meter's stack limit and fuel.
+	for _, e := range m.Exports {
+		if strings.HasPrefix(e.Name, reservedExportPrefix) {
+			errs = append(errs, fmt.Errorf("export %s uses the prefix %s, which the host reserves", e.Name, reservedExportPrefix))
+		}
+	}
 	if e, ok := m.Export(abi.ExportMemory); !ok || e.Kind != wasmbin.KindMemory {
 		errs = append(errs, fmt.Errorf("missing required export %q (the linear memory)", abi.ExportMemory))
 	}
@@ -361,6 +369,10 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 	}
 	return nil
 }
+
+// reservedExportPrefix is the export-name prefix the host reserves for its
+// load-time instrumentation (sandbox/internal/meter).
+const reservedExportPrefix = "callbox_meter_"
 
 // MaxTableElements bounds the elements of all tables of a module together,
 // initial and grown: a table the module declares without a maximum (or

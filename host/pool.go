@@ -26,9 +26,10 @@ type guest struct {
 	stack   [4]uint64
 }
 
-// newGuest instantiates the module, runs _initialize, checks the ABI
-// version and resolves the exports a call needs.
-func (c *callback) newGuest(ctx context.Context) (*guest, error) {
+// newGuest instantiates the module, runs _initialize and resolves the
+// exports a call needs. The probe instance made at load also checks the ABI
+// version; later instances of the same module bytes need not.
+func (c *callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
 	inst, err := c.mod.Instantiate(ctx)
 	if err != nil {
 		return nil, err
@@ -43,15 +44,17 @@ func (c *callback) newGuest(ctx context.Context) (*guest, error) {
 			return fail(fmt.Errorf("%s: %w", abi.ExportInitialize, err))
 		}
 	}
-	ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{i32})
-	if err != nil {
-		return fail(err)
-	}
-	if err := inst.Call(ctx, ver, g.stack[:1]); err != nil {
-		return fail(fmt.Errorf("%s: %w", abi.ExportVersion, err))
-	}
-	if v := int32(uint32(g.stack[0])); v != abi.Version {
-		return fail(fmt.Errorf("guest reports ABI version %d, this host implements version %d", v, abi.Version))
+	if probe {
+		ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{i32})
+		if err != nil {
+			return fail(err)
+		}
+		if err := inst.Call(ctx, ver, g.stack[:1]); err != nil {
+			return fail(fmt.Errorf("%s: %w", abi.ExportVersion, err))
+		}
+		if v := int32(uint32(g.stack[0])); v != abi.Version {
+			return fail(fmt.Errorf("guest reports ABI version %d, this host implements version %d", v, abi.Version))
+		}
 	}
 	if g.fn, err = inst.Export(c.spec.Export, callbackSig[0], callbackSig[1]); err != nil {
 		return fail(err)
@@ -105,7 +108,9 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
 		kind := sandbox.GuestError
-		if g.inst.State().MemoryDenied {
+		if g.inst.State().MemoryDenied || atMemoryLimit(uint64(len(g.inst.Memory())), g.inst.State().Limits().MaxMemory) {
+			// As after RESOURCE_EXHAUSTED: the within-a-page fallback
+			// makes wasmtime, which reports no refusals, agree with wazero.
 			kind = sandbox.MemoryLimit
 		}
 		return abi.Region{}, &sandbox.Trap{Kind: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
@@ -209,7 +214,7 @@ func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
 	}
 	p.live++
 	p.mu.Unlock()
-	g, err = p.c.newGuest(ctx)
+	g, err = p.c.newGuest(ctx, false)
 	if err != nil {
 		p.mu.Lock()
 		p.live--

@@ -98,3 +98,20 @@ func TestPollOneoffHonoursTimeout(t *testing.T) {
 	assert.Nil(t, g.Abort)
 	assert.Equal(t, uint64(0), stack[0])
 }
+
+// Capping reads no more of a message than it keeps: megabytes of invalid
+// UTF-8 cost the host no more than a few KiB.
+func TestErrorCapReadsOnlyTheCap(t *testing.T) {
+	lim := sandbox.Limits{MaxError: 4096, MaxLog: 4096}
+	g := sandbox.NewGuestState(&lim, nil)
+	mem := make([]byte, 64<<20)
+	for i := range mem {
+		mem[i] = 0xff
+	}
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		g.HostError(mem, 0, uint32(len(mem)))
+	}
+	assert.Less(t, time.Since(start), time.Second, "100 calls over 64 MiB of invalid UTF-8")
+	assert.True(t, strings.HasPrefix(g.ErrorMessage, strings.Repeat("\uFFFD", 1365)+"…[truncated"))
+}

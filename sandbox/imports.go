@@ -92,27 +92,32 @@ func (g *GuestState) violation(err error) {
 	g.Fail(&Trap{Kind: ABIViolation, Message: err.Error(), Cause: err})
 }
 
-// capText decodes guest bytes as UTF-8 (each run of invalid bytes replaced
-// by U+FFFD) and keeps at most max bytes of the result, cut on a rune
-// boundary and marked with how many guest bytes were dropped. It reads no
-// further than the cap needs, so a hostile length costs nothing beyond the
-// bounds check. (Cutting the input before replacing, as it once did, let a
-// message of invalid bytes grow to twice the cap: "\xffA" is 2 bytes in,
-// 4 out.)
+// capText decodes guest bytes as UTF-8 (each invalid byte replaced by
+// U+FFFD) and keeps at most max bytes of the result, cut on a rune boundary
+// and marked with how many guest bytes were dropped. Every byte it reads
+// adds at least one byte to the result, so it reads at most max bytes: a
+// hostile length costs nothing beyond the bounds check. (Cutting the input
+// before replacing, as it once did, let a message of invalid bytes grow to
+// twice the cap: "\xffA" is 2 bytes in, 4 out. Replacing a whole run of
+// invalid bytes with one U+FFFD, as strings.ToValidUTF8 does, would make
+// the scan as long as the run: all of guest memory.)
 func capText(b []byte, max uint64) string {
+	head := b[:min(uint64(len(b)), max)]
+	if utf8.Valid(head) {
+		// The common case, and a fast one: valid text (complete runes
+		// only, so the cut is on a boundary).
+		if dropped := len(b) - len(head); dropped > 0 {
+			return fmt.Sprintf("%s…[truncated %d bytes]", head, dropped)
+		}
+		return string(head)
+	}
 	var sb strings.Builder
-	sb.Grow(int(min(uint64(len(b)), max)))
+	sb.Grow(len(head))
 	i := 0
 	for i < len(b) {
 		r, size := utf8.DecodeRune(b[i:])
 		piece := b[i : i+size]
 		if r == utf8.RuneError && size == 1 {
-			for size < len(b)-i {
-				if r, n := utf8.DecodeRune(b[i+size:]); r != utf8.RuneError || n != 1 {
-					break
-				}
-				size++
-			}
 			piece = []byte("\uFFFD")
 		}
 		if uint64(sb.Len()+len(piece)) > max {

@@ -36,6 +36,7 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   go test "$pkg" -run '^$' -fuzz "^$target\$" -fuzztime "$time" -fuzzminimizetime 10s 2>&1 | tee "$log" | grep --line-buffered -v '^fuzz: elapsed'
   status=${PIPESTATUS[0]}
+  grep '^fuzz: elapsed' "$log" | tail -1 | sed "s/^fuzz:/fuzz: $target:/"
   after=$(ls "$corpus" 2>/dev/null | wc -l)
   if [ "$status" -ne 0 ]; then
     if [ "$after" -eq "$before" ] && grep -q 'context deadline exceeded' "$log" && ! grep -qE 'panic:|Failing input|fuzz_test.go:[0-9]+:' "$log" &&

@@ -14,6 +14,8 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/sbinet/npyio/npy"
@@ -132,9 +134,15 @@ func Decode(data []byte) (t abi.Tensor, err error) {
 	}
 	if n == 0 {
 		t.Data = []byte{}
-		return t, nil
+	} else {
+		t.Data = unsafe.Slice((*byte)(s.UnsafePointer()), want)
 	}
-	t.Data = unsafe.Slice((*byte)(s.UnsafePointer()), want)
+	// Every rule a host tensor must follow, also those the checks above do
+	// not cover (an empty array whose strides pass 4 GiB: found by
+	// FuzzDecode).
+	if err := t.Validate(); err != nil {
+		return abi.Tensor{}, err
+	}
 	return t, nil
 }
 
@@ -147,42 +155,50 @@ func WriteFile(path string, t abi.Tensor) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// Encode writes a tensor in .npy format.
+// Encode writes a tensor in .npy format (version 1.0, C order). It writes
+// the format itself rather than through npyio, which converts elements
+// through float64 and so turned signalling-NaN payloads of float32 data
+// into quiet ones (found by FuzzDecode), and which cannot write an array
+// with an empty leading dimension and further dimensions.
 func Encode(w io.Writer, t abi.Tensor) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	var elem reflect.Type
+	descr := ""
 	for _, nt := range npyTypes {
 		if nt.dtype == t.DType {
-			elem = nt.elem
+			descr = nt.descr
 		}
 	}
-	if elem == nil {
-		return fmt.Errorf("dtype %s has no NumPy equivalent npyio can write", t.DType)
+	if descr == "" {
+		return fmt.Errorf("dtype %s has no NumPy equivalent", t.DType)
 	}
-	// npyio takes a Go value whose type carries the shape: a scalar for
-	// rank 0, nested arrays otherwise. Build that type and view the
-	// tensor's bytes through it, without copying.
-	typ := elem
-	for i := len(t.Shape) - 1; i >= 0; i-- {
-		typ = reflect.ArrayOf(int(t.Shape[i]), typ)
-	}
-	n, _ := t.Shape.NumElements()
-	if len(t.Shape) > 0 && t.Shape[0] == 0 && len(t.Shape) > 1 {
-		// npyio derives the shape from the value and reports (0,) for any
-		// empty leading dimension, losing the rest.
-		return fmt.Errorf("npyio cannot write shape %v (an empty leading dimension of a rank-%d array)", t.Shape, len(t.Shape))
-	}
-	var val reflect.Value
-	if n == 0 {
-		val = reflect.New(typ).Elem()
-	} else {
-		data := t.Data
-		if uintptr(unsafe.Pointer(&data[0]))%uintptr(elem.Align()) != 0 {
-			data = append(make([]byte, 0, len(data)+8), data...)
+	var shape strings.Builder
+	shape.WriteByte('(')
+	for i, d := range t.Shape {
+		if i > 0 {
+			shape.WriteString(", ")
 		}
-		val = reflect.NewAt(typ, unsafe.Pointer(&data[0])).Elem()
+		shape.WriteString(strconv.FormatInt(d, 10))
 	}
-	return npy.Write(w, val.Interface())
+	if len(t.Shape) == 1 {
+		shape.WriteByte(',')
+	}
+	shape.WriteByte(')')
+	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape.String())
+	// Pad with spaces and end with a newline so that the data starts on a
+	// 64-byte boundary, as NumPy writes it.
+	const preamble = 10 // magic (6), version (2), header length (2)
+	total := (preamble + len(header) + 1 + 63) &^ 63
+	header += strings.Repeat(" ", total-preamble-len(header)-1) + "\n"
+	var b bytes.Buffer
+	b.Write(npy.Magic[:])
+	b.Write([]byte{1, 0})
+	_ = binary.Write(&b, binary.LittleEndian, uint16(len(header)))
+	b.WriteString(header)
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	_, err := w.Write(t.Data) // ABI tensors are little-endian, as the descr says
+	return err
 }

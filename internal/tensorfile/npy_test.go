@@ -45,5 +45,23 @@ func TestRejects(t *testing.T) {
 	bad[8], bad[9] = 0xff, 0xff
 	_, err = Decode(bad)
 	assert.ErrorContains(t, err, "runs past")
-	assert.ErrorContains(t, Encode(&bytes.Buffer{}, abi.From([]float32{}, 0, 3)), "cannot write shape [0,3]")
+	assert.ErrorContains(t, Encode(&bytes.Buffer{}, abi.Tensor{DType: abi.F16, Shape: abi.Shape{1}, Data: []byte{0, 0}}), "no NumPy equivalent")
+}
+
+// Encode writes bits, not values: a signalling NaN keeps its payload (npyio
+// quieted it), and an empty leading dimension keeps the rest of the shape.
+func TestEncodeIsBitExact(t *testing.T) {
+	for _, tc := range []abi.Tensor{
+		{DType: abi.F32, Shape: abi.Shape{2}, Data: []byte{0x30, 0x30, 0x83, 0x7f, 1, 0, 0x80, 0xff}},
+		abi.From([]float32{}, 0, 3),
+		abi.From([]int16{}, 2, 0, 5),
+	} {
+		var b bytes.Buffer
+		require.NoError(t, Encode(&b, tc))
+		assert.Zero(t, (b.Len()-len(tc.Data))%64, "data starts on a 64-byte boundary")
+		got, err := Decode(b.Bytes())
+		require.NoError(t, err)
+		assert.Equal(t, tc.Shape, got.Shape)
+		assert.Equal(t, tc.Data, got.Data)
+	}
 }

@@ -254,6 +254,11 @@ func (r *reader) tableType() Limits {
 	return r.limits()
 }
 
+// sectionRank is the order of the known non-custom sections: type, import,
+// function, table, memory, tag, global, export, start, element, data
+// count, code, data.
+var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
+
 // Parse reads a module's structure. It does not validate code.
 func Parse(wasm []byte) (*Module, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 || wasm[5] != 0 || wasm[6] != 0 || wasm[7] != 0 {
@@ -263,12 +268,24 @@ func Parse(wasm []byte) (*Module, error) {
 	var types []FuncType
 	var funcTypes []uint32 // type index per function (imports first)
 	r := &reader{b: wasm, pos: 8}
+	lastRank := 0
 	for r.err == nil && r.pos < len(wasm) {
+		start := r.pos
 		id := r.byte()
 		size := r.u32()
 		body := r.bytes(uint64(size))
 		if r.err != nil {
 			break
+		}
+		// Known sections appear at most once, in the spec's order, as
+		// every engine requires; checking it here keeps a duplicated
+		// section from hiding from these checks (and from LimitTables,
+		// which rewrites the table section it finds).
+		if rank := sectionRank[id]; rank != 0 {
+			if rank <= lastRank {
+				return nil, &Error{Offset: start, Msg: fmt.Sprintf("section %d is out of order or repeated", id)}
+			}
+			lastRank = rank
 		}
 		s := &reader{b: body}
 		base := r.pos - len(body)

@@ -1,6 +1,7 @@
 package wasmbin_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,6 +67,8 @@ func TestParseRejectsTruncation(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(wat.Must(sample))
 	f.Add(wat.Must(`(module (memory 1) (export "memory" (memory 0)))`))
+	f.Add(wat.Must(`(module (table 1 funcref) (table 3 10 externref) (func $f) (elem (i32.const 0) $f) (data "x") (global i32 (i32.const 1)))`))
+	f.Add(wat.Must(`(module $named (func $f (param $p i32) (local $l i64)))`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := wasmbin.Parse(b)
 		if err != nil {
@@ -81,6 +84,33 @@ func FuzzParse(f *testing.F) {
 			if l.HasMax && !l.Is64 && l.Max > 1<<32 {
 				t.Fatalf("32-bit limit %d out of range", l.Max)
 			}
+		}
+		// Giving tables a maximum must keep the module parseable, and
+		// bound every plain table.
+		const total = 1 << 20
+		limited, err := wasmbin.LimitTables(b, total)
+		if err != nil {
+			return
+		}
+		m2, err := wasmbin.Parse(limited)
+		if err != nil {
+			t.Fatalf("LimitTables made an unparseable module: %v", err)
+		}
+		if len(m2.Tables) != len(m.Tables) || len(m2.Exports) != len(m.Exports) || len(m2.Imports) != len(m.Imports) {
+			t.Fatalf("LimitTables changed more than the tables")
+		}
+		sum := uint64(0)
+		for i, l := range m2.Tables {
+			if l.Min != m.Tables[i].Min {
+				t.Fatalf("table %d: minimum %d became %d", i, m.Tables[i].Min, l.Min)
+			}
+			if !l.Is64 && !l.HasMax {
+				return // a table LimitTables leaves alone (table64, initialiser)
+			}
+			sum += l.Max
+		}
+		if sum > total && !slices.Equal(limited, b) {
+			t.Fatalf("tables may grow to %d elements in all", sum)
 		}
 	})
 }

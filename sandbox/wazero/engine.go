@@ -52,7 +52,7 @@ type Options struct {
 // no timeout); the other, built with WithCloseOnContextDone, runs modules
 // the instrumenter could not rewrite.
 type Engine struct {
-	cacheDir string         // on-disk compilation cache, "" for none
+	cacheDir string // on-disk compilation cache, "" for none
 	modCfg   wazero.ModuleConfig
 	rt       wazero.Runtime // WithCloseOnContextDone, the fallback
 	plain    wazero.Runtime // metered modules; no termination checks

@@ -1,0 +1,153 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+)
+
+// TestDifferentialConformance runs every conformance vector
+// (guests/testdata/conformance) through every guest built from source
+// (guests/build/<lang>/<example>.wasm, made by `make guests`) on wazero and
+// on wasmtime, and compares the two engines with each other: the same
+// error kind, status and guest message, and the same outputs — bit for
+// bit, except that any two NaNs are equal (WebAssembly leaves NaN payloads
+// to the engine). The conformance suite in guests/ compares each engine
+// with the Go reference within a tolerance; this test needs no tolerance.
+// The hostile cases are compared the same way by TestHostile, and fuzzed
+// ones by FuzzGuest.
+func TestDifferentialConformance(t *testing.T) {
+	if !wasmtime.Available {
+		t.Skip("this build has no wasmtime engine (cgo disabled)")
+	}
+	if raceEnabled {
+		t.Skip("compares engines, not goroutines: runs in the normal suite, not under -race (where compiling every guest takes minutes)")
+	}
+	vectors, _ := filepath.Glob("../guests/testdata/conformance/*")
+	langs, _ := filepath.Glob("../guests/build/*")
+	if len(vectors) == 0 || len(langs) == 0 {
+		t.Skip("no conformance vectors or built guests: run make guests")
+	}
+	examples := []string{"histogram_s32", "histogram", "tap_print", "checked", "softmax", "matmul", "scale"}
+	ctx := context.Background()
+	compared := 0
+	for _, langDir := range langs {
+		lang := filepath.Base(langDir)
+		hosts := map[string]*host.Host{}
+		for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {
+			h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+			require.NoError(t, err)
+			defer h.Close(ctx)
+			hosts[e] = h
+		}
+		for _, ex := range examples {
+			path := filepath.Join(langDir, ex+".wasm")
+			wasm, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			m, err := wasmbin.Parse(wasm)
+			require.NoError(t, err, path)
+			for e, h := range hosts {
+				cb := config.DefaultCallback()
+				cb.Name, cb.Module, cb.Engine = ex, path, e
+				cb.Limits.MaxMemory = 256 << 20
+				if slices.ContainsFunc(m.Imports, func(i wasmbin.Import) bool { return i.Module == sandbox.WASIModule }) {
+					cb.WASI = config.WASIMinimal
+				}
+				require.NoError(t, h.LoadModule(ctx, cb, wasm), "%s on %s", path, e)
+			}
+		}
+		for _, dir := range vectors {
+			name := filepath.Base(dir)
+			ex := ""
+			for _, e := range examples {
+				if strings.HasPrefix(name, e+"_") && len(e) > len(ex) {
+					ex = e
+				}
+			}
+			if _, ok := hosts[config.EngineWazero].Callback(ex); !ok {
+				continue
+			}
+			ins := readVector(t, dir)
+			t.Run(lang+"/"+name, func(t *testing.T) {
+				results := map[string]string{}
+				for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {
+					outs, err := hosts[e].Invoke(ctx, ex, ins...)
+					results[e] = describeResult(outs, err)
+				}
+				require.Equal(t, results[config.EngineWazero], results[config.EngineWasmtime], "the engines disagree")
+				compared++
+			})
+		}
+	}
+	t.Logf("%d vectors compared across engines", compared)
+}
+
+func readVector(t *testing.T, dir string) []abi.Tensor {
+	files, _ := filepath.Glob(filepath.Join(dir, "in*.npy"))
+	sort.Strings(files)
+	var ins []abi.Tensor
+	for _, f := range files {
+		tn, err := tensorfile.ReadFile(f)
+		require.NoError(t, err)
+		ins = append(ins, tn)
+	}
+	return ins
+}
+
+// describeResult renders a call's result so that two engines' results
+// compare equal exactly when they agree: NaNs are rendered alike.
+func describeResult(outs []abi.Tensor, err error) string {
+	if err != nil {
+		var ce *host.CallbackError
+		if !errors.As(err, &ce) {
+			return "untyped error: " + err.Error()
+		}
+		return fmt.Sprintf("%s status=%v guest=%q", ce.Kind.Ident(), ce.Status, ce.GuestMessage)
+	}
+	var b strings.Builder
+	for i, o := range outs {
+		fmt.Fprintf(&b, "output %d: %s\n", i, o.Type())
+		switch o.DType {
+		case abi.F32:
+			for _, v := range abi.MustView[float32](o) {
+				if math.IsNaN(float64(v)) {
+					b.WriteString("NaN ")
+				} else {
+					fmt.Fprintf(&b, "%08x ", math.Float32bits(v))
+				}
+			}
+		case abi.F64:
+			for _, v := range abi.MustView[float64](o) {
+				if math.IsNaN(v) {
+					b.WriteString("NaN ")
+				} else {
+					fmt.Fprintf(&b, "%016x ", math.Float64bits(v))
+				}
+			}
+		default:
+			fmt.Fprintf(&b, "%x", o.Data)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
