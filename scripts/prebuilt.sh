@@ -5,8 +5,10 @@
 #                     fresh build from source.
 set -euo pipefail
 cd "$(dirname "$0")/../guests"
-# lang/example pairs embedded for `callbox demo`.
-modules=(rust/scale rust/histogram assemblyscript/softmax assemblyscript/tap_print c-freestanding/matmul go/checked wat/hostile)
+# lang/example pairs embedded for `callbox demo`, and the benchmark kernels
+# embedded for `callbox bench` (internal/bench).
+modules=(rust/scale rust/histogram assemblyscript/softmax assemblyscript/tap_print c-freestanding/matmul go/checked wat/hostile
+  bench/kernels bench/kernels_extism)
 status=0
 for m in "${modules[@]}"; do
   src="build/$m.wasm"

@@ -4,6 +4,7 @@
 //	callbox inspect module.wasm
 //	callbox check -c config.yaml
 //	callbox demo
+//	callbox bench --write docs/PERFORMANCE.md
 //
 // Exit status: 0 on success, 2 for usage, config and input-file errors, 3
 // when a callback fails (the one line on stderr names it and the kind), 1
@@ -85,7 +86,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd())
+	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newBenchCmd(), newNpyCmd())
 	return root
 }
 

@@ -1,6 +1,7 @@
-// Package prebuilt embeds the guest modules `callbox demo` runs, so the demo
-// works on a machine with only Go installed. Each file is a byte-for-byte
-// copy of a module built from source by `make guests`
+// Package prebuilt embeds the guest modules `callbox demo` runs, and the
+// benchmark kernels `callbox bench` runs (bench-*.wasm, from
+// guests/bench), so both work on a machine with only Go installed. Each
+// file is a byte-for-byte copy of a module built from source by `make guests`
 // (guests/build/<lang>/<example>.wasm, named <lang>-<example>.wasm here);
 // `make check-prebuilt`, run in CI, rebuilds them and fails on any
 // difference, so these can never drift from the SDKs' sources.

@@ -1,16 +1,15 @@
 // Package wazero is callbox's default engine: github.com/tetratelabs/wazero,
 // pure Go, no cgo.
 //
-// Timeouts and fuel are metered from inside the guest: at load time every
-// module is instrumented (sandbox/internal/meter) with a budget counter
-// checked at function entries and loop headers, which calls back into the
-// host only when the budget runs out; the host then reads the clock, the
-// caller's context and the fuel left, on the guest's own thread. This is
-// far cheaper than wazero's WithCloseOnContextDone (a termination check
-// that exits to Go at every loop iteration, plus a watchdog goroutine per
-// call) and keeps working when guests occupy every Go thread. A module the
-// instrumenter cannot rewrite falls back to WithCloseOnContextDone (and
-// cannot have fuel). The stack size is not configurable on wazero.
+// Timeouts, fuel and the stack limit are metered from inside the guest: at
+// load time every module is instrumented (sandbox/internal/meter) with a
+// budget counter checked at function entries and loop headers, which calls
+// back into the host only when the budget runs out; the host then reads the
+// clock, the caller's context and the fuel left, on the guest's own thread.
+// This is far cheaper than wazero's WithCloseOnContextDone (a termination
+// check that exits to Go at every loop iteration, plus a watchdog goroutine
+// per call) and keeps working when guests occupy every Go thread. A module
+// the instrumenter cannot rewrite is refused (use wasmtime for it).
 //
 // The memory limit is enforced by a per-instance allocator that refuses to
 // grow past it and records the refusal, so MemoryLimit is classified
@@ -45,17 +44,19 @@ const Version = "v1.12.0"
 type Options struct {
 	// CacheDir, when set, keeps compiled code on disk under CacheDir/wazero.
 	CacheDir string
+	// CloseOnContextDone replaces metering with wazero's own
+	// WithCloseOnContextDone interruption: no fuel, no stack limit, and
+	// much slower loops. It exists so benchmarks can measure what metering
+	// saves; do not use it to run untrusted guests.
+	CloseOnContextDone bool
 }
 
-// Engine holds two wazero runtimes sharing one compilation cache: the main
-// one runs metered modules (and, without termination checks, anything with
-// no timeout); the other, built with WithCloseOnContextDone, runs modules
-// the instrumenter could not rewrite.
+// Engine is one wazero runtime shared by every callback.
 type Engine struct {
 	cacheDir string // on-disk compilation cache, "" for none
 	modCfg   wazero.ModuleConfig
-	rt       wazero.Runtime // WithCloseOnContextDone, the fallback
-	plain    wazero.Runtime // metered modules; no termination checks
+	rt       wazero.Runtime
+	metered  bool
 	cache    wazero.CompilationCache
 	states   sync.Map // api.Module (guest instance) -> *instance
 }
@@ -86,17 +87,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// reach it; WASI is ours (sandbox/hostfuncs.go).
 		modCfg:   wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		cacheDir: cacheDir,
-		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(true)),
-		plain:    wazero.NewRuntimeWithConfig(ctx, cfg),
+		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
+		metered:  !opts.CloseOnContextDone,
 		cache:    cache,
 	}
-	for _, rt := range []wazero.Runtime{e.rt, e.plain} {
-		if err := e.instantiateHosts(ctx, rt); err != nil {
-			_ = e.Close(ctx)
-			return nil, err
-		}
+	if err := e.instantiateHosts(ctx, e.rt); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
 	}
-	if _, err := e.plain.NewHostModuleBuilder(meter.RefillModule).
+	if !e.metered {
+		return e, nil
+	}
+	if _, err := e.rt.NewHostModuleBuilder(meter.RefillModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(e.refill), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).
 		Export(meter.RefillName).
@@ -193,37 +195,39 @@ func (e *Engine) Name() string { return "wazero" }
 func (e *Engine) Version() string { return Version }
 
 // Supports implements sandbox.Engine: fuel and the stack limit are both
-// enforced by instrumentation (see package meter).
-func (e *Engine) Supports(sandbox.Feature) bool { return true }
+// enforced by metering (see package meter).
+func (e *Engine) Supports(sandbox.Feature) bool { return e.metered }
 
 // DefaultMaxStack is the stack limit of metered modules when the callback
 // sets none: wasm frames are estimated at 8 bytes per parameter and local
 // plus meter.FrameOverhead. wazero's own ceiling is 400 MB per instance.
 const DefaultMaxStack = 1 << 20
 
-// Compile implements sandbox.Engine.
+// Compile implements sandbox.Engine. Every module is metered; one the
+// rewriter cannot handle is refused, since on wazero nothing else could
+// stop it cheaply or bound its stack (wazero's own ceiling is 400 MB).
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	m := &module{e: e, rt: e.plain, cfg: cfg, stackLimit: DefaultMaxStack}
+	m := &module{e: e, cfg: cfg, stackLimit: DefaultMaxStack, metered: e.metered}
 	if cfg.Limits.MaxStack > 0 {
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
-	metered, merr := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: m.stackLimit, GrowHook: true})
-	switch {
-	case merr == nil:
-		wasm, m.metered = metered, true
-	case cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0:
-		return nil, fmt.Errorf("fuel and max_stack need the module to be metered, and metering failed: %w", merr)
-	case cfg.Limits.Timeout > 0:
-		m.rt = e.rt
+	if e.metered {
+		metered, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: m.stackLimit, GrowHook: true})
+		if err != nil {
+			return nil, fmt.Errorf("the wazero engine meters every module, and this one cannot be metered (%w); use engine: wasmtime", err)
+		}
+		wasm = metered
+	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 {
+		return nil, errors.New("fuel and max_stack need metering, which this engine was built without")
 	}
-	cm, err := m.rt.CompileModule(ctx, wasm)
+	cm, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil && e.cacheDir != "" && strings.Contains(err.Error(), "compilationcache:") {
 		// wazero checks its cache entries (magic, version, checksum) but
 		// fails the compile on a bad one instead of recompiling. Drop the
 		// on-disk entries and compile again: a cache is never trusted over
 		// the module.
 		e.purgeCache()
-		cm, err = m.rt.CompileModule(ctx, wasm)
+		cm, err = e.rt.CompileModule(ctx, wasm)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("wazero: %w", err)
@@ -243,21 +247,13 @@ func (e *Engine) purgeCache() {
 	})
 }
 
-// Metered reports whether a module compiled by this engine runs with
-// in-guest metering (true) or with WithCloseOnContextDone (false).
-func Metered(m sandbox.Module) bool {
-	mm, ok := m.(*module)
-	return ok && mm.metered
-}
-
 // Close implements sandbox.Engine.
 func (e *Engine) Close(ctx context.Context) error {
-	return errors.Join(e.rt.Close(ctx), e.plain.Close(ctx), e.cache.Close(ctx))
+	return errors.Join(e.rt.Close(ctx), e.cache.Close(ctx))
 }
 
 type module struct {
 	e          *Engine
-	rt         wazero.Runtime
 	cm         wazero.CompiledModule
 	cfg        sandbox.ModuleConfig
 	metered    bool
@@ -280,7 +276,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	defer cancel()
 	ictx = context.WithValue(ictx, instanceKey{}, inst)
 	inst.begin(ctx)
-	mod, err := m.rt.InstantiateModule(ictx, m.cm, m.e.modCfg)
+	mod, err := m.e.rt.InstantiateModule(ictx, m.cm, m.e.modCfg)
 	inst.end()
 	if err != nil {
 		t := inst.classify(ctx, err)
