@@ -311,6 +311,7 @@ func (i *instance) begin(ctx context.Context) {
 		i.deadline = time.Now().Add(lim.Timeout)
 	}
 	i.granted = i.grant(0)
+	i.usedAtRefill = 0
 	if i.budget != nil {
 		i.budget.Set(uint64(i.granted))
 		i.stack.Set(uint64(-i.m.stackLimit))
@@ -330,7 +331,10 @@ func (i *instance) end() {
 	i.state.End()
 	i.callCtx = nil
 	if i.budget != nil {
-		used := i.granted - int64(i.budget.Get())
+		// A normal exit wrote the budget back to its global; a trap may
+		// have left it cached in a function's local, so the last refill's
+		// count is a floor.
+		used := max(i.granted-int64(i.budget.Get()), i.usedAtRefill)
 		if fuel := int64(i.m.cfg.Limits.Fuel); fuel > 0 && used > fuel {
 			used = fuel
 		}
@@ -353,6 +357,7 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 		panic(abortSignal{})
 	}
 	used := inst.granted - budget
+	inst.usedAtRefill = used
 	if fuel := int64(inst.m.cfg.Limits.Fuel); fuel > 0 && used >= fuel {
 		inst.state.Fail(&sandbox.Trap{Kind: sandbox.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", fuel)})
 		panic(abortSignal{})
@@ -386,6 +391,8 @@ type instance struct {
 	deadline time.Time
 	granted  int64
 	fuelUsed uint64
+	// usedAtRefill is the budget used as of the last refill this call.
+	usedAtRefill int64
 }
 
 // Export implements sandbox.Instance.

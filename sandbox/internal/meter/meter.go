@@ -718,7 +718,8 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r := &reader{b: fn}
 	numLocals := uint64(typ.params)
-	for n := r.u32(); n > 0 && r.err == nil; n-- {
+	groups := r.u32()
+	for n := groups; n > 0 && r.err == nil; n-- {
 		numLocals += uint64(r.u32())
 		r.skipValType()
 	}
@@ -751,51 +752,97 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 		return nil, unsupported("function body runs past its end")
 	}
 
-	// Pass 2: copy, inserting checks and remapping indices.
+	// Pass 2: copy, inserting checks and remapping indices. A function
+	// with loops keeps the budget in an added local while it runs, so the
+	// check inside a loop touches a register, not the global in memory;
+	// the global is written back before calls and exits and reloaded after
+	// calls.
 	w := &writer{}
-	w.raw(locals)
 	meter := m.opts.Meter
+	ins := &inserter{m: m, frame: frame, local: -1}
+	if meter && len(points) > 1 {
+		ins.local = int64(numLocals)
+		lr := &reader{b: fn}
+		lr.u32()
+		w.u32(groups + 1)
+		w.raw(fn[lr.pos:code])
+		w.raw([]byte{1, 0x7e}) // one i64: the budget
+	} else {
+		w.raw(locals)
+	}
 	if meter {
 		m.stackCheck(w, frame)
-		m.budgetCheck(w, costs[0])
+		if ins.local >= 0 {
+			w.byte(0x23)
+			w.u32(m.budgetGlobal)
+			w.byte(0x21)
+			w.u32(uint32(ins.local))
+		}
+		ins.budgetCheck(w, costs[0])
 		w.byte(0x02) // block
 		w.raw(m.blockType(typ.results))
 	}
 	r = &reader{b: fn, pos: code}
 	next := 1
 	for r.pos < last {
-		if err := m.copyInstr(r, w, frame); err != nil {
+		if err := ins.copyInstr(r, w); err != nil {
 			return nil, err
 		}
 		if meter && next < len(points) && r.pos == points[next] {
-			m.budgetCheck(w, costs[next])
+			ins.budgetCheck(w, costs[next])
 			next++
 		}
 	}
 	if meter {
 		w.byte(0x0b) // end of the wrapping block
-		m.stackRelease(w, frame)
+		ins.leave(w)
 	}
 	w.byte(0x0b)
 	return w.b, r.err
 }
 
-// copyInstr copies one instruction, remapping function indices and
-// releasing the frame before anything that leaves the function directly.
-func (m *rewriter) copyInstr(r *reader, w *writer, frame int64) error {
+// inserter emits the per-function instrumentation around copied code.
+type inserter struct {
+	m     *rewriter
+	frame int64
+	local int64 // the budget's local index, or -1 when the global is used directly
+}
+
+// copyInstr copies one instruction, remapping function indices, syncing a
+// cached budget around calls, and releasing the frame before anything that
+// leaves the function directly.
+func (in *inserter) copyInstr(r *reader, w *writer) error {
+	m := in.m
 	start := r.pos
 	switch op := r.byte(); op {
-	case 0x10, 0xd2: // call, ref.func
+	case 0x10: // call
+		in.store(w)
+		w.byte(op)
+		w.u32(m.shift(r.u32()))
+		in.load(w)
+		return r.err
+	case 0xd2: // ref.func
 		w.byte(op)
 		w.u32(m.shift(r.u32()))
 		return r.err
+	case 0x11, 0x14: // call_indirect, call_ref
+		r.pos = start
+		if err := r.skipInstr(); err != nil {
+			return err
+		}
+		in.store(w)
+		w.raw(r.b[start:r.pos])
+		in.load(w)
+		return nil
 	case 0x12: // return_call
-		m.stackRelease(w, frame)
+		in.leave(w)
 		w.byte(op)
 		w.u32(m.shift(r.u32()))
 		return r.err
 	case 0x0f, 0x13, 0x15: // return, return_call_indirect, return_call_ref
-		m.stackRelease(w, frame)
+		in.leave(w)
+	case 0x08, 0x09, 0x0a: // throw, rethrow, throw_ref
+		in.store(w)
 	case 0x40: // memory.grow
 		if m.hook {
 			if mem := r.u32(); mem != 0 {
@@ -812,6 +859,58 @@ func (m *rewriter) copyInstr(r *reader, w *writer, frame int64) error {
 	}
 	w.raw(r.b[start:r.pos])
 	return nil
+}
+
+// store writes a cached budget back to the global.
+func (in *inserter) store(w *writer) {
+	if in.local >= 0 {
+		w.byte(0x20)
+		w.u32(uint32(in.local))
+		w.byte(0x24)
+		w.u32(in.m.budgetGlobal)
+	}
+}
+
+// load refreshes a cached budget from the global after a call.
+func (in *inserter) load(w *writer) {
+	if in.local >= 0 {
+		w.byte(0x23)
+		w.u32(in.m.budgetGlobal)
+		w.byte(0x21)
+		w.u32(uint32(in.local))
+	}
+}
+
+// leave runs before the function returns: budget written back, frame
+// released.
+func (in *inserter) leave(w *writer) {
+	in.store(w)
+	in.m.stackRelease(w, in.frame)
+}
+
+// budgetCheck charges cost and refills the budget when it runs out, on the
+// cached local when there is one.
+func (in *inserter) budgetCheck(w *writer, cost int64) {
+	if in.local < 0 {
+		in.m.budgetCheck(w, cost)
+		return
+	}
+	l := uint32(in.local)
+	w.byte(0x20)
+	w.u32(l)
+	w.byte(0x42)
+	w.s64(-cost)
+	w.byte(0x7c) // i64.add
+	w.byte(0x22)
+	w.u32(l)                                    // local.tee
+	w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40}) // i64.const 0; i64.lt_s; if
+	w.byte(0x20)
+	w.u32(l)
+	w.byte(0x10)
+	w.u32(in.m.refillFunc)
+	w.byte(0x21)
+	w.u32(l)
+	w.byte(0x0b)
 }
 
 // budgetCheck emits the budget check charging cost.
