@@ -128,3 +128,45 @@ func BenchmarkFreshCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChain100 submits 100 tiny calls to a chain and waits at a
+// barrier; BenchmarkInvoke100 makes the same 100 calls directly.
+func BenchmarkChain100(b *testing.B) {
+	for _, engine := range engineNames() {
+		b.Run(engine, func(b *testing.B) {
+			h := benchHost(b, engine, time.Second)
+			x, f := abi.From(make([]float32, 256)), abi.Scalar[float32](2)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ch := h.NewChain("bench")
+				for j := 0; j < 100; j++ {
+					ch.Submit(ctx, "scale", x, f)
+				}
+				if err := ch.Barrier(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkInvoke100(b *testing.B) {
+	for _, engine := range engineNames() {
+		b.Run(engine, func(b *testing.B) {
+			h := benchHost(b, engine, time.Second)
+			x, f := abi.From(make([]float32, 256)), abi.Scalar[float32](2)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < 100; j++ {
+					if _, err := h.Invoke(ctx, "scale", x, f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

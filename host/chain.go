@@ -42,6 +42,7 @@ func (ch *Chain) Name() string { return ch.name }
 
 // Future is the pending result of a submitted call.
 type Future struct {
+	ch       *Chain
 	ctx      context.Context
 	callback string
 	inputs   []Tensor
@@ -49,7 +50,13 @@ type Future struct {
 	tap      bool
 	barrier  bool
 
-	done    chan struct{}
+	// The channel is made only when someone waits: most submitted calls
+	// and taps are never waited on one by one. A future's own lock keeps
+	// completing it off the chain's lock, which submitters hold.
+	mu       sync.Mutex
+	finished bool
+	done     chan struct{}
+
 	outputs []Tensor
 	stats   Stats
 	err     error
@@ -59,13 +66,23 @@ type Future struct {
 func (f *Future) Seq() uint64 { return f.seq }
 
 // Done is closed when the call has finished (or was skipped).
-func (f *Future) Done() <-chan struct{} { return f.done }
+func (f *Future) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		f.done = make(chan struct{})
+		if f.finished {
+			close(f.done)
+		}
+	}
+	return f.done
+}
 
 // Wait blocks until the call finished or ctx is done. A cancelled wait does
 // not cancel the call; cancel the context the call was submitted with.
 func (f *Future) Wait(ctx context.Context) ([]Tensor, error) {
 	select {
-	case <-f.done:
+	case <-f.Done():
 		return f.outputs, f.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -74,7 +91,7 @@ func (f *Future) Wait(ctx context.Context) ([]Tensor, error) {
 
 // Stats returns the call's stats once Done.
 func (f *Future) Stats() Stats {
-	<-f.done
+	<-f.Done()
 	return f.stats
 }
 
@@ -85,8 +102,33 @@ func (ch *Chain) Submit(ctx context.Context, callback string, inputs ...Tensor) 
 }
 
 // Invoke submits a call and waits for it: Submit followed by Wait(ctx).
+// On an idle chain the call runs on the caller's goroutine, with no
+// hand-off to the chain's worker.
 func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) ([]Tensor, error) {
-	return ch.Submit(ctx, callback, inputs...).Wait(ctx)
+	f := &Future{ch: ch, ctx: ctx, callback: callback, inputs: inputs}
+	ch.mu.Lock()
+	if ch.running || len(ch.queue) > 0 {
+		ch.mu.Unlock()
+		return ch.enqueue(f).Wait(ctx)
+	}
+	// Idle: take the chain's turn ourselves. Anything submitted meanwhile
+	// queues behind us and is drained after.
+	ch.seq++
+	f.seq = ch.seq
+	ch.running = true
+	first := ch.first
+	ch.mu.Unlock()
+	ch.run(f, first)
+	ch.finish(f)
+	ch.mu.Lock()
+	if len(ch.queue) > 0 {
+		ch.mu.Unlock()
+		go ch.drain()
+	} else {
+		ch.running = false
+		ch.mu.Unlock()
+	}
+	return f.outputs, f.err
 }
 
 // Tap queues a side-effect call whose outputs are discarded (JAX's id_tap).
@@ -102,7 +144,7 @@ func (ch *Chain) Tap(ctx context.Context, callback string, inputs ...Tensor) {
 func (ch *Chain) Barrier(ctx context.Context) error {
 	f := ch.enqueue(&Future{ctx: ctx, barrier: true})
 	select {
-	case <-f.done:
+	case <-f.Done():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -123,7 +165,7 @@ func (ch *Chain) Err() error {
 }
 
 func (ch *Chain) enqueue(f *Future) *Future {
-	f.done = make(chan struct{})
+	f.ch = ch
 	ch.mu.Lock()
 	if !f.barrier {
 		ch.seq++
@@ -139,9 +181,20 @@ func (ch *Chain) enqueue(f *Future) *Future {
 	return f
 }
 
-// drain runs queued calls in order; it exits when the queue is empty, so an
-// idle chain holds no goroutine.
+// finish marks a call done and wakes its waiters.
+func (ch *Chain) finish(f *Future) {
+	f.mu.Lock()
+	f.finished = true
+	if f.done != nil {
+		close(f.done)
+	}
+	f.mu.Unlock()
+}
+
+// drain runs queued calls in order, taking the queue a batch at a time; it
+// exits when the queue is empty, so an idle chain holds no goroutine.
 func (ch *Chain) drain() {
+	var batch []*Future
 	for {
 		ch.mu.Lock()
 		if len(ch.queue) == 0 {
@@ -149,14 +202,25 @@ func (ch *Chain) drain() {
 			ch.mu.Unlock()
 			return
 		}
-		f := ch.queue[0]
-		ch.queue[0] = nil
-		ch.queue = ch.queue[1:]
+		batch, ch.queue = ch.queue, batch[:0]
 		first := ch.first
 		ch.mu.Unlock()
-		ch.run(f, first)
-		close(f.done)
+		for i, f := range batch {
+			ch.run(f, first)
+			if f.err != nil && first == nil {
+				first = ch.firstFailure()
+			}
+			ch.finish(f)
+			batch[i] = nil
+		}
 	}
+}
+
+// firstFailure reads the chain's first failure.
+func (ch *Chain) firstFailure() *CallbackError {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.first
 }
 
 func (ch *Chain) run(f *Future, first *CallbackError) {
