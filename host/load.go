@@ -144,6 +144,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 		Limits: limitsOf(cb.Limits),
 		WASI:   wasi,
 		Logger: logger,
+		SHA256: sum,
 	})
 	if err != nil {
 		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))

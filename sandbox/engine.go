@@ -10,6 +10,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"time"
 )
@@ -37,6 +38,18 @@ type ModuleConfig struct {
 	WASI bool
 	// Logger receives guest log lines; nil discards them.
 	Logger *slog.Logger
+	// SHA256 is the module bytes' sha256 when the caller has it (the host
+	// does, for the callback id); engines key their caches on it and
+	// compute it themselves when it is zero.
+	SHA256 [32]byte
+}
+
+// ModuleSum returns cfg.SHA256, or computes it.
+func ModuleSum(wasm []byte, cfg ModuleConfig) [32]byte {
+	if cfg.SHA256 != ([32]byte{}) {
+		return cfg.SHA256
+	}
+	return sha256.Sum256(wasm)
 }
 
 // Features an engine may or may not support.

@@ -10,9 +10,9 @@ import "C"
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"runtime/cgo"
 	"strings"
@@ -24,6 +24,7 @@ import (
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/cachefile"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
 )
 
@@ -45,7 +46,8 @@ type Engine struct {
 	mu      sync.Mutex
 	engines map[engineKey]*wt.Engine
 	ticker  *epochTicker
-	cache   *diskCache
+	disk    *cachefile.Dir        // serialized compiled modules; nil without CacheDir
+	modules map[string]*wt.Module // compiled modules by cache key, shared by callbacks
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -60,14 +62,14 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
-	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}}
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, modules: map[string]*wt.Module{}}
 	e.ticker = newEpochTicker(opts.EpochInterval)
 	if opts.CacheDir != "" {
-		c, err := newDiskCache(opts.CacheDir)
+		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "wasmtime"))
 		if err != nil {
 			return nil, err
 		}
-		e.cache = c
+		e.disk = d
 	}
 	return e, nil
 }
@@ -101,30 +103,19 @@ func (e *Engine) engine(k engineKey) *wt.Engine {
 	return eng
 }
 
-// Compile implements sandbox.Engine.
+// Compile implements sandbox.Engine. Compiled modules are cached in
+// memory and, with a CacheDir, on disk, under a key of the original
+// module's sha256, the rewrite's version, the engine version and every
+// setting that changes compiled code: a hit skips the rewrite and the
+// compile.
 func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	key := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
-	eng := e.engine(key)
-	// wasmtime's store limiter refuses memory.grow silently; the grow hook
-	// tells the host when that refusal was the memory limit. A module the
-	// rewriter cannot handle runs as is (MemoryLimit is then inferred).
-	if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
-		wasm = hooked
-	}
-	var mod *wt.Module
-	cacheKey := e.cacheKey(wasm, key)
-	if e.cache != nil {
-		mod = e.cache.load(eng, cacheKey)
-	}
-	if mod == nil {
-		m, err := wt.NewModule(eng, wasm)
-		if err != nil {
-			return nil, fmt.Errorf("wasmtime: %w", err)
-		}
-		mod = m
-		if e.cache != nil {
-			e.cache.store(mod, cacheKey)
-		}
+	ek := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
+	eng := e.engine(ek)
+	sum := sandbox.ModuleSum(wasm, cfg)
+	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, ek.fuel, ek.maxStack, runtime.GOARCH)
+	mod, err := e.compiled(eng, key, wasm)
+	if err != nil {
+		return nil, err
 	}
 	linker := wt.NewLinker(eng)
 	for _, hf := range append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc()) {
@@ -135,11 +126,41 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg}, nil
 }
 
-// cacheKey names a compiled artifact: the module's sha256, the engine
-// version and every setting that changes compiled code.
-func (e *Engine) cacheKey(wasm []byte, k engineKey) string {
-	sum := sha256.Sum256(wasm)
-	return fmt.Sprintf("%x-wasmtime%s-fuel%v-stack%d-%s", sum, Version, k.fuel, k.maxStack, runtime.GOARCH)
+// compiled returns the compiled module for key: from memory, from disk, or
+// rewritten and compiled now.
+func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if mod, ok := e.modules[key]; ok {
+		return mod, nil
+	}
+	var mod *wt.Module
+	if e.disk != nil {
+		if payload, ok := e.disk.Get(key); ok {
+			mod, _ = wt.NewModuleDeserialize(eng, payload) // a bad entry recompiles
+		}
+	}
+	if mod == nil {
+		// wasmtime's store limiter refuses memory.grow silently; the grow
+		// hook tells the host when that refusal was the memory limit. A
+		// module the rewriter cannot handle runs as is (MemoryLimit is
+		// then inferred from the memory size).
+		if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
+			wasm = hooked
+		}
+		m, err := wt.NewModule(eng, wasm)
+		if err != nil {
+			return nil, fmt.Errorf("wasmtime: %w", err)
+		}
+		mod = m
+		if e.disk != nil {
+			if payload, err := mod.Serialize(); err == nil {
+				e.disk.Put(key, payload)
+			}
+		}
+	}
+	e.modules[key] = mod
+	return mod, nil
 }
 
 // Close implements sandbox.Engine.
@@ -147,6 +168,10 @@ func (e *Engine) Close(context.Context) error {
 	e.ticker.close()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for k, mod := range e.modules {
+		mod.Close()
+		delete(e.modules, k)
+	}
 	for k, eng := range e.engines {
 		eng.Close()
 		delete(e.engines, k)
@@ -232,9 +257,10 @@ type module struct {
 	cfg    sandbox.ModuleConfig
 }
 
+// Close releases the module's linker; the compiled module stays in the
+// engine's cache until the engine closes.
 func (m *module) Close(context.Context) error {
 	m.linker.Close()
-	m.mod.Close()
 	return nil
 }
 

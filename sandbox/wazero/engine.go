@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/cachefile"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
 )
 
@@ -58,7 +60,11 @@ type Engine struct {
 	rt       wazero.Runtime
 	metered  bool
 	cache    wazero.CompilationCache
-	states   sync.Map // api.Module (guest instance) -> *instance
+	disk     *cachefile.Dir // metered modules; nil without CacheDir
+
+	mu       sync.Mutex
+	rewrites map[string][]byte // metered modules by cache key
+	states   sync.Map          // api.Module (guest instance) -> *instance
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -90,6 +96,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
 		metered:  !opts.CloseOnContextDone,
 		cache:    cache,
+		rewrites: map[string][]byte{},
+	}
+	if opts.CacheDir != "" {
+		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "meter"))
+		if err != nil {
+			return nil, err
+		}
+		e.disk = d
 	}
 	if err := e.instantiateHosts(ctx, e.rt); err != nil {
 		_ = e.Close(ctx)
@@ -212,7 +226,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
 	if e.metered {
-		metered, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: m.stackLimit, GrowHook: true})
+		metered, err := e.meter(wasm, cfg, m.stackLimit)
 		if err != nil {
 			return nil, fmt.Errorf("the wazero engine meters every module, and this one cannot be metered (%w); use engine: wasmtime", err)
 		}
@@ -234,6 +248,33 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	}
 	m.cm = cm
 	return m, nil
+}
+
+// meter returns the metered rewrite of a module, cached in memory and, with
+// a CacheDir, on disk under the original module's sha256 and the rewrite's
+// version and options, so loading a module again skips the rewrite.
+func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) ([]byte, error) {
+	key := fmt.Sprintf("%x-meter%d-stack%d", sandbox.ModuleSum(wasm, cfg), meter.Version, stackLimit)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.rewrites[key]; ok {
+		return b, nil
+	}
+	if e.disk != nil {
+		if b, ok := e.disk.Get(key); ok {
+			e.rewrites[key] = b
+			return b, nil
+		}
+	}
+	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true})
+	if err != nil {
+		return nil, err
+	}
+	e.rewrites[key] = b
+	if e.disk != nil {
+		e.disk.Put(key, b)
+	}
+	return b, nil
 }
 
 // purgeCache removes wazero's on-disk cache entries (files under the
@@ -297,6 +338,10 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	return inst, nil
 }
 
+// yieldEvery is how long a metered guest runs before its refill yields the
+// thread to other goroutines.
+const yieldEvery = time.Millisecond
+
 // meterSlice is how many instructions a guest runs between two host checks
 // of its deadline and context: about 10-50µs of compiled code.
 const meterSlice = 20_000
@@ -306,12 +351,14 @@ func (i *instance) begin(ctx context.Context) {
 	i.state.Begin(ctx)
 	lim := &i.m.cfg.Limits
 	i.callCtx = ctx
+	now := time.Now()
 	i.deadline = time.Time{}
 	if lim.Timeout > 0 {
-		i.deadline = time.Now().Add(lim.Timeout)
+		i.deadline = now.Add(lim.Timeout)
 	}
 	i.granted = i.grant(0)
 	i.usedAtRefill = 0
+	i.lastYield = now
 	if i.budget != nil {
 		i.budget.Set(uint64(i.granted))
 		i.stack.Set(uint64(-i.m.stackLimit))
@@ -352,9 +399,18 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 		panic(abortSignal{})
 	}
 	budget := int64(stack[0])
-	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !time.Now().Before(inst.deadline) {
+	now := time.Now()
+	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !now.Before(inst.deadline) {
 		inst.state.Fail(sandbox.InterruptTrap(inst.callCtx, inst.m.cfg.Limits.Timeout))
 		panic(abortSignal{})
+	}
+	// Compiled wasm cannot be preempted by the Go scheduler, so a guest
+	// would otherwise keep its thread for a full scheduler slice (~10 ms)
+	// while other goroutines — another guest past its deadline among them
+	// — wait. Yield every yieldEvery of guest time instead.
+	if now.Sub(inst.lastYield) >= yieldEvery {
+		inst.lastYield = now
+		runtime.Gosched()
 	}
 	used := inst.granted - budget
 	inst.usedAtRefill = used
@@ -393,6 +449,7 @@ type instance struct {
 	fuelUsed uint64
 	// usedAtRefill is the budget used as of the last refill this call.
 	usedAtRefill int64
+	lastYield    time.Time
 }
 
 // Export implements sandbox.Instance.

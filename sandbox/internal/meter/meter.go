@@ -51,6 +51,10 @@ import (
 	"fmt"
 )
 
+// Version changes whenever the rewrite's output changes; caches of
+// rewritten or compiled modules include it in their keys.
+const Version = 3
+
 // Names of the injected imports and exports.
 const (
 	RefillModule = "callbox_meter"
@@ -161,6 +165,12 @@ type rewriter struct {
 	budgetGlobal   uint32
 	stackGlobal    uint32
 	blockTypes     map[string]uint32 // type index of () -> results, by results
+
+	// Reused across functions: the body being written and pass 1's check
+	// points, so rewriting a large module allocates little.
+	body   writer
+	points []int
+	costs  []int64
 }
 
 // shift maps an original function index to its index after the rewrite.
@@ -670,7 +680,7 @@ func (m *rewriter) rewriteCustom(body []byte) []byte {
 // rewriteCode instruments every function body.
 func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 	r := &reader{b: body}
-	w := &writer{}
+	w := &writer{b: make([]byte, 0, len(body)+len(body)/4+64)}
 	n := r.u32()
 	if n != uint32(len(m.funcTypes)) {
 		return nil, unsupported("%d function bodies for %d functions", n, len(m.funcTypes))
@@ -735,8 +745,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 
 	// Pass 1: find check points (entry, and after each loop header) and the
 	// instruction count of the segment each one starts.
-	points := []int{code}
-	costs := []int64{0}
+	points := append(m.points[:0], code)
+	costs := append(m.costs[:0], 0)
+	defer func() { m.points, m.costs = points, costs }()
 	for r.pos < last && r.err == nil {
 		op := r.b[r.pos]
 		if err := r.skipInstr(); err != nil {
@@ -756,8 +767,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	// with loops keeps the budget in an added local while it runs, so the
 	// check inside a loop touches a register, not the global in memory;
 	// the global is written back before calls and exits and reloaded after
-	// calls.
-	w := &writer{}
+	// calls. The result is valid until the next call of instrumentFunc.
+	w := &m.body
+	w.b = w.b[:0]
 	meter := m.opts.Meter
 	ins := &inserter{m: m, frame: frame, local: -1}
 	if meter && len(points) > 1 {

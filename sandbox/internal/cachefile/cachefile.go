@@ -1,0 +1,86 @@
+// Package cachefile stores derived artifacts (rewritten modules, compiled
+// code) on disk, each under a key that names everything it was derived
+// from. An entry is used only when its header names the exact key and its
+// payload matches the recorded CRC-32C; anything else — a truncated write,
+// an entry from another version or configuration, bit rot — reads as a
+// miss, and the caller rebuilds it. The checksum detects corruption, not
+// tampering: the directory must be writable only by the host's user.
+package cachefile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+)
+
+const magic = "callbox-cache-v2\n"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Dir is one directory of entries.
+type Dir struct{ path string }
+
+// Open creates (if needed) and returns a cache directory.
+func Open(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	return &Dir{path: path}, nil
+}
+
+func (d *Dir) file(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(d.path, fmt.Sprintf("%x", sum[:16]))
+}
+
+// Get returns the payload stored under key, or false.
+func (d *Dir) Get(key string) ([]byte, bool) {
+	data, err := os.ReadFile(d.file(key))
+	if err != nil {
+		return nil, false
+	}
+	return Verify(data, key)
+}
+
+// Verify checks an entry's header and checksum and returns its payload.
+func Verify(data []byte, key string) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(magic))
+	if !ok {
+		return nil, false
+	}
+	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok || string(line) != key || len(rest) < 4 {
+		return nil, false
+	}
+	sum, payload := binary.LittleEndian.Uint32(rest), rest[4:]
+	if crc32.Checksum(payload, castagnoli) != sum {
+		return nil, false
+	}
+	return payload, true
+}
+
+// Put stores payload under key atomically (temp file, then rename).
+// Failures are ignored: a cache is an optimisation.
+func (d *Dir) Put(key string, payload []byte) {
+	var b bytes.Buffer
+	b.Grow(len(magic) + len(key) + 5 + len(payload))
+	b.WriteString(magic)
+	b.WriteString(key + "\n")
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(payload, castagnoli))
+	b.Write(sum[:])
+	b.Write(payload)
+	tmp, err := os.CreateTemp(d.path, "tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b.Bytes())
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), d.file(key)) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
