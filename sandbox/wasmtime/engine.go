@@ -71,6 +71,9 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 		}
 		e.disk = d
 	}
+	// The engine most callbacks use (no fuel, default stack) is made now,
+	// with the process, rather than on the first compile.
+	e.engine(engineKey{})
 	return e, nil
 }
 
@@ -136,8 +139,10 @@ func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, 
 	}
 	var mod *wt.Module
 	if e.disk != nil {
-		if payload, ok := e.disk.Get(key); ok {
-			mod, _ = wt.NewModuleDeserialize(eng, payload) // a bad entry recompiles
+		// Deserializing from the file lets wasmtime map it instead of
+		// copying it.
+		if path, ok := e.disk.GetRaw(key); ok {
+			mod, _ = wt.NewModuleDeserializeFile(eng, path) // a bad entry recompiles
 		}
 	}
 	if mod == nil {
@@ -155,7 +160,7 @@ func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, 
 		mod = m
 		if e.disk != nil {
 			if payload, err := mod.Serialize(); err == nil {
-				e.disk.Put(key, payload)
+				e.disk.PutRaw(key, payload)
 			}
 		}
 	}

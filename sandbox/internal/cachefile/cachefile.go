@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -74,13 +75,76 @@ func (d *Dir) Put(key string, payload []byte) {
 	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(payload, castagnoli))
 	b.Write(sum[:])
 	b.Write(payload)
-	tmp, err := os.CreateTemp(d.path, "tmp-*")
+	_ = writeAtomic(d.path, d.file(key), b.Bytes())
+}
+
+// PutRaw stores payload under key as a bare file with a sidecar header
+// (for consumers that map the file themselves, like wasmtime's
+// deserialize-from-file). Failures are ignored.
+func (d *Dir) PutRaw(key string, payload []byte) {
+	var meta bytes.Buffer
+	meta.WriteString(magic)
+	meta.WriteString(key + "\n")
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(payload, castagnoli))
+	meta.Write(sum[:])
+	base := d.file(key)
+	if writeAtomic(d.path, base+".raw", payload) == nil {
+		_ = writeAtomic(d.path, base+".meta", meta.Bytes())
+	}
+}
+
+// GetRaw returns the path of the bare file stored under key when its
+// sidecar names the key and its checksum matches, reading it in chunks
+// without holding it in memory.
+func (d *Dir) GetRaw(key string) (string, bool) {
+	base := d.file(key)
+	meta, err := os.ReadFile(base + ".meta")
 	if err != nil {
-		return
+		return "", false
 	}
-	_, werr := tmp.Write(b.Bytes())
+	rest, ok := bytes.CutPrefix(meta, []byte(magic))
+	if !ok {
+		return "", false
+	}
+	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok || string(line) != key || len(rest) != 4 {
+		return "", false
+	}
+	sum, err := fileChecksum(base + ".raw")
+	if err != nil || sum != binary.LittleEndian.Uint32(rest) {
+		return "", false
+	}
+	return base + ".raw", true
+}
+
+// streamChecksum is the CRC-32C of a file read in chunks.
+func streamChecksum(f *os.File) (uint32, error) {
+	crc := crc32.New(castagnoli)
+	if _, err := io.CopyBuffer(crc, f, make([]byte, 1<<20)); err != nil {
+		return 0, err
+	}
+	return crc.Sum32(), nil
+}
+
+func writeAtomic(dir, path string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), d.file(key)) != nil {
-		_ = os.Remove(tmp.Name())
+	if werr == nil && cerr == nil {
+		if err := os.Rename(tmp.Name(), path); err == nil {
+			return nil
+		}
 	}
+	_ = os.Remove(tmp.Name())
+	if werr != nil {
+		return werr
+	}
+	if cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("cache: rename %s failed", path)
 }

@@ -33,3 +33,20 @@ func TestRoundTripAndCorruption(t *testing.T) {
 	_, ok = d.Get("k1")
 	assert.False(t, ok)
 }
+
+func TestRawEntries(t *testing.T) {
+	d, err := Open(t.TempDir())
+	require.NoError(t, err)
+	d.PutRaw("k", []byte("compiled code"))
+	path, ok := d.GetRaw("k")
+	require.True(t, ok)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "compiled code", string(b))
+	_, ok = d.GetRaw("other")
+	assert.False(t, ok)
+	b[0] ^= 1
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	_, ok = d.GetRaw("k")
+	assert.False(t, ok, "a corrupt file is not handed out")
+}
