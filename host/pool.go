@@ -19,7 +19,8 @@ type guest struct {
 	inst    sandbox.Instance
 	fn      sandbox.Function // the callback export
 	alloc   sandbox.Function
-	free    sandbox.Function // nil when the module exports no callbox_free
+	free    sandbox.Function // callbox_free, once resolved
+	hasFree bool             // the module exports callbox_free
 	scratch abi.Region       // absolute guest address and size; Len 0 = none yet
 	calls   uint64
 	meta    []byte // host copy of the last frame's metadata
@@ -62,11 +63,7 @@ func (c *callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
 	if g.alloc, err = inst.Export(abi.ExportAlloc, exportSigs[abi.ExportAlloc][0], exportSigs[abi.ExportAlloc][1]); err != nil {
 		return fail(err)
 	}
-	if c.hasFre {
-		if g.free, err = inst.Export(abi.ExportFree, exportSigs[abi.ExportFree][0], nil); err != nil {
-			return fail(err)
-		}
-	}
+	g.hasFree = c.hasFre // callbox_free is resolved on first use: a fresh instance never needs it
 	return g, nil
 }
 
@@ -127,8 +124,15 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 
 // release returns a region to the guest's allocator, when it has a free.
 func (g *guest) release(ctx context.Context, reg abi.Region) error {
-	if g.free == nil {
+	if !g.hasFree {
 		return nil
+	}
+	if g.free == nil {
+		f, err := g.inst.Export(abi.ExportFree, exportSigs[abi.ExportFree][0], nil)
+		if err != nil {
+			return err
+		}
+		g.free = f
 	}
 	g.stack[0], g.stack[1], g.stack[2] = uint64(reg.Off), uint64(reg.Len), abi.DataAlign
 	return g.inst.Call(ctx, g.free, g.stack[:3])
