@@ -190,7 +190,7 @@ func (r *Report) reading() []string {
 
 	// Loops and timeouts.
 	if m := r.ratio("matmul-256", "raw-wazero-metered", "raw-wazero"); !math.IsNaN(m) {
-		add("**Metering (wazero):** the module callbox runs on wazero is rewritten at load to count instructions — a budget decremented at every loop header and function entry, kept in a global, i.e. in memory — which timeouts, fuel and the stack limit all rely on, so it is on with or without a timeout. Called by hand, the metered module's matmul costs %s of the plain module's and its 4 MiB scale %s; callbox's own frame, checks and copies add little on top (callbox matmul: %s of the metered raw call). So on wazero callbox's loop-heavy kernels run %s of raw with a timeout and %s without. On wasmtime, whose epoch checks are compiled into raw and callbox alike, callbox's matmul is %s of raw. Between engines, wasmtime's code runs the raw matmul %s faster than wazero's.",
+		add("**Metering (wazero):** the module callbox runs on wazero is rewritten at load to count instructions — a budget decremented at every loop header and function entry (kept in a local, i.e. a register, while a function with loops runs) — which timeouts, fuel and the stack limit all rely on, so it is on with or without a timeout. Called by hand, the metered module's matmul costs %s of the plain module's and its 4 MiB scale %s; callbox's own frame, checks and copies add little on top (callbox matmul: %s of the metered raw call). So on wazero callbox's loop-heavy kernels run %s of raw with a timeout and %s without. On wasmtime, whose epoch checks are compiled into raw and callbox alike, callbox's matmul is %s of raw. Between engines, wasmtime's code runs the raw matmul %s faster than wazero's.",
 			fmtRatio(m), fmtRatio(r.ratio("scale-4MiB", "raw-wazero-metered", "raw-wazero")), fmtRatio(r.ratio("matmul-256", "callbox-wazero", "raw-wazero-metered")),
 			fmtRatio(r.ratio("matmul-256", "callbox-wazero", "raw-wazero")), fmtRatio(r.ratio("matmul-256", "callbox-wazero:no-timeout", "raw-wazero")),
 			fmtRatio(r.ratio("matmul-256", "callbox-wasmtime", "raw-wasmtime")), fmtRatio(r.ratio("matmul-256", "raw-wazero", "raw-wasmtime")))
@@ -241,7 +241,7 @@ func (r *Report) reading() []string {
 		}
 		why := "the runaway guest checks its own deadline on its own goroutine, every ~20,000 instructions; with more guests than Go threads, Go's scheduler time-slices goroutines that sit in compiled wasm at about 10 ms (wasm code cannot be preempted asynchronously, only where it calls into Go), so a guest whose deadline passes while it waits for a thread notices only when it runs again"
 		if e == config.EngineWasmtime {
-			why = "guests run in cgo calls on their own OS threads, and the epoch that interrupts them is advanced by a Go goroutine on a 1 ms ticker; with every core busy, both the ticker's thread and the guest's own thread wait for the OS scheduler (and the ticker also for Go to retake a P from the threads in cgo) before the deadline callback can run"
+			why = "guests run in cgo calls on their own OS threads; the epoch that interrupts them is advanced every 1 ms by a C thread and the deadline is checked in C, so neither waits for Go's scheduler, but with more CPU-bound threads than cores the runaway guest's thread waits for the OS to give it a core (guests far from their deadline yield at each tick), and instantiating its replacement instance competes for one too"
 		}
 		caveat := ""
 		if base.P99 > 5*time.Millisecond {
@@ -256,9 +256,9 @@ func (r *Report) reading() []string {
 		if c.Err != nil {
 			continue
 		}
-		add("**Module cache (%s):** a %.1f MB module compiles cold in %s; a fresh engine compiling it again from the warm cache takes %s (a whole host `LoadModule`, %s). A hit still rewrites the whole module for metering and the grow hook before it looks in the cache (the cache is keyed by the rewritten bytes), hashes it%s.",
+		add("**Module cache (%s):** a %.1f MB module compiles cold in %s; a fresh engine compiling it again from the warm cache takes %s (a whole host `LoadModule`, %s). A hit hashes the original module (the key covers its sha256, the rewrite's version, the engine's version and every setting that changes compiled code) and skips the rewrite%s.",
 			c.Engine, float64(c.ModuleBytes)/1e6, formatDuration(c.Cold), formatDuration(c.Hit), formatDuration(c.HitLoad),
-			map[bool]string{true: ", reads, checksums and deserializes the whole compiled artifact", false: ", and wazero decodes and validates every function body before it consults its file cache"}[c.Engine == config.EngineWasmtime])
+			map[bool]string{true: "; it then checksums the whole compiled artifact (CRC-32C over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
 	}
 	return out
 }

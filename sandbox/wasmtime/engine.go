@@ -63,7 +63,6 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 		opts.EpochInterval = time.Millisecond
 	}
 	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, modules: map[string]*wt.Module{}}
-	e.ticker = newEpochTicker(opts.EpochInterval)
 	if opts.CacheDir != "" {
 		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "wasmtime"))
 		if err != nil {
@@ -71,9 +70,17 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 		}
 		e.disk = d
 	}
+	ticker, err := newEpochTicker(opts.EpochInterval)
+	if err != nil {
+		return nil, err
+	}
+	e.ticker = ticker
 	// The engine most callbacks use (no fuel, default stack) is made now,
 	// with the process, rather than on the first compile.
-	e.engine(engineKey{})
+	if _, err := e.engine(engineKey{}); err != nil {
+		e.Close(context.Background())
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -87,11 +94,11 @@ func (e *Engine) Version() string { return Version }
 // stack.
 func (e *Engine) Supports(sandbox.Feature) bool { return true }
 
-func (e *Engine) engine(k engineKey) *wt.Engine {
+func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if eng, ok := e.engines[k]; ok {
-		return eng
+		return eng, nil
 	}
 	cfg := wt.NewConfig()
 	cfg.SetEpochInterruption(true)
@@ -101,9 +108,12 @@ func (e *Engine) engine(k engineKey) *wt.Engine {
 	}
 	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
 	eng := wt.NewEngineWithConfig(cfg)
+	if err := e.ticker.add(eng); err != nil {
+		eng.Close()
+		return nil, err
+	}
 	e.engines[k] = eng
-	e.ticker.add(eng)
-	return eng
+	return eng, nil
 }
 
 // Compile implements sandbox.Engine. Compiled modules are cached in
@@ -113,7 +123,10 @@ func (e *Engine) engine(k engineKey) *wt.Engine {
 // compile.
 func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
 	ek := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
-	eng := e.engine(ek)
+	eng, err := e.engine(ek)
+	if err != nil {
+		return nil, err
+	}
 	sum := sandbox.ModuleSum(wasm, cfg)
 	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, ek.fuel, ek.maxStack, runtime.GOARCH)
 	mod, err := e.compiled(eng, key, wasm)
@@ -287,7 +300,10 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	}
 	inst.ctxPtr = C.cb_store_context(inst.storePtr)
 	inst.handle = cgo.NewHandle(inst)
-	C.cb_set_epoch_callback(inst.storePtr, C.uintptr_t(inst.handle))
+	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
+	inst.guard.ticker = m.e.ticker.t
+	inst.guard.handle = C.uintptr_t(inst.handle)
+	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
 
@@ -295,8 +311,10 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 		inst.Close(ctx)
 		return nil, err
 	}
-	inst.begin(ctx)
+	timeout, watch := inst.begin(ctx)
+	C.cb_guard_begin(inst.guard, timeout, watch)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
+	C.cb_guard_end(inst.guard)
 	t := inst.end(err, nil)
 	if t != nil {
 		inst.Close(ctx)
@@ -340,13 +358,13 @@ type instance struct {
 	view     []byte         // the memory as of the end of the last call
 	state    *sandbox.GuestState
 	handle   cgo.Handle
+	guard    *C.cb_guard_t // C memory: the epoch callback's per-call state
 	args     *[maxStack]C.cb_val_raw_t
 	res      *C.cb_call_result_t // C memory, reused by every call
 
-	// Per call, read by the epoch callback on the calling thread.
+	// Per call, on the calling goroutine (the epoch callback runs on it).
 	callCtx   context.Context
-	deadline  time.Time
-	interrupt atomic.Pointer[sandbox.Trap]
+	unwatch   func() // stops watching callCtx; nil when not watching
 	fuelUsed  uint64
 	fuelKnown bool
 }
@@ -411,18 +429,20 @@ func sandboxTypeString(p, r []sandbox.ValType) string {
 	return "(" + name(p) + ") -> (" + name(r) + ")"
 }
 
-// begin arms a call: the deadline the epoch callback enforces. The fuel
-// budget and the epoch deadline are set by cb_call (or, for instantiation,
-// by armStore), in the same cgo crossing as the call.
-func (i *instance) begin(ctx context.Context) {
+// begin prepares a call and returns what the guard needs: the timeout in
+// nanoseconds (0: none) and whether the caller's context can end (then the
+// epoch callback asks Go to watch it once the call outlives a tick). The
+// guard, fuel and epoch deadline are armed in C, by cb_call in the same
+// crossing as the call (or cb_guard_begin and armStore, for
+// instantiation).
+func (i *instance) begin(ctx context.Context) (C.int64_t, C.int32_t) {
 	i.callCtx = ctx
-	i.deadline = time.Time{}
-	if t := i.m.cfg.Limits.Timeout; t > 0 {
-		i.deadline = time.Now().Add(t)
-	}
-	i.interrupt.Store(nil)
 	i.state.Begin(ctx)
-	i.m.e.ticker.enter()
+	var watch C.int32_t
+	if ctx.Done() != nil {
+		watch = 1
+	}
+	return C.int64_t(i.m.cfg.Limits.Timeout.Nanoseconds()), watch
 }
 
 // armStore sets fuel and the epoch deadline through wasmtime-go, for the
@@ -440,8 +460,12 @@ func (i *instance) armStore() error {
 // end disarms the call and classifies its failure, if any: err is a
 // wasmtime-go error, res a raw result from the direct call path.
 func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
-	i.m.e.ticker.exit()
+	if i.unwatch != nil {
+		i.unwatch()
+		i.unwatch = nil
+	}
 	i.state.End()
+	ctx := i.callCtx
 	i.callCtx = nil
 	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 && res != nil {
 		i.fuelUsed, i.fuelKnown = fuel-uint64(res.fuel_left), true
@@ -450,8 +474,10 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	switch {
 	case i.state.Abort != nil:
 		t = i.state.Abort
-	case i.interrupt.Load() != nil:
-		t = i.interrupt.Load()
+	case i.guard.tripped == C.CB_TRIP_DEADLINE:
+		t = &sandbox.Trap{Kind: sandbox.Timeout, Message: fmt.Sprintf("timeout after %v", i.m.cfg.Limits.Timeout)}
+	case i.guard.tripped == C.CB_TRIP_STOP:
+		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
 	case res != nil && res.trap != nil:
 		t = classifyRawTrap(res.trap)
 	case res != nil && res.error != nil:
@@ -477,12 +503,12 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 // skips wasmtime-go's per-call type reflection, in one cgo crossing.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(*function)
-	i.begin(ctx)
+	timeout, watch := i.begin(ctx)
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), res)
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), i.guard, timeout, watch, res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)
@@ -526,23 +552,41 @@ func (i *instance) Close(context.Context) error {
 		i.store.Close()
 		i.store = nil
 	}
+	if i.guard != nil {
+		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
+		i.guard = nil
+	}
 	return nil
 }
 
-// callboxEpochTick runs on the guest's thread each time the engine's epoch
-// advances past the store's deadline (every EpochInterval while the guest
-// runs). It stops the guest when the call's deadline has passed or its
-// context is done.
+// callboxWatch runs on the guest's thread at the first epoch tick of a call
+// whose context can end: from then on the context's end sets the guard's
+// stop word, which the epoch callback checks in C at every tick. Calls
+// shorter than a tick never get here, so they pay nothing for it.
 //
-//export callboxEpochTick
-func callboxEpochTick(h C.uintptr_t) C.int {
+//export callboxWatch
+func callboxWatch(h C.uintptr_t) {
 	inst, ok := cgo.Handle(h).Value().(*instance)
-	if !ok || inst.callCtx == nil {
-		return 1
+	if !ok || inst.callCtx == nil || inst.guard == nil {
+		return
 	}
-	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !time.Now().Before(inst.deadline) {
-		inst.interrupt.Store(sandbox.InterruptTrap(inst.callCtx, inst.m.cfg.Limits.Timeout))
-		return 1
+	stop := (*uint32)(unsafe.Pointer(&inst.guard.stop))
+	seq := uint32(inst.guard.seq)
+	if inst.callCtx.Err() != nil {
+		atomic.StoreUint32(stop, seq)
+		return
 	}
-	return 0
+	// stop (in end) may find the function already started; end then waits
+	// for done, so it never writes to a guard that has been freed, and a
+	// late write carries this call's number, which no later call matches.
+	done := make(chan struct{})
+	stopWatch := context.AfterFunc(inst.callCtx, func() {
+		atomic.StoreUint32(stop, seq)
+		close(done)
+	})
+	inst.unwatch = func() {
+		if !stopWatch() {
+			<-done
+		}
+	}
 }

@@ -2,90 +2,64 @@
 
 package wasmtime
 
+/*
+#include "glue.h"
+*/
+import "C"
+
 import (
+	"errors"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
+	"unsafe"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 )
 
-// epochTicker advances every wasmtime engine's epoch at a fixed interval,
-// but only while at least one guest call is running, so an idle host costs
-// no wake-ups. Each store's deadline is one tick ahead; at every tick the
-// engine calls back into callboxEpochTick, which checks the call's real
-// deadline and context. enter and exit are lock-free: they run on every
-// call.
+// epochTicker advances every wasmtime engine's epoch at a fixed interval
+// while at least one guest call is running, so an idle host costs no
+// wake-ups. The ticking runs on a C thread (glue.c), not a goroutine: a
+// goroutine's tick waits for a Go P, and with every P busy (guests on the
+// other engine, or any CPU-bound Go code) that wait is Go's 10 ms
+// preemption slice, which is what a 1 ms timeout check must not depend on.
+// Calls mark themselves running inside the cgo crossing that makes them
+// (cb_call), so enter and exit cost no extra crossing.
 type epochTicker struct {
-	interval time.Duration
-	engines  atomic.Pointer[[]*wt.Engine]
-	active   atomic.Int64
-	running  atomic.Bool
-	closed   atomic.Bool
-	mu       sync.Mutex // serialises add
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	mu     sync.Mutex
+	t      *C.cb_ticker_t
+	closed bool
 }
 
-func newEpochTicker(interval time.Duration) *epochTicker {
-	t := &epochTicker{interval: interval, stop: make(chan struct{})}
-	t.engines.Store(&[]*wt.Engine{})
-	return t
+func newEpochTicker(interval time.Duration) (*epochTicker, error) {
+	t := C.cb_ticker_new(C.int64_t(interval.Nanoseconds()), C.int64_t(runtime.NumCPU()))
+	if t == nil {
+		return nil, errors.New("wasmtime: cannot start the epoch ticker thread")
+	}
+	return &epochTicker{t: t}, nil
 }
 
-func (t *epochTicker) add(e *wt.Engine) {
+// add registers an engine whose epoch the ticker advances.
+func (t *epochTicker) add(e *wt.Engine) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	next := append(append([]*wt.Engine(nil), *t.engines.Load()...), e)
-	t.engines.Store(&next)
-}
-
-// enter marks a call as running, starting the ticker if it is idle.
-func (t *epochTicker) enter() {
-	t.active.Add(1)
-	t.wake()
-}
-
-func (t *epochTicker) wake() {
-	if !t.running.Load() && !t.closed.Load() && t.running.CompareAndSwap(false, true) {
-		t.wg.Add(1)
-		go t.run()
+	if t.closed {
+		return errors.New("wasmtime: engine is closed")
 	}
-}
-
-// exit marks a call as finished.
-func (t *epochTicker) exit() { t.active.Add(-1) }
-
-func (t *epochTicker) run() {
-	defer t.wg.Done()
-	tk := time.NewTicker(t.interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-t.stop:
-			t.running.Store(false)
-			return
-		case <-tk.C:
-		}
-		if t.active.Load() == 0 {
-			// Idle: stop. A call that entered after the load saw running
-			// still true and did not start a ticker, so look once more.
-			t.running.Store(false)
-			if t.active.Load() == 0 || !t.running.CompareAndSwap(false, true) {
-				return
-			}
-		}
-		for _, e := range *t.engines.Load() {
-			e.IncrementEpoch()
-		}
+	// wasmtime-go's Engine is a single pointer to the wasm_engine_t.
+	ptr := *(**C.wasm_engine_t)(unsafe.Pointer(e))
+	if ptr == nil || C.cb_ticker_add(t.t, ptr) == 0 {
+		return errors.New("wasmtime: too many engine configurations (fuel/stack combinations) in one host")
 	}
+	return nil
 }
 
-// close stops the ticker and waits for its goroutine.
+// close stops the ticker thread; no engine is touched after it returns.
 func (t *epochTicker) close() {
-	if t.closed.Swap(true) {
-		return
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		C.cb_ticker_close(t.t)
 	}
-	close(t.stop)
-	t.wg.Wait()
 }

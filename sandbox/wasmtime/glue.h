@@ -13,6 +13,7 @@ typedef struct wasmtime_context wasmtime_context_t;
 typedef struct wasmtime_error wasmtime_error_t;
 typedef struct wasm_trap_t wasm_trap_t;
 typedef struct wasm_frame_t wasm_frame_t;
+typedef struct wasm_engine_t wasm_engine_t;
 
 typedef struct cb_wasmtime_func {
   uint64_t store_id;
@@ -53,14 +54,52 @@ typedef struct cb_frame {
   size_t func_name_len;
 } cb_frame_t;
 
+// cb_ticker_t advances the epoch of every engine it holds at a fixed
+// interval, on a thread of its own that Go's scheduler does not run, and
+// only while at least one guest call is running. Opaque to Go.
+typedef struct cb_ticker cb_ticker_t;
+
+// cb_ticker_new starts the ticker thread. cpus is the number of cores the
+// process may use: with more guest calls running than that, guests yield
+// their core at every tick.
+cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus);
+// cb_ticker_add registers an engine; it returns 0 when the ticker is full.
+int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine);
+// cb_ticker_close stops the thread and frees the ticker; no engine is
+// touched after it returns.
+void cb_ticker_close(cb_ticker_t *t);
+
+// Why the epoch callback stopped a guest.
+enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
+
+// cb_guard_t is one store's per-call interruption state, read by the epoch
+// callback on the guest's thread. The deadline is checked in C, so a
+// timeout never waits for the Go scheduler; the caller's context is
+// watched from Go only for calls that outlive one tick.
+typedef struct cb_guard {
+  cb_ticker_t *ticker;
+  uintptr_t handle;     // cgo handle of the Go instance
+  int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none
+  uint32_t seq;         // the call's number, never 0
+  uint32_t stop;        // set (atomically, from Go) to seq to stop the call
+  int32_t watch;        // ask Go to watch the context at the first tick
+  int32_t tripped;      // CB_TRIP_*: set by the callback when it stops a call
+} cb_guard_t;
+
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
-void cb_set_epoch_callback(wasmtime_store_t *store, uintptr_t handle);
-// cb_call arms the call (fuel when non-zero, an epoch deadline one tick
-// ahead), calls fn with wasmtime's unchecked API, and reads back the fuel
-// left and the memory's data pointer and size: one cgo crossing per call.
+void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
+// cb_guard_begin arms a call made outside cb_call (instantiation):
+// deadline timeout_ns from now (0: none), the ticker running.
+void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch);
+void cb_guard_end(cb_guard_t *g);
+// cb_call arms the call (fuel when non-zero, the guard's deadline, an epoch
+// deadline one tick ahead), calls fn with wasmtime's unchecked API, and
+// reads back the fuel left and the memory's data pointer and size: one cgo
+// crossing per call.
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_call_result_t *out);
+             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
+             int32_t watch, cb_call_result_t *out);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
                     uint8_t **data, size_t *size);
