@@ -105,21 +105,19 @@ func (ch *Chain) Submit(ctx context.Context, callback string, inputs ...Tensor) 
 // On an idle chain the call runs on the caller's goroutine, with no
 // hand-off to the chain's worker.
 func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) ([]Tensor, error) {
-	f := &Future{ch: ch, ctx: ctx, callback: callback, inputs: inputs}
 	ch.mu.Lock()
 	if ch.running || len(ch.queue) > 0 {
 		ch.mu.Unlock()
-		return ch.enqueue(f).Wait(ctx)
+		return ch.enqueue(&Future{ctx: ctx, callback: callback, inputs: inputs}).Wait(ctx)
 	}
-	// Idle: take the chain's turn ourselves. Anything submitted meanwhile
-	// queues behind us and is drained after.
+	// Idle: take the chain's turn ourselves, with no future to allocate.
+	// Anything submitted meanwhile queues behind us and is drained after.
 	ch.seq++
-	f.seq = ch.seq
+	seq := ch.seq
 	ch.running = true
 	first := ch.first
 	ch.mu.Unlock()
-	ch.run(f, first)
-	ch.finish(f)
+	outputs, _, err := ch.call(ctx, callback, inputs, seq, first)
 	ch.mu.Lock()
 	if len(ch.queue) > 0 {
 		ch.mu.Unlock()
@@ -128,7 +126,7 @@ func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) 
 		ch.running = false
 		ch.mu.Unlock()
 	}
-	return f.outputs, f.err
+	return outputs, err
 }
 
 // Tap queues a side-effect call whose outputs are discarded (JAX's id_tap).
@@ -227,29 +225,33 @@ func (ch *Chain) run(f *Future, first *CallbackError) {
 	if f.barrier {
 		return
 	}
-	if first != nil {
-		f.err = &ChainError{Chain: ch.name, Seq: f.seq, Callback: f.callback, First: first}
-		return
+	outputs, st, err := ch.call(f.ctx, f.callback, f.inputs, f.seq, first)
+	f.stats, f.err = st, err
+	if !f.tap {
+		f.outputs = outputs
 	}
-	c, err := ch.h.lookup(f.callback)
+}
+
+// call runs call number seq of the chain, unless the chain has already
+// failed (first), and fails the chain when the call fails.
+func (ch *Chain) call(ctx context.Context, callback string, inputs []Tensor, seq uint64, first *CallbackError) ([]Tensor, Stats, error) {
+	if first != nil {
+		return nil, Stats{}, &ChainError{Chain: ch.name, Seq: seq, Callback: callback, First: first}
+	}
+	c, err := ch.h.lookup(callback)
 	if err != nil {
-		ce := &CallbackError{Callback: f.callback, Chain: ch.name, Seq: f.seq, Kind: InvalidArgument, Message: err.Error(), Err: err}
+		ce := &CallbackError{Callback: callback, Chain: ch.name, Seq: seq, Kind: InvalidArgument, Message: err.Error(), Err: err}
 		ch.failWith(ce)
-		f.err = ce
-		return
+		return nil, Stats{}, ce
 	}
 	defer ch.h.inflight.Done()
-	r := request{inputs: f.inputs, chain: ch.name, seq: f.seq}
-	st, cerr := c.invoke(f.ctx, &r)
-	f.stats = st
+	r := request{inputs: inputs, chain: ch.name, seq: seq}
+	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {
 		ch.failWith(cerr)
-		f.err = cerr
-		return
+		return nil, st, cerr
 	}
-	if !f.tap {
-		f.outputs = r.outputs
-	}
+	return r.outputs, st, nil
 }
 
 func (ch *Chain) failWith(e *CallbackError) {

@@ -218,7 +218,7 @@ func (r *Report) reading() []string {
 	// Chain.
 	for _, e := range Engines() {
 		if x := r.ratio("chain-100", "callbox-"+e, "callbox-"+e+":calls"); !math.IsNaN(x) {
-			add("**Ordered chain (%s):** 100 chained calls take %s of 100 separate `Invoke` calls; the chain adds a future and a channel per call and hands calls to one goroutine per chain, while the submitter runs ahead.", e, fmtRatio(x))
+			add("**Ordered chain (%s):** 100 calls submitted asynchronously (`Submit`, then `Barrier`) take %s of 100 separate `Invoke` calls; made with the synchronous `Chain.Invoke` (each call waits, as XLA runs ordered effects), %s. The synchronous chain runs each call on the caller's goroutine, adding only a sequence number and the failure check. The asynchronous one adds a future per call and hands the calls to a worker goroutine while the submitter runs ahead: waking that goroutine on the other core, and waking the submitter parked in `Barrier` at the end, are futex calls that cost tens of microseconds each in this VM (the profile's largest item after the guest code), and the calls then run on a core whose caches the pooled instance was not in. With one core (GOMAXPROCS=1) the asynchronous chain is within 1.05-1.2x (`go test -bench Chain100`).", e, fmtRatio(x), fmtRatio(r.ratio("chain-100", "callbox-"+e+":chain-invoke", "callbox-"+e+":calls")))
 		}
 	}
 

@@ -25,11 +25,13 @@ type Variant struct {
 	Group  string // GroupFloor, GroupRaw, GroupExtism or GroupCallbox
 	Engine string // wazero or wasmtime; "" for the floor
 	// Mode, for callbox variants: ModeDefault (pooled, timeout, copying
-	// API), ModeNoTimeout, ModeFresh, ModeZeroCopy, or ModeCalls (the
-	// chain workload as separate Invoke calls: the sum of the chain's calls).
+	// API), ModeNoTimeout, ModeFresh, ModeZeroCopy, ModeCalls (the chain
+	// workload as separate Invoke calls: the sum of the chain's calls) or
+	// ModeChainInvoke (the chain made with the synchronous Chain.Invoke).
 	Mode string
 
-	// only restricts the variant to the chain workload (ModeCalls).
+	// only restricts the variant to the chain workload (ModeCalls,
+	// ModeChainInvoke).
 	chainOnly bool
 	setup     func(ctx context.Context, env *Env, v Variant, d *data) (*runner, error)
 }
@@ -49,6 +51,10 @@ const (
 	ModeFresh     = "fresh"
 	ModeZeroCopy  = "zero-copy"
 	ModeCalls     = "calls"
+	// ModeChainInvoke runs the chain with Chain.Invoke, which waits for
+	// each call (as XLA runs ordered effects, one after another on its own
+	// thread): on an idle chain the call runs on the caller's goroutine.
+	ModeChainInvoke = "chain-invoke"
 	// ModeMetered, for the raw wazero variant: the module as callbox's
 	// wazero engine rewrites it (sandbox/wazero), called by hand.
 	ModeMetered = "metered"
@@ -89,6 +95,7 @@ func Variants() []Variant {
 			Variant{ID: "callbox-" + e + ":fresh", Name: "callbox " + e + ": fresh instance", Group: GroupCallbox, Engine: e, Mode: ModeFresh},
 			Variant{ID: "callbox-" + e + ":zero-copy", Name: "callbox " + e + ": zero-copy session", Group: GroupCallbox, Engine: e, Mode: ModeZeroCopy},
 			Variant{ID: "callbox-" + e + ":calls", Name: "callbox " + e + ": 100 x Invoke (sum of calls)", Group: GroupCallbox, Engine: e, Mode: ModeCalls, chainOnly: true},
+			Variant{ID: "callbox-" + e + ":chain-invoke", Name: "callbox " + e + ": chain of 100 x Chain.Invoke (synchronous)", Group: GroupCallbox, Engine: e, Mode: ModeChainInvoke, chainOnly: true},
 		)
 	}
 	for i := range vs {
@@ -348,6 +355,20 @@ func callboxSetup(ctx context.Context, env *Env, v Variant, d *data) (*runner, e
 			return err
 		}
 		return &runner{op: repeat(d.w.Calls, one), output: func() []float32 { return view(last) }}, nil
+	case v.Mode == ModeChainInvoke:
+		var last []host.Tensor
+		op := func() error {
+			ch := h.NewChain("bench")
+			for i := 0; i < d.w.Calls; i++ {
+				o, err := ch.Invoke(ctx, kernel, ins...)
+				if err != nil {
+					return err
+				}
+				last = o
+			}
+			return nil
+		}
+		return &runner{op: op, output: func() []float32 { return view(last) }}, nil
 	case d.w.Chain():
 		var last *host.Future
 		op := func() error {
