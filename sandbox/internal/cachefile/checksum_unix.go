@@ -9,7 +9,8 @@ import (
 )
 
 // fileChecksum is the CRC-32C of a file, computed over a read-only mapping
-// so a large artifact is not copied through a buffer.
+// (pre-faulted where the OS can: mmapFlags) so a large artifact is neither
+// copied through a buffer nor faulted in a page at a time.
 func fileChecksum(path string) (uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -23,7 +24,7 @@ func fileChecksum(path string) (uint32, error) {
 	if fi.Size() == 0 {
 		return crc32.Checksum(nil, castagnoli), nil
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, mmapFlags)
 	if err != nil {
 		return streamChecksum(f)
 	}
