@@ -30,22 +30,27 @@ func timeoutName(t time.Duration) string {
 	return "timeout"
 }
 
+// benchTinyScale times InvokeInto of scale on a 1 KiB f32 tensor.
+func benchTinyScale(b *testing.B, h *host.Host) {
+	ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
+	outs := []host.Tensor{abi.From(make([]float32, 256))}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkTinyCall is the per-call overhead: scale on a 1 KiB f32 tensor.
 func BenchmarkTinyCall(b *testing.B) {
 	for _, engine := range engineNames() {
 		for _, timeout := range []time.Duration{0, time.Second} {
 			b.Run(engine+"/"+timeoutName(timeout), func(b *testing.B) {
 				h := benchHost(b, engine, timeout)
-				ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
-				outs := []host.Tensor{abi.From(make([]float32, 256))}
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchTinyScale(b, h)
 			})
 		}
 	}
@@ -115,16 +120,7 @@ func BenchmarkFreshCall(b *testing.B) {
 				cb.Isolation = config.IsolationFresh
 				cb.Limits.Timeout = time.Second
 			})
-			ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
-			outs := []host.Tensor{abi.From(make([]float32, 256))}
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchTinyScale(b, h)
 		})
 	}
 }
