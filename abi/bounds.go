@@ -44,3 +44,14 @@ func CheckAligned(ptr, align uint64, what string) error {
 	}
 	return nil
 }
+
+// PageSize is the WebAssembly page size; linear memory grows in pages and
+// max_memory is a whole number of them.
+const PageSize = 64 << 10
+
+// MaxTableElements bounds the elements of all of a module's tables
+// together, as declared and as grown. The host refuses modules that declare
+// more and gives every table a maximum at load, on every engine (wazero has
+// no table limit of its own and would let table.grow allocate up to 32 GiB
+// of host memory).
+const MaxTableElements = 1 << 20

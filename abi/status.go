@@ -111,3 +111,43 @@ func FormatSignatureTable(table map[string]*Signature) []byte {
 	}
 	return b.Bytes()
 }
+
+// Code is an absl / XLA FFI error code (XLA_FFI_Error_Code). Guest statuses
+// are a subset of these codes; the host reports every failure kind as one
+// (Kind.Code), so the FFI bridge and any other runtime see one mapping.
+type Code int32
+
+// The absl status codes.
+const (
+	CodeOK                 Code = 0
+	CodeCancelled          Code = 1
+	CodeUnknown            Code = 2
+	CodeInvalidArgument    Code = 3
+	CodeDeadlineExceeded   Code = 4
+	CodeNotFound           Code = 5
+	CodeAlreadyExists      Code = 6
+	CodePermissionDenied   Code = 7
+	CodeResourceExhausted  Code = 8
+	CodeFailedPrecondition Code = 9
+	CodeAborted            Code = 10
+	CodeOutOfRange         Code = 11
+	CodeUnimplemented      Code = 12
+	CodeInternal           Code = 13
+	CodeUnavailable        Code = 14
+	CodeDataLoss           Code = 15
+	CodeUnauthenticated    Code = 16
+)
+
+var codeNames = [...]string{
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED",
+}
+
+func (c Code) String() string {
+	if c >= 0 && int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("code(%d)", int32(c))
+}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/seed4b3e0ccb/callbox/abi"
+
 	"errors"
 	"io/fs"
 	"os"
@@ -175,7 +177,7 @@ func TestFormatsLoadTheSameConfig(t *testing.T) {
 		scale := d
 		scale.Name, scale.Module, scale.Export = "scale", filepath.Join(dir, "guests", "scale.wasm"), "scale_f32"
 		scale.SHA256, scale.Signature = sha, "(x: f32[n], f: f32[]) -> f32[n]"
-		scale.Limits.MaxMemory = 2 * PageSize // 100000 rounded up
+		scale.Limits.MaxMemory = 2 * abi.PageSize // 100000 rounded up
 		return &Config{CacheDir: filepath.Join(dir, "cache"), Defaults: d, Callbacks: []Callback{spin, scale}}
 	}()
 	for name, content := range equivalentConfigs {
@@ -374,12 +376,12 @@ func TestPageRounding(t *testing.T) {
 		value string
 		want  uint64
 	}{
-		{"1", PageSize},
-		{"65536", PageSize},
-		{"65537", 2 * PageSize},
-		{"100KB", 2 * PageSize}, // 100000 bytes
-		{"64KiB", PageSize},
-		{`"1.5 MiB"`, 24 * PageSize},
+		{"1", abi.PageSize},
+		{"65536", abi.PageSize},
+		{"65537", 2 * abi.PageSize},
+		{"100KB", 2 * abi.PageSize}, // 100000 bytes
+		{"64KiB", abi.PageSize},
+		{`"1.5 MiB"`, 24 * abi.PageSize},
 		{"4GiB", MaxMemoryLimit},
 		{"4294901761", MaxMemoryLimit}, // one byte past the last whole page below 4GiB
 	}

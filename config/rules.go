@@ -11,9 +11,6 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
 
-// PageSize is the WebAssembly page size; MaxMemory is a multiple of it.
-const PageSize = 64 << 10
-
 // input is one raw value for a key, from the file or the environment.
 type input struct {
 	val any    // as decoded (file) or a string (environment)
@@ -325,7 +322,7 @@ func (r sizeRule) check(v uint64) error {
 	if v < r.lo || v > r.hi {
 		return fmt.Errorf("%s is out of range (allowed: %s)", sizeText(v), r.allowed())
 	}
-	if r.page && v%PageSize != 0 {
+	if r.page && v%abi.PageSize != 0 {
 		return fmt.Errorf("%d bytes is not a whole number of 64KiB pages (allowed: %s)", v, r.allowed())
 	}
 	return nil
@@ -337,7 +334,7 @@ func (r sizeRule) round(v uint64) uint64 {
 	if !r.page || v > r.hi {
 		return v
 	}
-	return (v + PageSize - 1) &^ (PageSize - 1)
+	return (v + abi.PageSize - 1) &^ (abi.PageSize - 1)
 }
 
 func sizeField(key string, get func(*Callback) *uint64, r sizeRule) field {

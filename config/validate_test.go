@@ -49,7 +49,7 @@ func TestValidateRejects(t *testing.T) {
 		{"timeout too long", func(c *Config) { c.Callbacks[0].Limits.Timeout = MaxTimeout + 1 }, "callbacks.scale.timeout", "out of range"},
 		{"memory not page-rounded", func(c *Config) { c.Callbacks[0].Limits.MaxMemory = MinMemory + 1 }, "callbacks.scale.max_memory", "65537 bytes is not a whole number of 64KiB pages"},
 		{"memory zero", func(c *Config) { c.Callbacks[0].Limits.MaxMemory = 0 }, "callbacks.scale.max_memory", "0B is out of range"},
-		{"memory too large", func(c *Config) { c.Callbacks[0].Limits.MaxMemory = MaxMemoryLimit + PageSize }, "callbacks.scale.max_memory", "out of range"},
+		{"memory too large", func(c *Config) { c.Callbacks[0].Limits.MaxMemory = MaxMemoryLimit + abi.PageSize }, "callbacks.scale.max_memory", "out of range"},
 		{"fuel too large", func(c *Config) { c.Callbacks[0].Limits.Fuel = MaxFuel + 1 }, "callbacks.scale.fuel", "out of range"},
 		{"stack too small", func(c *Config) { c.Callbacks[0].Limits.MaxStack = MinStack - 1 }, "callbacks.scale.max_stack", "out of range"},
 		{"output zero", func(c *Config) { c.Callbacks[0].Limits.MaxOutput = 0 }, "callbacks.scale.max_output", "out of range"},

@@ -21,8 +21,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
 )
 
 // The conformance suite: one set of vectors (testdata/conformance, written
@@ -318,7 +318,7 @@ func runVector(t *testing.T, h *host.Host, sink *logSink, v vector, zeroCopy boo
 	if v.wantError != "" {
 		var ce *host.CallbackError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, host.GuestError, ce.Kind)
+		assert.Equal(t, host.GuestError, ce.Kind())
 		assert.Equal(t, abi.StatusInvalidArgument, ce.Status)
 		assert.Contains(t, ce.GuestMessage, v.wantError)
 		return

@@ -240,7 +240,7 @@ func (ch *Chain) call(ctx context.Context, callback string, inputs []Tensor, seq
 	}
 	c, err := ch.h.lookup(callback)
 	if err != nil {
-		ce := &CallbackError{Callback: callback, Chain: ch.name, Seq: seq, Kind: InvalidArgument, Message: err.Error(), Err: err}
+		ce := &CallbackError{Callback: callback, Chain: ch.name, Seq: seq, kind: InvalidArgument, Message: err.Error(), Err: err}
 		ch.failWith(ce)
 		return nil, Stats{}, ce
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 )
 
 // TestDifferentialConformance runs every conformance vector
@@ -122,7 +122,7 @@ func describeResult(outs []abi.Tensor, err error) string {
 		if !errors.As(err, &ce) {
 			return "untyped error: " + err.Error()
 		}
-		return fmt.Sprintf("%s status=%v guest=%q", ce.Kind.Ident(), ce.Status, ce.GuestMessage)
+		return fmt.Sprintf("%s status=%v guest=%q", ce.Kind().Ident(), ce.Status, ce.GuestMessage)
 	}
 	var b strings.Builder
 	for i, o := range outs {

@@ -6,34 +6,45 @@ import (
 	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Kind classifies a failed call. Every Kind is an error value usable with
 // errors.Is: errors.Is(err, host.Timeout).
-type Kind = sandbox.Kind
+type Kind = abi.Kind
 
 // The failure kinds. They are the sandbox taxonomy, shared by both engines,
 // plus InvalidArgument for calls the host refuses before the guest runs.
 const (
-	Timeout              = sandbox.Timeout
-	FuelExhausted        = sandbox.FuelExhausted
-	MemoryLimit          = sandbox.MemoryLimit
-	StackOverflow        = sandbox.StackOverflow
-	Unreachable          = sandbox.Unreachable
-	MemoryOutOfBounds    = sandbox.MemoryOutOfBounds
-	DivideByZero         = sandbox.DivideByZero
-	IntegerOverflow      = sandbox.IntegerOverflow
-	InvalidConversion    = sandbox.InvalidConversion
-	TableOutOfBounds     = sandbox.TableOutOfBounds
-	IndirectCallMismatch = sandbox.IndirectCallMismatch
-	GuestError           = sandbox.GuestError
-	ABIViolation         = sandbox.ABIViolation
-	HostPanic            = sandbox.HostPanic
-	Canceled             = sandbox.Canceled
-	OtherTrap            = sandbox.OtherTrap
-	InvalidArgument      = sandbox.InvalidArgument
+	Timeout              = abi.Timeout
+	FuelExhausted        = abi.FuelExhausted
+	MemoryLimit          = abi.MemoryLimit
+	StackOverflow        = abi.StackOverflow
+	Unreachable          = abi.Unreachable
+	MemoryOutOfBounds    = abi.MemoryOutOfBounds
+	DivideByZero         = abi.DivideByZero
+	IntegerOverflow      = abi.IntegerOverflow
+	InvalidConversion    = abi.InvalidConversion
+	TableOutOfBounds     = abi.TableOutOfBounds
+	IndirectCallMismatch = abi.IndirectCallMismatch
+	GuestError           = abi.GuestError
+	ABIViolation         = abi.ABIViolation
+	HostPanic            = abi.HostPanic
+	Canceled             = abi.Canceled
+	OtherTrap            = abi.OtherTrap
+	InvalidArgument      = abi.InvalidArgument
 )
+
+// Frame is one wasm stack frame of a trap, as far as the engine reports
+// it.
+type Frame struct {
+	Module    string // module name, if known
+	Func      string // function name from the name section, if any
+	FuncIndex uint32 // function index in the module
+	Offset    uint64 // byte offset of the instruction in the module, if known
+}
+
+func (f Frame) String() string { return sandbox.Frame(f).String() }
 
 // ErrUnknownCallback is returned for a name no loaded callback has.
 var ErrUnknownCallback = errors.New("unknown callback")
@@ -52,7 +63,7 @@ type CallbackError struct {
 	ID       string // the callback's content-addressed id
 	Chain    string // chain name; "" for a call outside a chain
 	Seq      uint64 // sequence number in the chain, from 1; 0 outside a chain
-	Kind     Kind
+	kind     Kind
 	// Message is the host's description ("timeout after 50ms").
 	Message string
 	// Status is the ABI status the guest returned, for GuestError.
@@ -60,7 +71,7 @@ type CallbackError struct {
 	// GuestMessage is what the guest passed to callbox.error.
 	GuestMessage string
 	// Frames is the wasm stack where the engine reports it, innermost first.
-	Frames []sandbox.Frame
+	Frames []Frame
 	// Err is the underlying cause.
 	Err error
 }
@@ -86,8 +97,11 @@ func (e *CallbackError) Unwrap() error { return e.Err }
 // Is matches the error's Kind.
 func (e *CallbackError) Is(target error) bool {
 	k, ok := target.(Kind)
-	return ok && k == e.Kind
+	return ok && k == e.kind
 }
+
+// Kind is the failure's kind (abi.Kinder).
+func (e *CallbackError) Kind() Kind { return e.kind }
 
 // ChainError is the error of a call that was not run because its chain had
 // already failed. It wraps the first failure.
@@ -110,13 +124,15 @@ func (e *ChainError) Is(target error) bool { return target == ErrChainFailed }
 
 // asCallbackError turns any error from the call path into a CallbackError.
 func (c *callback) fail(kind Kind, msg string, cause error) *CallbackError {
-	return &CallbackError{Callback: c.name, ID: c.id, Kind: kind, Message: msg, Err: cause}
+	return &CallbackError{Callback: c.name, ID: c.id, kind: kind, Message: msg, Err: cause}
 }
 
 // trapError converts a sandbox trap.
 func (c *callback) trapError(t *sandbox.Trap) *CallbackError {
-	e := c.fail(t.Kind, t.Error(), t)
-	e.Frames = t.Frames
+	e := c.fail(t.Class, t.Error(), t)
+	for _, f := range t.Frames {
+		e.Frames = append(e.Frames, Frame(f))
+	}
 	return e
 }
 
@@ -133,7 +149,7 @@ func (c *callback) trapError(t *sandbox.Trap) *CallbackError {
 // on the load-time probe instance.
 type LoadError struct {
 	Callback string
-	Kind     Kind
+	kind     Kind
 	Err      error
 }
 
@@ -145,8 +161,11 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // Is matches the error's Kind: errors.Is(err, host.ABIViolation).
 func (e *LoadError) Is(target error) bool {
 	k, ok := target.(Kind)
-	return ok && k == e.Kind
+	return ok && k == e.kind
 }
+
+// Kind is why the load failed (abi.Kinder).
+func (e *LoadError) Kind() Kind { return e.kind }
 
 // kindError tags a load failure with its Kind without changing its text.
 type kindError struct {
@@ -169,7 +188,7 @@ func loadKind(err error) Kind {
 	}
 	var t *sandbox.Trap
 	if errors.As(err, &t) {
-		return t.Kind
+		return t.Class
 	}
 	return ABIViolation
 }

@@ -155,8 +155,8 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 		if !errors.As(err, &ce) {
 			t.Fatalf("%s: untyped error %T: %v", e, err, err)
 		}
-		if ce.Kind == host.HostPanic || ce.Kind == host.OtherTrap || ce.Kind == host.InvalidArgument {
-			t.Fatalf("%s: %v: %v", e, ce.Kind.Ident(), err)
+		if ce.Kind() == host.HostPanic || ce.Kind() == host.OtherTrap || ce.Kind() == host.InvalidArgument {
+			t.Fatalf("%s: %v: %v", e, ce.Kind().Ident(), err)
 		}
 		if ce.Callback != name {
 			t.Fatalf("%s: error names %q", e, ce.Callback)
@@ -164,7 +164,7 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 		if !bytes.Equal(out.Data, before) {
 			t.Fatalf("%s: a failed call (%v) wrote the output buffer", e, err)
 		}
-		o.kind, o.status, o.message = ce.Kind, ce.Status, ce.GuestMessage
+		o.kind, o.status, o.message = ce.Kind(), ce.Status, ce.GuestMessage
 	}
 	// The host keeps serving.
 	benign := []host.Tensor{abi.From([]byte{1, 0, 0}), abi.From(slices.Clone(x))}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
 )
 
 // Tensor is a dense row-major host tensor; see abi.Tensor.

@@ -17,8 +17,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
 )
 
 // testkit signatures, by export.
@@ -130,7 +130,7 @@ func TestGuestErrorKeepsInstance(t *testing.T) {
 		_, err = h.Invoke(ctx, "scale", x, abi.Scalar[float32](-1))
 		var ce *host.CallbackError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, host.GuestError, ce.Kind)
+		assert.Equal(t, host.GuestError, ce.Kind())
 		assert.Equal(t, abi.StatusInvalidArgument, ce.Status)
 		assert.Equal(t, "negative factor", ce.GuestMessage)
 		assert.Equal(t, "scale", ce.Callback)

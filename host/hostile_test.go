@@ -20,8 +20,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
 )
 
 // The hostile-guest suite. Every case is a guest module under
@@ -360,8 +360,8 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 		require.Error(t, err, "the module must be refused at load")
 		var le *host.LoadError
 		require.ErrorAs(t, err, &le, "a load failure is a *host.LoadError: %v", err)
-		res.kind = le.Kind
-		assert.Equal(t, want.Ident(), le.Kind.Ident(), "kind; error: %v", err)
+		res.kind = le.Kind()
+		assert.Equal(t, want.Ident(), le.Kind().Ident(), "kind; error: %v", err)
 		assert.ErrorIs(t, err, want)
 		assert.Equal(t, hc.name, le.Callback)
 		assert.Contains(t, err.Error(), fmt.Sprintf("callback %q", hc.name))
@@ -405,8 +405,8 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 			require.Error(t, err)
 			var ce *host.CallbackError
 			require.ErrorAs(t, err, &ce, "a call failure is a *host.CallbackError: %v", err)
-			res.kind = ce.Kind
-			assert.Equal(t, want.Ident(), ce.Kind.Ident(), "kind; error: %v", err)
+			res.kind = ce.Kind()
+			assert.Equal(t, want.Ident(), ce.Kind().Ident(), "kind; error: %v", err)
 			assert.ErrorIs(t, err, want)
 			assert.Equal(t, hc.name, ce.Callback)
 			assert.Contains(t, err.Error(), fmt.Sprintf("callback %q", hc.name))
@@ -416,7 +416,7 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 			assert.Equal(t, outBefore, out.Data, "a failed call must leave the output buffer untouched")
 			assert.LessOrEqual(t, len(ce.GuestMessage), int(cb.Limits.MaxError)+64, "guest message above max_error")
 			// The ABI keeps an instance only after a valid non-zero status.
-			kept := ce.Kind == host.GuestError && ce.Status.Valid() && ce.Status != abi.StatusOK
+			kept := ce.Kind() == host.GuestError && ce.Status.Valid() && ce.Status != abi.StatusOK
 			if kept {
 				assert.Equal(t, before.Discarded, after.Discarded, "an instance that returned a status is kept")
 				assert.Equal(t, 1, after.Live)

@@ -9,18 +9,18 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 )
 
 // ModuleReport describes a module as `callbox inspect` shows it.
 type ModuleReport struct {
 	Size    int
 	SHA256  string
-	Imports []wasmbin.Import
-	Exports []wasmbin.Export
-	Memory  *wasmbin.Limits // nil when the module has no memory
+	Imports []ModuleImport
+	Exports []ModuleExport
+	Memory  *MemoryDecl // nil when the module has no memory
 	// ABIVersion is what callbox_abi_version returned; 0 when it could not
 	// be called (see Problems).
 	ABIVersion int32
@@ -31,6 +31,27 @@ type ModuleReport struct {
 	SignatureSource string
 	// Problems are ABI rule violations found: what would make a load fail.
 	Problems []string
+}
+
+// ModuleImport is one import of a module.
+type ModuleImport struct {
+	Module, Name string
+	Kind         string // "func", "memory", "table", "global", "tag"
+	Type         string // a function's type, "(i32, i32) -> ()"; else Kind
+}
+
+// ModuleExport is one export of a module.
+type ModuleExport struct {
+	Name string
+	Kind string // as ModuleImport.Kind
+	Type string // as ModuleImport.Type
+}
+
+// MemoryDecl is a module's declared linear memory, in 64 KiB pages.
+type MemoryDecl struct {
+	Min    uint64
+	Max    uint64
+	HasMax bool
 }
 
 // CallbackReport is one callback export of a module.
@@ -48,9 +69,24 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
-	r := &ModuleReport{Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Imports: m.Imports, Exports: m.Exports}
+	r := &ModuleReport{Size: len(wasm), SHA256: hex.EncodeToString(sum[:])}
+	for _, imp := range m.Imports {
+		typ := imp.Kind.String()
+		if imp.Func != nil {
+			typ = imp.Func.String()
+		}
+		r.Imports = append(r.Imports, ModuleImport{Module: imp.Module, Name: imp.Name, Kind: imp.Kind.String(), Type: typ})
+	}
+	for _, e := range m.Exports {
+		typ := e.Kind.String()
+		if e.Func != nil {
+			typ = e.Func.String()
+		}
+		r.Exports = append(r.Exports, ModuleExport{Name: e.Name, Kind: e.Kind.String(), Type: typ})
+	}
 	if len(m.Memories) > 0 {
-		r.Memory = &m.Memories[0]
+		mem := m.Memories[0]
+		r.Memory = &MemoryDecl{Min: mem.Min, Max: mem.Max, HasMax: mem.HasMax}
 	}
 	wasi := false
 	for _, imp := range m.Imports {

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Stats describe one call.
@@ -246,11 +246,11 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 	state := g.inst.State()
 	if callErr != nil {
 		e := c.callError(callErr, "")
-		if state.ErrorMessage != "" && e.Kind != ABIViolation && e.Kind != HostPanic {
+		if state.ErrorMessage != "" && e.kind != ABIViolation && e.kind != HostPanic {
 			e.GuestMessage = state.ErrorMessage
-			if e.Kind == Unreachable {
+			if e.kind == Unreachable {
 				// An abort after callbox.error is how SDKs report a panic.
-				e.Kind, e.Message = GuestError, "guest aborted"
+				e.kind, e.Message = GuestError, "guest aborted"
 			}
 		}
 		return false, e
@@ -274,7 +274,7 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
 		// within a page of the limit counts too: both engines then agree.
 		if status == abi.StatusResourceExhausted && (state.MemoryDenied || atMemoryLimit(uint64(len(mem)), c.spec.Limits.MaxMemory)) {
-			e.Kind = MemoryLimit
+			e.kind = MemoryLimit
 			e.Message = fmt.Sprintf("memory limit of %s reached (guest returned %s)", sandbox.FormatBytes(c.spec.Limits.MaxMemory), status)
 			return false, e
 		}
@@ -329,7 +329,7 @@ func (c *callback) callError(err error, during string) *CallbackError {
 	} else {
 		e = c.fail(ABIViolation, err.Error(), err)
 	}
-	if e.Kind == Timeout && c.spec.Limits.Timeout > 0 {
+	if e.kind == Timeout && c.spec.Limits.Timeout > 0 {
 		e.Message = fmt.Sprintf("timeout after %v", c.spec.Limits.Timeout)
 	}
 	if during != "" {
@@ -346,5 +346,5 @@ func (c *callback) logDroppedError(ctx context.Context, msg string) {
 
 // atMemoryLimit reports a guest memory within one page of its limit.
 func atMemoryLimit(memBytes, limit uint64) bool {
-	return limit != 0 && memBytes+sandbox.PageSize > limit
+	return limit != 0 && memBytes+abi.PageSize > limit
 }

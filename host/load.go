@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 )
 
 // callback is one loaded callback: its module, its resolved signature and
@@ -72,7 +71,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	}
 	c, err := h.load(ctx, cb, wasm)
 	if err != nil {
-		return &LoadError{Callback: cb.Name, Kind: loadKind(err), Err: err}
+		return &LoadError{Callback: cb.Name, kind: loadKind(err), Err: err}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -135,7 +134,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 	c.logger = logger
 	// Give every table a maximum: wazero has no table limit of its own and
 	// would let table.grow allocate up to 32 GiB of host memory.
-	limited, err := wasmbin.LimitTables(wasm, MaxTableElements)
+	limited, err := wasmbin.LimitTables(wasm, abi.MaxTableElements)
 	if err != nil {
 		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
 	}
@@ -175,7 +174,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 		return nil, withKind(InvalidArgument, err)
 	}
 	c.sig = sig
-	c.id = callbackID(sum, cb.Export, sig)
+	c.id = abi.CallbackID(sum, cb.Export, sig)
 	if cb.Isolation == config.IsolationPooled {
 		c.pool.put(probe)
 	} else {
@@ -223,21 +222,6 @@ func joinSections(secs [][]byte) []byte {
 		out = append(out, '\n')
 	}
 	return out
-}
-
-// callbackID is the content address of a callback: the sha256 of the module
-// bytes, the export name and the canonical signature. Two hosts that load
-// the same module, export and signature agree on it, so a compiled tensor
-// program can name a callback without a process-local pointer.
-func callbackID(moduleSum [32]byte, export string, sig *abi.Signature) string {
-	h := sha256.New()
-	h.Write(moduleSum[:])
-	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(export)))
-	h.Write(n[:])
-	h.Write([]byte(export))
-	h.Write([]byte(sig.String()))
-	return "cb1-" + hex.EncodeToString(h.Sum(nil))
 }
 
 func resolveSignature(cb config.Callback, embedded *abi.Signature) (*abi.Signature, error) {
@@ -347,20 +331,20 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 		if mem.Shared {
 			errs = append(errs, errors.New("uses a shared memory; ABI v1 needs an unshared one"))
 		}
-		if limit := cb.Limits.MaxMemory; limit != 0 && mem.Min*sandbox.PageSize > limit {
+		if limit := cb.Limits.MaxMemory; limit != 0 && mem.Min*abi.PageSize > limit {
 			memErr = fmt.Errorf("declares a minimum memory of %s, above the callback's max_memory of %s",
-				sandbox.FormatBytes(mem.Min*sandbox.PageSize), sandbox.FormatBytes(limit))
+				sandbox.FormatBytes(mem.Min*abi.PageSize), sandbox.FormatBytes(limit))
 		}
 	}
 	total := uint64(0)
 	for i, t := range m.Tables {
 		total += t.Min
-		if t.Min > MaxTableElements {
-			errs = append(errs, fmt.Errorf("table %d declares %d elements, above the host's limit of %d", i, t.Min, MaxTableElements))
+		if t.Min > abi.MaxTableElements {
+			errs = append(errs, fmt.Errorf("table %d declares %d elements, above the host's limit of %d", i, t.Min, abi.MaxTableElements))
 		}
 	}
-	if total > MaxTableElements && len(m.Tables) > 1 {
-		errs = append(errs, fmt.Errorf("its %d tables declare %d elements in all, above the host's limit of %d", len(m.Tables), total, MaxTableElements))
+	if total > abi.MaxTableElements && len(m.Tables) > 1 {
+		errs = append(errs, fmt.Errorf("its %d tables declare %d elements in all, above the host's limit of %d", len(m.Tables), total, abi.MaxTableElements))
 	}
 	switch {
 	case len(errs) > 0:
@@ -372,13 +356,8 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 }
 
 // reservedExportPrefix is the export-name prefix the host reserves for its
-// load-time instrumentation (sandbox/internal/meter).
+// load-time instrumentation (internal/meter).
 const reservedExportPrefix = "callbox_meter_"
-
-// MaxTableElements bounds the elements of all tables of a module together,
-// initial and grown: a table the module declares without a maximum (or
-// with a larger one) is given one at load (wasmbin.LimitTables).
-const MaxTableElements = 1 << 20
 
 func sameValTypes(a []byte, b []sandbox.ValType) bool {
 	if len(a) != len(b) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // guest is one instance with its resolved exports and its scratch region,
@@ -110,14 +110,14 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 			// makes wasmtime, which reports no refusals, agree with wazero.
 			kind = sandbox.MemoryLimit
 		}
-		return abi.Region{}, &sandbox.Trap{Kind: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
+		return abi.Region{}, &sandbox.Trap{Class: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
 	}
 	mem := g.inst.Memory()
 	if err := abi.CheckRange(uint64(len(mem)), ptr, uint64(size), abi.ExportAlloc+" result"); err != nil {
-		return abi.Region{}, &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	if err := abi.CheckAligned(ptr, abi.DataAlign, abi.ExportAlloc+" result"); err != nil {
-		return abi.Region{}, &sandbox.Trap{Kind: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	return abi.Region{Off: uint32(ptr), Len: size}, nil
 }

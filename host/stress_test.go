@@ -103,7 +103,7 @@ func (m *mixedHost) call(ctx context.Context, name string, i int) error {
 	x[0] = 0 // the traps fire on x[0] == 0
 	_, err := m.Invoke(ctx, name, abi.From(slices.Clone(x)))
 	var ce *host.CallbackError
-	if !errors.As(err, &ce) || ce.Kind != want || ce.Callback != name {
+	if !errors.As(err, &ce) || ce.Kind() != want || ce.Callback != name {
 		return fmt.Errorf("%s: want %s, got %v", name, want.Ident(), err)
 	}
 	return nil
@@ -179,7 +179,7 @@ func TestStressMixed(t *testing.T) {
 					after := ch.Submit(ctx, "scale_"+engineNames()[0], x, abi.Scalar[float32](1))
 					err := ch.Barrier(ctx)
 					var ce *host.CallbackError
-					if !errors.As(err, &ce) || ce.Seq != 2 || ce.Kind != m.hostile[hostile] {
+					if !errors.As(err, &ce) || ce.Seq != 2 || ce.Kind() != m.hostile[hostile] {
 						errs <- fmt.Errorf("chain: barrier returned %v", err)
 					}
 					if _, err := first.Wait(ctx); err != nil {

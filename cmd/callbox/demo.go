@@ -18,7 +18,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 )
 
 // demoCallback is one embedded module the demo loads.
@@ -204,7 +204,7 @@ func runDemo(ctx context.Context, w io.Writer, engine string) error {
 		_, err := h.Invoke(ctx, c.name, c.inputs...)
 		took := time.Since(t0)
 		var ce *host.CallbackError
-		if !errors.As(err, &ce) || ce.Kind != c.kind {
+		if !errors.As(err, &ce) || ce.Kind() != c.kind {
 			return fmt.Errorf("%s: want a %s error, got %v", c.name, c.kind.Ident(), err)
 		}
 		contained++

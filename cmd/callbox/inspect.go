@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/seed4b3e0ccb/callbox/abi"
+
 	"fmt"
 	"os"
 	"strings"
@@ -8,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -47,9 +49,9 @@ func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host
 	if r.Memory != nil {
 		max := "none declared"
 		if r.Memory.HasMax {
-			max = fmt.Sprintf("%d pages (%s)", r.Memory.Max, sandbox.FormatBytes(r.Memory.Max*sandbox.PageSize))
+			max = fmt.Sprintf("%d pages (%s)", r.Memory.Max, sandbox.FormatBytes(r.Memory.Max*abi.PageSize))
 		}
-		p("memory       min %d pages (%s), max %s", r.Memory.Min, sandbox.FormatBytes(r.Memory.Min*sandbox.PageSize), max)
+		p("memory       min %d pages (%s), max %s", r.Memory.Min, sandbox.FormatBytes(r.Memory.Min*abi.PageSize), max)
 	} else {
 		p("memory       none")
 	}
@@ -74,19 +76,11 @@ func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host
 		p("  (none)")
 	}
 	for _, imp := range r.Imports {
-		typ := imp.Kind.String()
-		if imp.Func != nil {
-			typ = imp.Func.String()
-		}
-		p("  %-40s %s", imp.Module+"."+imp.Name, typ)
+		p("  %-40s %s", imp.Module+"."+imp.Name, imp.Type)
 	}
 	p("exports")
 	for _, e := range r.Exports {
-		typ := e.Kind.String()
-		if e.Func != nil {
-			typ = e.Func.String()
-		}
-		p("  %-40s %s", e.Name, typ)
+		p("  %-40s %s", e.Name, e.Type)
 	}
 	if len(r.Problems) > 0 {
 		p("problems")

@@ -62,7 +62,7 @@ func newRunCmd() *cobra.Command {
 			results, st, err := h.InvokeStats(ctx, name, inputs...)
 			if err != nil {
 				var ce *host.CallbackError
-				if errors.As(err, &ce) && ce.Kind == host.InvalidArgument {
+				if errors.As(err, &ce) && ce.Kind() == host.InvalidArgument {
 					return usageErr(err)
 				}
 				return callbackErr(err)

@@ -98,7 +98,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if !errors.As(err, &ce) || !errors.Is(err, host.Timeout) {
 		return fmt.Errorf("expected a timeout, got %v", err)
 	}
-	fmt.Fprintf(w, "spin: %v (kind %s)\n", err, ce.Kind.Ident())
+	fmt.Fprintf(w, "spin: %v (kind %s)\n", err, ce.Kind().Ident())
 
 	// The host keeps serving.
 	out, err = h.Invoke(ctx, "scale", abi.From([]float32{1, 2}), abi.Scalar[float32](3))

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
 )
 
 // Report is one run of the whole suite: the table, the target

@@ -15,9 +15,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
 )
 
 // The targets that need measurements of their own: timeout accuracy under
@@ -182,7 +182,7 @@ func MeasureInstantiate(ctx context.Context, engine string, memBytes uint64) Ins
 		return res
 	}
 	defer eng.Close(ctx)
-	wasm := genModule(uint32(memBytes/sandbox.PageSize), 0, 0)
+	wasm := genModule(uint32(memBytes/abi.PageSize), 0, 0)
 	mod, err := eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "inst", Limits: sandbox.Limits{Timeout: BenchTimeout, MaxMemory: 256 << 20}})
 	if err != nil {
 		res.Err = err

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/seed4b3e0ccb/callbox/abi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +13,9 @@ import (
 // trap.
 func contextTrap(err error) *Trap {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &Trap{Kind: Timeout, Message: "deadline exceeded", Cause: err}
+		return &Trap{Class: Timeout, Message: "deadline exceeded", Cause: err}
 	}
-	return &Trap{Kind: Canceled, Message: "call canceled", Cause: err}
+	return &Trap{Class: Canceled, Message: "call canceled", Cause: err}
 }
 
 // InterruptTrap is the trap for a call the engine interrupted: Canceled
@@ -25,9 +27,9 @@ func InterruptTrap(caller context.Context, timeout time.Duration) *Trap {
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg = "caller's deadline exceeded"
 		}
-		return &Trap{Kind: Canceled, Message: msg, Cause: err}
+		return &Trap{Class: Canceled, Message: msg, Cause: err}
 	}
-	return &Trap{Kind: Timeout, Message: fmt.Sprintf("timeout after %v", timeout)}
+	return &Trap{Class: Timeout, Message: fmt.Sprintf("timeout after %v", timeout)}
 }
 
 // MemoryLimitTrap reclassifies a failed call as MemoryLimit when the guest
@@ -39,15 +41,15 @@ func MemoryLimitTrap(t *Trap, g *GuestState, memBytes uint64) *Trap {
 	if t == nil || g.limits.MaxMemory == 0 {
 		return t
 	}
-	switch t.Kind {
+	switch t.Class {
 	case Timeout, Canceled, FuelExhausted, ABIViolation, HostPanic, MemoryLimit:
 		return t
 	}
-	if !g.MemoryDenied && memBytes+PageSize <= g.limits.MaxMemory {
+	if !g.MemoryDenied && memBytes+abi.PageSize <= g.limits.MaxMemory {
 		return t
 	}
 	return &Trap{
-		Kind:    MemoryLimit,
+		Class:   MemoryLimit,
 		Message: fmt.Sprintf("memory limit of %s reached (guest then failed: %s)", FormatBytes(g.limits.MaxMemory), t.Error()),
 		Frames:  t.Frames,
 		Cause:   t,

@@ -2,7 +2,7 @@
 // pure Go, no cgo.
 //
 // Timeouts, fuel and the stack limit are metered from inside the guest: at
-// load time every module is instrumented (sandbox/internal/meter) with a
+// load time every module is instrumented (internal/meter) with a
 // budget counter checked at function entries and loop headers, which calls
 // back into the host only when the budget runs out; the host then reads the
 // clock, the caller's context and the fuel left, on the guest's own thread.
@@ -34,9 +34,9 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/internal/cachefile"
-	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/cachefile"
+	"github.com/seed4b3e0ccb/callbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Version is the wazero release this engine is built against.
@@ -90,7 +90,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// Instances are anonymous, run no _start, and get crypto/rand
 		// for wazero's own system context: without it wazero builds a
 		// math/rand source per instance (5 KB and ~15 µs). Guests never
-		// reach it; WASI is ours (sandbox/hostfuncs.go).
+		// reach it; WASI is ours (internal/sandbox/hostfuncs.go).
 		modCfg:   wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		cacheDir: cacheDir,
 		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
@@ -171,7 +171,7 @@ func (e *Engine) adapt(hf sandbox.HostFunc) api.GoModuleFunction {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					g.Fail(&sandbox.Trap{Kind: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+					g.Fail(&sandbox.Trap{Class: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
 				}
 			}()
 			hf.Fn(g, inst.Memory(), stack)
@@ -415,7 +415,7 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 	used := inst.granted - budget
 	inst.usedAtRefill = used
 	if fuel := int64(inst.m.cfg.Limits.Fuel); fuel > 0 && used >= fuel {
-		inst.state.Fail(&sandbox.Trap{Kind: sandbox.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", fuel)})
+		inst.state.Fail(&sandbox.Trap{Class: sandbox.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", fuel)})
 		panic(abortSignal{})
 	}
 	next := inst.grant(used)
@@ -426,7 +426,7 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 // overflow is the metered module's import for a call stack past the limit.
 func (e *Engine) overflow(ctx context.Context, mod api.Module, _ []uint64) {
 	if inst := e.instanceOf(ctx, mod); inst != nil {
-		inst.state.Fail(&sandbox.Trap{Kind: sandbox.StackOverflow,
+		inst.state.Fail(&sandbox.Trap{Class: sandbox.StackOverflow,
 			Message: fmt.Sprintf("stack overflow (max_stack %s)", sandbox.FormatBytes(uint64(inst.m.stackLimit)))})
 	}
 	panic(abortSignal{})
@@ -518,7 +518,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
 		t.Cause = err
 	case errors.As(err, &exit):
-		t = &sandbox.Trap{Kind: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
+		t = &sandbox.Trap{Class: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
 	default:
 		t = classifyMessage(err)
 	}
@@ -558,13 +558,13 @@ func classifyMessage(err error) *sandbox.Trap {
 		// Instantiation prefixes the segment: "data[0]: out of bounds
 		// memory access".
 		if text == w.text || strings.HasSuffix(text, "]: "+w.text) {
-			return &sandbox.Trap{Kind: w.kind, Message: text, Cause: err}
+			return &sandbox.Trap{Class: w.kind, Message: text, Cause: err}
 		}
 	}
 	if strings.Contains(head, "(recovered by wazero)") {
-		return &sandbox.Trap{Kind: sandbox.HostPanic, Message: head, Cause: err}
+		return &sandbox.Trap{Class: sandbox.HostPanic, Message: head, Cause: err}
 	}
-	return &sandbox.Trap{Kind: sandbox.OtherTrap, Message: text, Cause: err}
+	return &sandbox.Trap{Class: sandbox.OtherTrap, Message: text, Cause: err}
 }
 
 // parseFrames reads the "wasm stack trace:" block wazero appends to errors.

@@ -15,7 +15,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Raw trap codes of the wasmtime C API (enum wasmtime_trap_code_enum in
@@ -72,14 +72,14 @@ const maxFrames = 64
 
 // classifyRawTrap reads a trap returned by the direct call path.
 func classifyRawTrap(trap *C.wasm_trap_t) *sandbox.Trap {
-	t := &sandbox.Trap{Kind: sandbox.OtherTrap}
+	t := &sandbox.Trap{Class: sandbox.OtherTrap}
 	var code C.uint8_t
 	if C.cb_trap_code(trap, &code) != 0 {
-		t.Kind = KindOfTrapCode(uint8(code))
+		t.Class = KindOfTrapCode(uint8(code))
 	}
 	var buf [1024]C.char
 	n := C.cb_trap_message(trap, &buf[0], C.size_t(len(buf)))
-	t.Message = trapMessage(C.GoStringN(&buf[0], C.int(min(int(n), len(buf)))), t.Kind)
+	t.Message = trapMessage(C.GoStringN(&buf[0], C.int(min(int(n), len(buf)))), t.Class)
 	var frames [maxFrames]C.cb_frame_t
 	var trace unsafe.Pointer
 	count := C.cb_trap_frames(trap, &frames[0], maxFrames, &trace)
@@ -105,11 +105,11 @@ func rawErrorMessage(err *C.wasmtime_error_t) string {
 func classifyGoError(err error) *sandbox.Trap {
 	var trap *wt.Trap
 	if errors.As(err, &trap) {
-		t := &sandbox.Trap{Kind: sandbox.OtherTrap, Cause: err}
+		t := &sandbox.Trap{Class: sandbox.OtherTrap, Cause: err}
 		if code := trap.Code(); code != nil {
-			t.Kind = KindOfTrapCode(uint8(*code))
+			t.Class = KindOfTrapCode(uint8(*code))
 		}
-		t.Message = trapMessage(trap.Message(), t.Kind)
+		t.Message = trapMessage(trap.Message(), t.Class)
 		for _, f := range trap.Frames() {
 			fr := sandbox.Frame{FuncIndex: f.FuncIndex(), Offset: uint64(f.ModuleOffset())}
 			if name := f.FuncName(); name != nil {
@@ -119,7 +119,7 @@ func classifyGoError(err error) *sandbox.Trap {
 		}
 		return t
 	}
-	return &sandbox.Trap{Kind: sandbox.OtherTrap, Message: err.Error(), Cause: err}
+	return &sandbox.Trap{Class: sandbox.OtherTrap, Message: err.Error(), Cause: err}
 }
 
 // trapMessage keeps wasmtime's first line ("wasm trap: integer divide by

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
 )
 
 func leb(v uint64) []byte {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/meter"
 )
 
 // HostFunc is one function the host offers guests, defined once here and
@@ -153,7 +153,7 @@ func wasiFuncs() []HostFunc {
 		}),
 		wasiFunc("poll_oneoff", "iiii>i", wasiPollOneoff),
 		wasiFunc("proc_exit", "i", func(g *GuestState, _ []byte, s []uint64) {
-			g.Fail(&Trap{Kind: GuestError, Message: fmt.Sprintf("guest called proc_exit(%d)", int32(uint32(s[0])))})
+			g.Fail(&Trap{Class: GuestError, Message: fmt.Sprintf("guest called proc_exit(%d)", int32(uint32(s[0])))})
 		}),
 		wasiFunc("proc_raise", "i>i", errno(errnoNosys)),
 		wasiFunc("sched_yield", ">i", errno(errnoSuccess)),
@@ -373,7 +373,7 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 		select {
 		case <-t.C:
 			if timedOut {
-				g.Fail(&Trap{Kind: Timeout, Message: fmt.Sprintf("timeout after %v (in poll_oneoff)", g.limits.Timeout)})
+				g.Fail(&Trap{Class: Timeout, Message: fmt.Sprintf("timeout after %v (in poll_oneoff)", g.limits.Timeout)})
 				return
 			}
 		case <-g.ctx.Done():
@@ -402,14 +402,14 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 }
 
 // GrowDeniedFunc is the host side of the metering rewrite's grow hook
-// (sandbox/internal/meter): the guest's memory.grow of pages was refused.
+// (internal/meter): the guest's memory.grow of pages was refused.
 // It records MemoryDenied when the refusal is the callback's memory limit
 // (the memory plus the pages asked for pass max_memory), not the module's
 // own declared maximum.
 func GrowDeniedFunc() HostFunc {
 	return HostFunc{Module: meter.RefillModule, Name: meter.GrowDeniedName, Params: []ValType{I32},
 		Fn: func(g *GuestState, mem []byte, s []uint64) {
-			want := uint64(len(mem)) + uint64(uint32(s[0]))*PageSize
+			want := uint64(len(mem)) + uint64(uint32(s[0]))*abi.PageSize
 			if g.limits.MaxMemory > 0 && want > g.limits.MaxMemory {
 				g.MemoryDenied = true
 			}

@@ -4,7 +4,7 @@
 // (callbox.error, callbox.log and the minimal WASI profile), and the one
 // failure taxonomy (Kind) both engines' traps are mapped onto.
 //
-// The engines live in sandbox/wazero and sandbox/wasmtime. This package holds
+// The engines live in internal/sandbox/wazero and internal/sandbox/wasmtime. This package holds
 // everything that must behave identically on both.
 package sandbox
 
@@ -18,15 +18,12 @@ import (
 // Limits are enforced by the engine on every call of a module's instances.
 type Limits struct {
 	Timeout   time.Duration // wall clock per call (and per instantiation); 0 = none
-	MaxMemory uint64        // linear memory bytes, a multiple of PageSize
+	MaxMemory uint64        // linear memory bytes, a multiple of abi.PageSize
 	Fuel      uint64        // instruction budget per call; 0 = unlimited
 	MaxStack  uint64        // wasm stack bytes; 0 = engine default
 	MaxError  uint64        // bytes of guest error message kept
 	MaxLog    uint64        // bytes of guest log output per call
 }
-
-// PageSize is the WebAssembly page size.
-const PageSize = 64 << 10
 
 // ModuleConfig describes how to compile and run one callback module.
 type ModuleConfig struct {

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wazero"
 )
 
 const trapsWAT = `
@@ -139,7 +139,7 @@ func TestTrapTaxonomy(t *testing.T) {
 				require.Error(t, err)
 				var trap *sandbox.Trap
 				require.True(t, errors.As(err, &trap), "%T %v", err, err)
-				assert.Equal(t, tc.kind, trap.Kind, "message: %s", trap.Message)
+				assert.Equal(t, tc.kind, trap.Class, "message: %s", trap.Message)
 				assert.ErrorIs(t, err, tc.kind)
 				assert.Less(t, time.Since(start), 10*time.Second, "a trap must end the call promptly")
 			})

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
 )
 
 const sample = `(module

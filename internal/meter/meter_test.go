@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox/wasmbin"
 )
 
 func TestInstrumentShapes(t *testing.T) {

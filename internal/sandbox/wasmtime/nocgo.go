@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Available reports whether this build includes the wasmtime engine (it

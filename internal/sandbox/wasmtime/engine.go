@@ -9,6 +9,8 @@ package wasmtime
 import "C"
 
 import (
+	"github.com/seed4b3e0ccb/callbox/abi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,9 +25,9 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
-	"github.com/seed4b3e0ccb/callbox/sandbox/internal/cachefile"
-	"github.com/seed4b3e0ccb/callbox/sandbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/cachefile"
+	"github.com/seed4b3e0ccb/callbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Available reports whether this build includes the wasmtime engine (it
@@ -247,7 +249,7 @@ func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) 
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					g.Fail(&sandbox.Trap{Kind: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+					g.Fail(&sandbox.Trap{Class: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
 				}
 			}()
 			hf.Fn(g, mem, stack)
@@ -292,7 +294,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	if lim.MaxMemory > 0 {
 		memLimit = int64(lim.MaxMemory)
 	}
-	inst.store.Limiter(memLimit, MaxTableElements, -1, -1, -1)
+	inst.store.Limiter(memLimit, abi.MaxTableElements, -1, -1, -1)
 	inst.storePtr = *(**C.wasmtime_store_t)(unsafe.Pointer(inst.store))
 	if C.cb_store_context(inst.storePtr) != (*C.wasmtime_context_t)(unsafe.Pointer(inst.store.Context())) {
 		inst.store.Close()
@@ -344,9 +346,6 @@ func (i *instance) setView(data *C.uint8_t, size C.size_t) {
 
 // maxStack is the largest params/results count of any export callbox calls.
 const maxStack = 8
-
-// MaxTableElements bounds every table of a store.
-const MaxTableElements = 1 << 20
 
 type instance struct {
 	m        *module
@@ -475,13 +474,13 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	case i.state.Abort != nil:
 		t = i.state.Abort
 	case i.guard.tripped == C.CB_TRIP_DEADLINE:
-		t = &sandbox.Trap{Kind: sandbox.Timeout, Message: fmt.Sprintf("timeout after %v", i.m.cfg.Limits.Timeout)}
+		t = &sandbox.Trap{Class: sandbox.Timeout, Message: fmt.Sprintf("timeout after %v", i.m.cfg.Limits.Timeout)}
 	case i.guard.tripped == C.CB_TRIP_STOP:
 		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
 	case res != nil && res.trap != nil:
 		t = classifyRawTrap(res.trap)
 	case res != nil && res.error != nil:
-		t = &sandbox.Trap{Kind: sandbox.OtherTrap, Message: rawErrorMessage(res.error)}
+		t = &sandbox.Trap{Class: sandbox.OtherTrap, Message: rawErrorMessage(res.error)}
 	case err != nil:
 		t = classifyGoError(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Regression tests for containment bugs found by the hostile suite and the
@@ -87,7 +87,7 @@ func TestPollOneoffHonoursTimeout(t *testing.T) {
 	g.End()
 	assert.Less(t, time.Since(start), time.Second)
 	require.NotNil(t, g.Abort)
-	assert.Equal(t, sandbox.Timeout, g.Abort.Kind)
+	assert.Equal(t, sandbox.Timeout, g.Abort.Class)
 
 	// A sleep within the timeout still sleeps and succeeds.
 	binary.LittleEndian.PutUint64(mem[24:], uint64(5*time.Millisecond))

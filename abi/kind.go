@@ -1,8 +1,12 @@
-package sandbox
+package abi
 
 // Kind classifies why a call failed. Both engines map every failure onto
 // these kinds, so a caller can handle a timeout the same way whichever engine
 // ran the guest. A Kind is itself an error, usable as an errors.Is target.
+//
+// Kind lives in abi because it is part of every contract callbox has with
+// the outside: the Go API's typed errors, the C API's error objects (by
+// number) and the XLA FFI error codes (Code). The numbers are stable.
 type Kind uint8
 
 // The failure taxonomy. Values are stable; new kinds are appended.
@@ -96,7 +100,7 @@ func (k Kind) Ident() string {
 	return "Unknown"
 }
 
-// Error makes a Kind usable as a sentinel: errors.Is(err, sandbox.Timeout).
+// Error makes a Kind usable as a sentinel: errors.Is(err, abi.Timeout).
 func (k Kind) Error() string { return k.String() }
 
 // Kinds lists every failure kind, in declaration order.
@@ -106,4 +110,71 @@ func Kinds() []Kind {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Kinder is implemented by every error that carries a Kind: the host's
+// CallbackError and LoadError, and the engine layer's traps. Read a kind
+// the same way everywhere with KindOf.
+type Kinder interface {
+	error
+	Kind() Kind
+}
+
+// KindOf returns the Kind of the first error in err's chain that has one,
+// or KindNone.
+func KindOf(err error) Kind {
+	for err != nil {
+		if k, ok := err.(Kinder); ok {
+			return k.Kind()
+		}
+		if k, ok := err.(Kind); ok {
+			return k
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return KindNone
+		}
+		err = u.Unwrap()
+	}
+	return KindNone
+}
+
+// ParseKind is the inverse of Ident ("Timeout" -> Timeout).
+func ParseKind(ident string) (Kind, bool) {
+	for k := KindNone; k < numKinds; k++ {
+		if kindIdents[k] == ident {
+			return k, true
+		}
+	}
+	return KindNone, false
+}
+
+// Code maps a failure kind to the absl / XLA FFI error code a runtime
+// reports for it. This table is the one place the mapping lives:
+//
+//	Timeout                      DEADLINE_EXCEEDED
+//	FuelExhausted, MemoryLimit   RESOURCE_EXHAUSTED
+//	InvalidArgument              INVALID_ARGUMENT
+//	Canceled                     CANCELLED
+//	GuestError                   the guest's own status (guest), INTERNAL if it is not an error status
+//	KindNone                     OK
+//	every other kind             INTERNAL
+func (k Kind) Code(guest Status) Code {
+	switch k {
+	case KindNone:
+		return CodeOK
+	case Timeout:
+		return CodeDeadlineExceeded
+	case FuelExhausted, MemoryLimit:
+		return CodeResourceExhausted
+	case InvalidArgument:
+		return CodeInvalidArgument
+	case Canceled:
+		return CodeCancelled
+	case GuestError:
+		if guest != StatusOK && guest.Valid() {
+			return Code(guest)
+		}
+	}
+	return CodeInternal
 }

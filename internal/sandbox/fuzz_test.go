@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // FuzzImports calls the host side of every guest import — callbox.error,
@@ -98,12 +98,12 @@ func FuzzImports(f *testing.F) {
 				if !errors.As(g.Abort, &trap) {
 					t.Fatalf("untyped abort %T", g.Abort)
 				}
-				switch trap.Kind {
+				switch trap.Class {
 				case sandbox.ABIViolation, sandbox.GuestError, sandbox.Timeout, sandbox.Canceled:
 				default:
-					t.Fatalf("%s.%s aborted with %s: %v", hf.Module, hf.Name, trap.Kind.Ident(), trap)
+					t.Fatalf("%s.%s aborted with %s: %v", hf.Module, hf.Name, trap.Class.Ident(), trap)
 				}
-				if trap.Kind == sandbox.GuestError && hf.Name != "proc_exit" {
+				if trap.Class == sandbox.GuestError && hf.Name != "proc_exit" {
 					t.Fatalf("%s.%s: %v", hf.Module, hf.Name, trap)
 				}
 			}

@@ -3,7 +3,7 @@ package wazero
 import (
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // allocator backs one instance's linear memory. It enforces the callback's

@@ -28,7 +28,7 @@ func (f Frame) String() string {
 // message, and the wasm frames where the engine gives them. Cause is the
 // engine's own error, kept for debugging.
 type Trap struct {
-	Kind    Kind
+	Class   Kind
 	Message string
 	Frames  []Frame
 	Cause   error
@@ -36,10 +36,13 @@ type Trap struct {
 
 func (t *Trap) Error() string {
 	if t.Message == "" {
-		return t.Kind.String()
+		return t.Class.String()
 	}
 	return t.Message
 }
+
+// Kind implements abi.Kinder.
+func (t *Trap) Kind() Kind { return t.Class }
 
 // Unwrap returns the engine's error.
 func (t *Trap) Unwrap() error { return t.Cause }
@@ -47,7 +50,7 @@ func (t *Trap) Unwrap() error { return t.Cause }
 // Is matches the trap's kind: errors.Is(err, sandbox.Timeout).
 func (t *Trap) Is(target error) bool {
 	k, ok := target.(Kind)
-	return ok && k == t.Kind
+	return ok && k == t.Class
 }
 
 // FormatFrames renders frames one per line, innermost first.
