@@ -32,9 +32,30 @@ type Chain struct {
 	first   *CallbackError
 }
 
-// NewChain starts an empty chain. The name appears in errors.
+// NewChain starts an empty chain of its own, not in the host's registry.
+// The name appears in errors.
 func (h *Host) NewChain(name string) *Chain {
 	return &Chain{h: h, name: name}
+}
+
+// Chain returns the host's chain of that name, creating it on first use:
+// every caller in the process that names the same chain (a compiled
+// program's chain attribute, say) gets the same one and is ordered with
+// the others. Registered chains live as long as the host.
+func (h *Host) Chain(name string) *Chain {
+	h.mu.RLock()
+	ch, ok := h.chains[name]
+	h.mu.RUnlock()
+	if ok {
+		return ch
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok = h.chains[name]; !ok {
+		ch = &Chain{h: h, name: name}
+		h.chains[name] = ch
+	}
+	return ch
 }
 
 // Name is the chain's name.
@@ -46,6 +67,7 @@ type Future struct {
 	ctx      context.Context
 	callback string
 	inputs   []Tensor
+	into     []Tensor // caller-provided outputs (InvokeInto), or nil
 	seq      uint64
 	tap      bool
 	barrier  bool
@@ -105,19 +127,44 @@ func (ch *Chain) Submit(ctx context.Context, callback string, inputs ...Tensor) 
 // On an idle chain the call runs on the caller's goroutine, with no
 // hand-off to the chain's worker.
 func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) ([]Tensor, error) {
+	outputs, _, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, inputs: inputs})
+	return outputs, err
+}
+
+// InvokeInto is Invoke writing the results into caller-provided outputs
+// (as Host.InvokeInto: a failed call leaves them untouched). It returns
+// when the call is over and keeps no reference to inputs or outputs
+// afterwards, so buffers lent for the call's duration (an XLA FFI
+// handler's) may be passed.
+func (ch *Chain) InvokeInto(ctx context.Context, callback string, inputs, outputs []Tensor) (Stats, error) {
+	_, st, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, inputs: inputs, into: outputs})
+	return st, err
+}
+
+// invokeSync runs f as the chain's next call and waits for it.
+func (ch *Chain) invokeSync(ctx context.Context, f *Future) ([]Tensor, Stats, error) {
 	ch.mu.Lock()
 	if ch.running || len(ch.queue) > 0 {
 		ch.mu.Unlock()
-		return ch.enqueue(&Future{ctx: ctx, callback: callback, inputs: inputs}).Wait(ctx)
+		ch.enqueue(f)
+		select {
+		case <-f.Done():
+		case <-ctx.Done():
+			// The call still runs in its turn, with ctx (now done): it
+			// fails at once and fails the chain. Wait for that turn, so
+			// the caller's buffers are not used after we return.
+			<-f.Done()
+		}
+		return f.outputs, f.stats, f.err
 	}
-	// Idle: take the chain's turn ourselves, with no future to allocate.
-	// Anything submitted meanwhile queues behind us and is drained after.
+	// Idle: take the chain's turn ourselves. Anything submitted meanwhile
+	// queues behind us and is drained after.
 	ch.seq++
-	seq := ch.seq
+	f.seq = ch.seq
 	ch.running = true
 	first := ch.first
 	ch.mu.Unlock()
-	outputs, _, err := ch.call(ctx, callback, inputs, seq, first)
+	ch.run(f, first)
 	ch.mu.Lock()
 	if len(ch.queue) > 0 {
 		ch.mu.Unlock()
@@ -126,7 +173,7 @@ func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) 
 		ch.running = false
 		ch.mu.Unlock()
 	}
-	return outputs, err
+	return f.outputs, f.stats, f.err
 }
 
 // Tap queues a side-effect call whose outputs are discarded (JAX's id_tap).
@@ -150,6 +197,22 @@ func (ch *Chain) Barrier(ctx context.Context) error {
 		return first
 	}
 	return nil
+}
+
+// Reset clears the chain's failure so that later calls run again, and
+// returns the failure it cleared (nil if it was healthy). It is for chains
+// that outlive one program run (registered chains, Host.Chain): a failed
+// run fails its own later calls, and the next run starts clean. Calls
+// already queued behind the failure still fail with it.
+func (ch *Chain) Reset() error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	first := ch.first
+	ch.first = nil
+	if first == nil {
+		return nil
+	}
+	return first
 }
 
 // Err returns the chain's first failure, or nil while it is healthy.
@@ -221,37 +284,35 @@ func (ch *Chain) firstFailure() *CallbackError {
 	return ch.first
 }
 
+// run runs call f (number f.seq) of the chain, unless the chain has
+// already failed (first), and fails the chain when the call fails.
 func (ch *Chain) run(f *Future, first *CallbackError) {
 	if f.barrier {
 		return
 	}
-	outputs, st, err := ch.call(f.ctx, f.callback, f.inputs, f.seq, first)
-	f.stats, f.err = st, err
-	if !f.tap {
-		f.outputs = outputs
-	}
-}
-
-// call runs call number seq of the chain, unless the chain has already
-// failed (first), and fails the chain when the call fails.
-func (ch *Chain) call(ctx context.Context, callback string, inputs []Tensor, seq uint64, first *CallbackError) ([]Tensor, Stats, error) {
 	if first != nil {
-		return nil, Stats{}, &ChainError{Chain: ch.name, Seq: seq, Callback: callback, First: first}
+		f.err = &ChainError{Chain: ch.name, Seq: f.seq, Callback: f.callback, First: first}
+		return
 	}
-	c, err := ch.h.lookup(callback)
+	c, err := ch.h.lookup(f.callback)
 	if err != nil {
-		ce := &CallbackError{Callback: callback, Chain: ch.name, Seq: seq, kind: InvalidArgument, Message: err.Error(), Err: err}
+		ce := &CallbackError{Callback: f.callback, Chain: ch.name, Seq: f.seq, kind: InvalidArgument, Message: err.Error(), Err: err}
 		ch.failWith(ce)
-		return nil, Stats{}, ce
+		f.err = ce
+		return
 	}
 	defer ch.h.inflight.Done()
-	r := request{inputs: inputs, chain: ch.name, seq: seq}
-	st, cerr := c.invoke(ctx, &r)
+	r := request{inputs: f.inputs, outputs: f.into, into: f.into != nil, chain: ch.name, seq: f.seq}
+	st, cerr := c.invoke(f.ctx, &r)
+	f.stats = st
 	if cerr != nil {
 		ch.failWith(cerr)
-		return nil, st, cerr
+		f.err = cerr
+		return
 	}
-	return r.outputs, st, nil
+	if !f.tap && f.into == nil {
+		f.outputs = r.outputs
+	}
 }
 
 func (ch *Chain) failWith(e *CallbackError) {

@@ -82,7 +82,13 @@ func (e *CallbackError) Error() string {
 	if e.Chain != "" {
 		fmt.Fprintf(&b, " (chain %q #%d)", e.Chain, e.Seq)
 	}
-	b.WriteString(" failed: ")
+	if e.kind == InvalidArgument {
+		// Nothing ran: the host refused the call (its inputs, outputs or
+		// callback name), so no guest "failed".
+		b.WriteString(" refused the call before running it: ")
+	} else {
+		b.WriteString(" failed: ")
+	}
 	b.WriteString(e.Message)
 	if e.GuestMessage != "" {
 		b.WriteString(": ")
@@ -123,12 +129,12 @@ func (e *ChainError) Unwrap() error { return e.First }
 func (e *ChainError) Is(target error) bool { return target == ErrChainFailed }
 
 // asCallbackError turns any error from the call path into a CallbackError.
-func (c *callback) fail(kind Kind, msg string, cause error) *CallbackError {
+func (c *Callback) fail(kind Kind, msg string, cause error) *CallbackError {
 	return &CallbackError{Callback: c.name, ID: c.id, kind: kind, Message: msg, Err: cause}
 }
 
 // trapError converts a sandbox trap.
-func (c *callback) trapError(t *sandbox.Trap) *CallbackError {
+func (c *Callback) trapError(t *sandbox.Trap) *CallbackError {
 	e := c.fail(t.Class, t.Error(), t)
 	for _, f := range t.Frames {
 		e.Frames = append(e.Frames, Frame(f))

@@ -75,7 +75,7 @@ func ExampleHost_Invoke_signatureMismatch() {
 
 	_, err := h.Invoke(ctx, "scale", abi.From([]float32{1, 2}), abi.From([]float32{3, 4}))
 	fmt.Println(err)
-	// Output: callback "scale" failed: argument 1 (factor): expected f32[], got f32[2] (rank 1, want 0)
+	// Output: callback "scale" refused the call before running it: argument 1 (factor): expected f32[], got f32[2] (rank 1, want 0)
 }
 
 func ExampleChain() {

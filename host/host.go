@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -27,12 +28,16 @@ type Host struct {
 
 	mu        sync.RWMutex
 	engines   map[string]sandbox.Engine
-	callbacks map[string]*callback
+	callbacks map[string]*Callback
+	byID      map[string]*Callback
+	chains    map[string]*Chain
 	closed    bool
 	inflight  sync.WaitGroup
 
 	taps   tapGroup
 	skewed bool
+	// instances numbers every instance the host creates (GuestMemory).
+	instances atomic.Uint64
 }
 
 // Option configures a Host.
@@ -57,7 +62,7 @@ func WithSkewedBuffers() Option { return func(h *Host) { h.skewed = true } }
 // A callback that fails to load fails New, naming the config file, the
 // callback and the reason.
 func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error) {
-	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*callback{}, logger: slog.Default()}
+	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, chains: map[string]*Chain{}, logger: slog.Default()}
 	for _, o := range opts {
 		o(h)
 	}
@@ -145,15 +150,19 @@ func (h *Host) Callback(name string) (Info, bool) {
 	return c.info(), true
 }
 
-func (h *Host) lookup(name string) (*callback, error) {
+// lookup resolves a callback by name or id and admits one call on it;
+// the caller must call h.inflight.Done when the call is over.
+func (h *Host) lookup(nameOrID string) (*Callback, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
 		return nil, ErrClosed
 	}
-	c, ok := h.callbacks[name]
+	c, ok := h.callbacks[nameOrID]
 	if !ok {
-		return nil, fmt.Errorf("callback %q: %w", name, ErrUnknownCallback)
+		if c, ok = h.byID[nameOrID]; !ok {
+			return nil, h.unknownLocked(nameOrID)
+		}
 	}
 	h.inflight.Add(1)
 	return c, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 	"unsafe"
 
@@ -64,6 +63,20 @@ func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, out
 	return st, nil
 }
 
+// InvokeInto is Host.InvokeInto on a resolved callback.
+func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Tensor) (Stats, error) {
+	if err := c.h.enter(); err != nil {
+		return Stats{}, err
+	}
+	defer c.h.inflight.Done()
+	r := request{inputs: inputs, outputs: outputs, into: true}
+	st, cerr := c.invoke(ctx, &r)
+	if cerr != nil {
+		return st, cerr
+	}
+	return st, nil
+}
+
 // request is one call's inputs, its outputs, and where it sits in a chain.
 type request struct {
 	inputs  []Tensor
@@ -75,119 +88,44 @@ type request struct {
 	seq     uint64
 }
 
-// invoke runs one call; it always returns a *CallbackError on failure.
-func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *CallbackError) {
-	start := time.Now()
+// invoke runs one call through every phase; it always returns a
+// *CallbackError on failure.
+func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *CallbackError) {
+	var cl call
 	defer func() {
-		st.Wall = time.Since(start)
+		if p := recover(); p != nil {
+			cl.kept = false
+			err = c.fail(HostPanic, fmt.Sprintf("host panic during the call: %v", p), nil)
+		}
+		cl.finish(ctx)
+		st = cl.st
 		if err != nil {
 			err.Chain, err.Seq = r.chain, r.seq
 		}
 	}()
-
-	p, cerr := c.planFor(r.inputs, r.inputAt)
-	if cerr != nil {
-		return st, cerr
+	cl.began = time.Now()
+	p, err := c.planFor(r.inputs, r.inputAt)
+	if err != nil {
+		return
 	}
 	if r.into {
-		if cerr := c.checkOutputs(p.specs, r.outputs); cerr != nil {
-			return st, cerr
+		if err = c.checkOutputs(p.specs, r.outputs); err != nil {
+			return
 		}
 	}
-	specs, layout := p.specs, p.layout
-
-	g, created, gerr := c.pool.get(ctx)
-	if gerr != nil {
-		return st, c.acquireError(ctx, gerr)
+	if err = cl.start(ctx, c, p); err != nil {
+		return
 	}
-	st.NewInstance = created
-	healthy := false
-	defer func() {
-		if p := recover(); p != nil {
-			err = c.fail(HostPanic, fmt.Sprintf("host panic during the call: %v", p), nil)
-			healthy = false
-		}
-		if healthy {
-			c.pool.release(ctx, g)
-		} else {
-			c.pool.discard(ctx, g)
-		}
-	}()
-
-	var kept bool
-	kept, err = c.run(ctx, g, layout, r, specs, &st)
-	healthy = kept
-	return st, err
-}
-
-// callPlan is everything about a call that depends only on its input types:
-// the output specs the signature derives and the frame layout. It is
-// immutable and cached per callback, so a stream of calls with the same
-// shapes binds the signature and plans the frame once.
-type callPlan struct {
-	inputAt []uint32
-	metas   []abi.TensorMeta
-	specs   []abi.OutputSpec
-	layout  *abi.FrameLayout
-}
-
-// matches reports whether inputs have exactly the plan's types and
-// placement.
-func (p *callPlan) matches(inputs []Tensor, inputAt []uint32) bool {
-	if len(inputs) != len(p.metas) || !slices.Equal(inputAt, p.inputAt) {
-		return false
+	cl.stage(r.inputs)
+	if err = cl.run(ctx); err != nil {
+		return
 	}
-	for i, in := range inputs {
-		if in.DType != p.metas[i].DType || !in.Shape.Equal(p.metas[i].Shape) {
-			return false
-		}
-	}
-	return true
-}
-
-// planFor validates the inputs and returns the call's plan, from the cache
-// when the input types repeat.
-func (c *callback) planFor(inputs []Tensor, inputAt []uint32) (*callPlan, *CallbackError) {
-	for i, in := range inputs {
-		if verr := in.Validate(); verr != nil {
-			ae := &abi.ArgumentError{Index: i, Reason: verr.Error()}
-			return nil, c.fail(InvalidArgument, ae.Error(), ae)
-		}
-	}
-	if p := c.lastPlan.Load(); p != nil && p.matches(inputs, inputAt) {
-		return p, nil
-	}
-	metas := make([]abi.TensorMeta, len(inputs))
-	for i, in := range inputs {
-		metas[i] = abi.TensorMeta{DType: in.DType, Shape: append(abi.Shape(nil), in.Shape...)}
-	}
-	specs, berr := c.sig.Bind(metas)
-	if berr != nil {
-		return nil, c.fail(InvalidArgument, berr.Error(), berr)
-	}
-	outBytes := uint64(0)
-	for _, s := range specs {
-		n, _ := s.Shape.ByteLen(s.DType)
-		if s.Alias < 0 {
-			outBytes += n
-		}
-	}
-	if outBytes > c.spec.Limits.MaxOutput {
-		msg := fmt.Sprintf("results need %s, above max_output %s", sandbox.FormatBytes(outBytes), sandbox.FormatBytes(c.spec.Limits.MaxOutput))
-		return nil, c.fail(InvalidArgument, msg, nil)
-	}
-	at := slices.Clone(inputAt)
-	layout, perr := abi.Plan(metas, specs, abi.PlanOptions{Skewed: c.skewed, InputAt: at})
-	if perr != nil {
-		return nil, c.fail(InvalidArgument, perr.Error(), perr)
-	}
-	p := &callPlan{inputAt: at, metas: metas, specs: specs, layout: layout}
-	c.lastPlan.Store(p)
-	return p, nil
+	err = cl.deliver(r)
+	return
 }
 
 // acquireError reports a failure to get an instance.
-func (c *callback) acquireError(ctx context.Context, err error) *CallbackError {
+func (c *Callback) acquireError(ctx context.Context, err error) *CallbackError {
 	var t *sandbox.Trap
 	if errors.As(err, &t) {
 		e := c.trapError(t)
@@ -200,7 +138,7 @@ func (c *callback) acquireError(ctx context.Context, err error) *CallbackError {
 	return c.fail(ABIViolation, err.Error(), err)
 }
 
-func (c *callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *CallbackError {
+func (c *Callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *CallbackError {
 	if len(outs) != len(specs) {
 		return c.fail(InvalidArgument, fmt.Sprintf("got %d output buffers, signature %s has %d results", len(outs), c.sig, len(specs)), nil)
 	}
@@ -216,112 +154,12 @@ func (c *callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *Callback
 	return nil
 }
 
-// run writes the frame, calls the guest, checks what it did, and copies the
-// outputs out. kept reports whether the instance may serve another call.
-func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r *request, specs []abi.OutputSpec, st *Stats) (kept bool, _ *CallbackError) {
-	if err := g.ensureScratch(ctx, layout.Size); err != nil {
-		return false, c.callError(err, "allocating the call frame")
-	}
-	base := g.scratch.Off
-	mem := g.inst.Memory()
-	frame := mem[base : uint64(base)+uint64(layout.Size)]
-	g.calls++
-	if err := layout.WriteMeta(frame, base, g.calls); err != nil {
-		return false, c.fail(HostPanic, err.Error(), err)
-	}
-	g.meta = append(g.meta[:0], frame[:layout.MetaLen]...)
-	for i, in := range r.inputs {
-		if reg := layout.Inputs[i]; !reg.Abs {
-			st.BytesIn += uint64(copy(frame[reg.Off:reg.End()], in.Data))
-		}
-	}
-
-	g.stack[0] = uint64(base)
-	callStart := time.Now()
-	callErr := g.inst.Call(ctx, g.fn, g.stack[:1])
-	st.Guest = time.Since(callStart)
-	mem = g.inst.Memory()
-	st.PeakMemory = uint64(len(mem))
-	st.Fuel, st.FuelKnown = g.inst.FuelConsumed()
-	state := g.inst.State()
-	if callErr != nil {
-		e := c.callError(callErr, "")
-		if state.ErrorMessage != "" && e.kind != ABIViolation && e.kind != HostPanic {
-			e.GuestMessage = state.ErrorMessage
-			if e.kind == Unreachable {
-				// An abort after callbox.error is how SDKs report a panic.
-				e.kind, e.Message = GuestError, "guest aborted"
-			}
-		}
-		return false, e
-	}
-	status := abi.Status(int32(uint32(g.stack[0])))
-	// Memory never shrinks, so the frame is still in bounds.
-	frame = mem[base : uint64(base)+uint64(layout.Size)]
-	if err := layout.Verify(frame, base, g.meta); err != nil {
-		return false, c.fail(ABIViolation, err.Error(), err)
-	}
-	if status != abi.StatusOK {
-		if !status.Valid() {
-			msg := fmt.Sprintf("status %d is not an ABI v1 status", int32(status))
-			return false, c.fail(ABIViolation, msg, nil)
-		}
-		e := c.fail(GuestError, "guest returned "+status.String(), nil)
-		e.Status, e.GuestMessage = status, state.ErrorMessage
-		// RESOURCE_EXHAUSTED after a refused memory.grow is a MemoryLimit
-		// (ABI.md, section 4; other statuses stay GuestError). wazero
-		// reports refusals (MemoryDenied); wasmtime's C API does not, so,
-		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
-		// within a page of the limit counts too: both engines then agree.
-		if status == abi.StatusResourceExhausted && (state.MemoryDenied || atMemoryLimit(uint64(len(mem)), c.spec.Limits.MaxMemory)) {
-			e.kind = MemoryLimit
-			e.Message = fmt.Sprintf("memory limit of %s reached (guest returned %s)", sandbox.FormatBytes(c.spec.Limits.MaxMemory), status)
-			return false, e
-		}
-		return true, e
-	}
-	if state.ErrorMessage != "" {
-		c.logDroppedError(ctx, state.ErrorMessage)
-	}
-
-	// Success: only now are outputs written.
-	if !r.into {
-		r.outputs = make([]Tensor, len(specs))
-	}
-	for i, s := range specs {
-		if s.Alias >= 0 {
-			in := r.inputs[s.Alias]
-			if !r.into {
-				r.outputs[i] = in
-			} else if !sameBuffer(r.outputs[i].Data, in.Data) {
-				copy(r.outputs[i].Data, in.Data)
-			}
-			continue
-		}
-		reg := layout.Outputs[i]
-		if r.view {
-			// Zero-copy: the output is a view of the frame in guest memory.
-			r.outputs[i] = Tensor{DType: s.DType, Shape: s.Shape, Data: frame[reg.Off:reg.End():reg.End()]}
-			continue
-		}
-		if !r.into {
-			t, err := abi.New(s.DType, s.Shape...)
-			if err != nil {
-				return true, c.fail(InvalidArgument, err.Error(), err)
-			}
-			r.outputs[i] = t
-		}
-		st.BytesOut += uint64(copy(r.outputs[i].Data, frame[reg.Off:reg.End()]))
-	}
-	return true, nil
-}
-
 func sameBuffer(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
 }
 
 // callError converts an error from the sandbox into a CallbackError.
-func (c *callback) callError(err error, during string) *CallbackError {
+func (c *Callback) callError(err error, during string) *CallbackError {
 	var t *sandbox.Trap
 	var e *CallbackError
 	if errors.As(err, &t) {
@@ -340,7 +178,7 @@ func (c *callback) callError(err error, during string) *CallbackError {
 
 // logDroppedError notes an error message set during a call that returned
 // OK: the ABI drops it, but an operator may want to know.
-func (c *callback) logDroppedError(ctx context.Context, msg string) {
+func (c *Callback) logDroppedError(ctx context.Context, msg string) {
 	c.logger.DebugContext(ctx, "guest set an error message but returned OK; dropped", "message", msg)
 }
 

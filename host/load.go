@@ -17,9 +17,12 @@ import (
 	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 )
 
-// callback is one loaded callback: its module, its resolved signature and
-// its instance pool.
-type callback struct {
+// Callback is one loaded callback: its module, its resolved signature and
+// its instance pool. Resolve one with Host.Lookup (by name or content id)
+// once and use it for any number of calls; it stays valid until the host
+// closes. Its methods are safe for concurrent use.
+type Callback struct {
+	h      *Host
 	name   string
 	id     string
 	spec   config.Callback
@@ -29,19 +32,21 @@ type callback struct {
 	mod    sandbox.Module
 	pool   *pool
 	hasFre bool
+	// stableMemory: the engine guarantees instance memory never moves.
+	stableMemory bool
 	skewed bool
 	logger *slog.Logger
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 }
 
-func (c *callback) info() Info {
+func (c *Callback) info() Info {
 	return Info{Name: c.name, ID: c.id, Export: c.spec.Export, Signature: c.sig, Engine: c.spec.Engine,
 		Module: c.spec.Module, ModuleSHA: c.sha, Isolation: c.spec.Isolation, Limits: c.spec.Limits,
 		WASI: c.spec.WASI == config.WASIMinimal}
 }
 
-func (c *callback) close(ctx context.Context) error {
+func (c *Callback) close(ctx context.Context) error {
 	c.pool.close(ctx)
 	return c.mod.Close(ctx)
 }
@@ -84,10 +89,11 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 		return fmt.Errorf("callback %q is already loaded (module %s)", cb.Name, old.spec.Module)
 	}
 	h.callbacks[cb.Name] = c
+	h.byID[c.id] = c
 	return nil
 }
 
-func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*callback, error) {
+func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Callback, error) {
 	sum := sha256.Sum256(wasm)
 	sha := hex.EncodeToString(sum[:])
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
@@ -126,8 +132,9 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*call
 			return nil, withKind(InvalidArgument, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name()))
 		}
 	}
-	c := &callback{name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
+	c := &Callback{h: h, name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
 	_, c.hasFre = info.Export(abi.ExportFree)
+	c.stableMemory = eng.Supports(sandbox.FeatureStableMemory)
 	// The id is known only after the signature is; guest log lines carry
 	// it through the logger's lazily bound attribute.
 	logger := slog.New(&idHandler{Handler: h.logger.With("callback", cb.Name).Handler(), id: &c.id})

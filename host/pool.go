@@ -16,12 +16,15 @@ import (
 // the guest memory the host writes call frames into and reuses call after
 // call.
 type guest struct {
+	id      uint64 // unique within the host
 	inst    sandbox.Instance
 	fn      sandbox.Function // the callback export
 	alloc   sandbox.Function
 	free    sandbox.Function // callbox_free, once resolved
 	hasFree bool             // the module exports callbox_free
 	scratch abi.Region       // absolute guest address and size; Len 0 = none yet
+	// blocks are live session tensors (Session.Alloc), until Release.
+	blocks []abi.Region
 	calls   uint64
 	meta    []byte // host copy of the last frame's metadata
 	stack   [4]uint64
@@ -30,12 +33,12 @@ type guest struct {
 // newGuest instantiates the module, runs _initialize and resolves the
 // exports a call needs. The probe instance made at load also checks the ABI
 // version; later instances of the same module bytes need not.
-func (c *callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
+func (c *Callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
 	inst, err := c.mod.Instantiate(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g := &guest{inst: inst}
+	g := &guest{inst: inst, id: c.h.instances.Add(1)}
 	fail := func(err error) (*guest, error) {
 		_ = inst.Close(ctx)
 		return nil, err
@@ -119,7 +122,30 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	if err := abi.CheckAligned(ptr, abi.DataAlign, abi.ExportAlloc+" result"); err != nil {
 		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
 	}
-	return abi.Region{Off: uint32(ptr), Len: size}, nil
+	reg := abi.Region{Off: uint32(ptr), Len: size}
+	if err := g.checkDisjoint(reg); err != nil {
+		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+	}
+	return reg, nil
+}
+
+// checkDisjoint checks a block the guest's allocator returned against
+// every block the host still holds: the scratch region (call frames) and
+// the session's tensors. An allocator that hands out live memory twice
+// would make the host pass one tensor's bytes as another's.
+func (g *guest) checkDisjoint(reg abi.Region) error {
+	overlaps := func(o abi.Region) bool {
+		return o.Len > 0 && uint64(reg.Off) < o.End() && uint64(o.Off) < reg.End()
+	}
+	if overlaps(g.scratch) {
+		return fmt.Errorf("%s returned [%#x, %#x), which overlaps the call frame at [%#x, %#x)", abi.ExportAlloc, reg.Off, reg.End(), g.scratch.Off, g.scratch.End())
+	}
+	for _, b := range g.blocks {
+		if overlaps(b) {
+			return fmt.Errorf("%s returned [%#x, %#x), which overlaps the live block at [%#x, %#x)", abi.ExportAlloc, reg.Off, reg.End(), b.Off, b.End())
+		}
+	}
+	return nil
 }
 
 // release returns a region to the guest's allocator, when it has a free.
@@ -183,7 +209,7 @@ func (g *guest) readSignatureTable(ctx context.Context) (map[string]*abi.Signatu
 // one is reused, a broken one is closed and replaced on demand. With fresh
 // isolation nothing is ever returned to the idle list.
 type pool struct {
-	c     *callback
+	c     *Callback
 	fresh bool
 	slots chan struct{} // one token per instance in use
 	mu    sync.Mutex
@@ -194,7 +220,7 @@ type pool struct {
 	created, discarded atomic.Uint64
 }
 
-func newPool(c *callback, max int) *pool {
+func newPool(c *Callback, max int) *pool {
 	if max <= 0 {
 		max = 1
 	}

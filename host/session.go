@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -30,10 +29,9 @@ var ErrSessionClosed = errors.New("session released or broken")
 // included: treat their contents after a call as untrusted guest output.
 type Session struct {
 	h      *Host
-	c      *callback
+	c      *Callback
 	g      *guest
 	mu     sync.Mutex
-	allocs []abi.Region
 	broken bool
 	done   bool
 }
@@ -54,7 +52,10 @@ func (h *Host) NewSession(ctx context.Context, name string) (*Session, error) {
 }
 
 // Alloc allocates a tensor in the guest's memory with the guest's own
-// allocator. Fill its Data, then pass it to Invoke: it is not copied.
+// allocator. Fill its Data, then pass it to Invoke: it is not copied. The
+// block the guest returns is checked against the call frame and every
+// other live block: an allocator that hands out overlapping memory breaks
+// the ABI, and the session with it.
 func (s *Session) Alloc(ctx context.Context, dtype abi.DType, shape ...int64) (Tensor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,14 +74,17 @@ func (s *Session) Alloc(ctx context.Context, dtype abi.DType, shape ...int64) (T
 		s.broken = true
 		return Tensor{}, s.c.callError(err, "allocating a session tensor")
 	}
-	s.allocs = append(s.allocs, reg)
+	s.g.blocks = append(s.g.blocks, reg)
 	mem := s.g.inst.Memory()
 	return Tensor{DType: dtype, Shape: append(abi.Shape(nil), shape...), Data: mem[reg.Off : uint64(reg.Off)+n : uint64(reg.Off)+n]}, nil
 }
 
-// guestAddr returns the guest address of b when it lies inside the guest's
-// memory, or 0.
-func guestAddr(mem, b []byte) uint32 {
+// inBlock returns the guest address of b when it lies inside one of the
+// session's live blocks (from Alloc), or 0. Only those are passed in
+// place: they are disjoint from the call frame by construction, while
+// anything else in guest memory (an earlier call's output, say) may be
+// overwritten by the frame.
+func (s *Session) inBlock(mem, b []byte) uint32 {
 	if len(b) == 0 || len(mem) == 0 {
 		return 0
 	}
@@ -89,35 +93,32 @@ func guestAddr(mem, b []byte) uint32 {
 	if p < base || p-base+uintptr(len(b)) > uintptr(len(mem)) {
 		return 0
 	}
-	off := uint32(p - base)
+	off := uint64(p - base)
 	if off == 0 || off%abi.MinDataAlign != 0 {
 		return 0
 	}
-	return off
+	for _, reg := range s.g.blocks {
+		if off >= uint64(reg.Off) && off+uint64(len(b)) <= reg.End() {
+			return uint32(off)
+		}
+	}
+	return 0
 }
 
-// Invoke calls the callback. Inputs already in the guest's memory (from
-// Alloc, or outputs of a previous call) are passed in place; outputs are
-// views of guest memory. On failure the session is broken: Release it.
+// Invoke calls the callback. Inputs in the session's tensors (from Alloc)
+// are passed in place; any other input is copied; outputs are views of
+// guest memory. On failure the session is broken: Release it.
 func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done || s.broken {
 		return nil, Stats{}, ErrSessionClosed
 	}
-	start := time.Now()
+	cl := call{c: s.c, g: s.g, kept: true, began: time.Now()}
 	mem := s.g.inst.Memory()
 	var inputAt []uint32
 	for i, in := range inputs {
-		at := guestAddr(mem, in.Data)
-		if at != 0 && s.g.scratch.Len > 0 && at < s.g.scratch.Off+s.g.scratch.Len && at+uint32(len(in.Data)) > s.g.scratch.Off {
-			// A previous call's output lives in the frame this call
-			// overwrites: pass a copy of it instead.
-			inputs = slices.Clone(inputs)
-			inputs[i].Data = slices.Clone(in.Data)
-			continue
-		}
-		if at != 0 {
+		if at := s.inBlock(mem, in.Data); at != 0 {
 			if inputAt == nil {
 				inputAt = make([]uint32, len(inputs))
 			}
@@ -126,19 +127,37 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 	}
 	r := request{inputs: inputs, view: true, inputAt: inputAt}
 	p, cerr := s.c.planFor(inputs, inputAt)
-	if cerr != nil {
-		return nil, Stats{Wall: time.Since(start)}, cerr
+	if cerr == nil {
+		cl.p = p
+		cerr = s.runGuarded(ctx, &cl, &r)
 	}
-	var st Stats
-	kept, cerr := s.c.runGuarded(ctx, s.g, p.layout, &r, p.specs, &st)
-	st.Wall = time.Since(start)
+	cl.st.Wall = time.Since(cl.began)
 	if cerr != nil {
-		if !kept {
+		if !cl.kept {
 			s.broken = true
 		}
-		return nil, st, cerr
+		return nil, cl.st, cerr
 	}
-	return r.outputs, st, nil
+	return r.outputs, cl.st, nil
+}
+
+// runGuarded runs the prepare, stage, run and deliver phases on the
+// session's instance, with host panics contained.
+func (s *Session) runGuarded(ctx context.Context, cl *call, r *request) (err *CallbackError) {
+	defer func() {
+		if p := recover(); p != nil {
+			cl.kept = false
+			err = s.c.fail(HostPanic, fmt.Sprintf("host panic during the call: %v", p), nil)
+		}
+	}()
+	if err = cl.prepare(ctx); err != nil {
+		return err
+	}
+	cl.stage(r.inputs)
+	if err = cl.run(ctx); err != nil {
+		return err
+	}
+	return cl.deliver(r)
 }
 
 // Release frees the session's tensors and returns the instance to its pool
@@ -153,7 +172,9 @@ func (s *Session) Release(ctx context.Context) {
 	s.done = true
 	defer s.h.inflight.Done()
 	if !s.broken {
-		for _, reg := range s.allocs {
+		for len(s.g.blocks) > 0 {
+			reg := s.g.blocks[len(s.g.blocks)-1]
+			s.g.blocks = s.g.blocks[:len(s.g.blocks)-1]
 			if err := s.g.release(ctx, reg); err != nil {
 				s.broken = true
 				break
@@ -165,15 +186,4 @@ func (s *Session) Release(ctx context.Context) {
 		return
 	}
 	s.c.pool.release(ctx, s.g)
-}
-
-// runGuarded is run with host panics contained, for callers that manage the
-// instance themselves.
-func (c *callback) runGuarded(ctx context.Context, g *guest, layout *abi.FrameLayout, r *request, specs []abi.OutputSpec, st *Stats) (kept bool, err *CallbackError) {
-	defer func() {
-		if p := recover(); p != nil {
-			kept, err = false, c.fail(HostPanic, fmt.Sprintf("host panic during the call: %v", p), nil)
-		}
-	}()
-	return c.run(ctx, g, layout, r, specs, st)
 }

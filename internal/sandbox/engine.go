@@ -56,6 +56,10 @@ type Feature int
 const (
 	FeatureFuel     Feature = iota // Limits.Fuel
 	FeatureMaxStack                // Limits.MaxStack
+	// FeatureStableMemory: an instance's linear memory never moves for
+	// the instance's life (growth maps more of one reservation), so its
+	// base address may be cached and pinned once.
+	FeatureStableMemory
 )
 
 // Engine compiles modules. Implementations are safe for concurrent use.

@@ -93,8 +93,15 @@ func (e *Engine) Name() string { return "wasmtime" }
 func (e *Engine) Version() string { return Version }
 
 // Supports implements sandbox.Engine: wasmtime meters fuel and bounds the
-// stack.
-func (e *Engine) Supports(sandbox.Feature) bool { return true }
+// stack, and on 64-bit hosts its default linear memories are static (a
+// 4 GiB reservation, more than ABI v1's largest max_memory), so they never
+// move.
+func (e *Engine) Supports(f sandbox.Feature) bool {
+	if f == sandbox.FeatureStableMemory {
+		return unsafe.Sizeof(uintptr(0)) == 8
+	}
+	return true
+}
 
 func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 	e.mu.Lock()

@@ -209,8 +209,14 @@ func (e *Engine) Name() string { return "wazero" }
 func (e *Engine) Version() string { return Version }
 
 // Supports implements sandbox.Engine: fuel and the stack limit are both
-// enforced by metering (see package meter).
-func (e *Engine) Supports(sandbox.Feature) bool { return e.metered }
+// enforced by metering (see package meter); memory is stable where our
+// allocator reserves it with mmap (every unix).
+func (e *Engine) Supports(f sandbox.Feature) bool {
+	if f == sandbox.FeatureStableMemory {
+		return stableMemory
+	}
+	return e.metered
+}
 
 // DefaultMaxStack is the stack limit of metered modules when the callback
 // sets none: wasm frames are estimated at 8 bytes per parameter and local

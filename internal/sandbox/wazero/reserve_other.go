@@ -5,6 +5,9 @@ package wazero
 // reservation is a growable Go slice on platforms without mmap; growing may
 // move it, which the host tolerates by re-reading the memory view after
 // every guest call.
+// stableMemory: growing may move the slice.
+const stableMemory = false
+
 type reservation struct {
 	buf []byte
 	max uint64

@@ -12,6 +12,9 @@ type reservation struct {
 	mapped bool
 }
 
+// stableMemory: the reservation is mapped once and never moves.
+const stableMemory = true
+
 func reserveMemory(max uint64) reservation {
 	if max == 0 {
 		return reservation{}

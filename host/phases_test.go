@@ -1,0 +1,251 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+func TestLookupByNameAndID(t *testing.T) {
+	h := newHost(t, "wazero", nil)
+	byName, err := h.Lookup("scale")
+	require.NoError(t, err)
+	byID, err := h.Lookup(byName.ID())
+	require.NoError(t, err)
+	assert.Same(t, byName, byID, "a name and its content id resolve to the same callback")
+	assert.Equal(t, "scale", byID.Name())
+	assert.Equal(t, "(x: f32[n], factor: f32[]) -> f32[n]", byID.Signature().String())
+
+	// Invoke accepts the id too.
+	outs, err := h.Invoke(context.Background(), byName.ID(), abi.From([]float32{1, 2}), abi.Scalar[float32](3))
+	require.NoError(t, err)
+	assert.Equal(t, []float32{3, 6}, abi.MustView[float32](outs[0]))
+
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := h.Lookup(byName.ID()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Lookup("scale"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "Lookup does not allocate")
+}
+
+func TestLookupUnknown(t *testing.T) {
+	h := newHost(t, "wazero", nil)
+	_, err := h.Lookup("scael")
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+	assert.Contains(t, err.Error(), `callback "scael"`)
+	assert.Contains(t, err.Error(), "loaded: bad_error_ptr, bad_status, busy, calls", "an unknown name lists the loaded ones")
+
+	stale := abi.CallbackIDPrefix + "00000000000000000000000000000000000000000000000000000000000000aa"
+	_, err = h.Lookup(stale)
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+	assert.Contains(t, err.Error(), "no loaded callback has id "+stale)
+	assert.Contains(t, err.Error(), "changed")
+
+	_, err = h.Invoke(context.Background(), stale, abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+}
+
+// TestPhasesByHand steps through a call as the FFI bridge and the GPU path
+// do: plan from types alone, stage inputs straight into guest memory, run,
+// read outputs in place.
+func TestPhasesByHand(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		h := newHost(t, engine, nil)
+		cb, err := h.Lookup("scale")
+		require.NoError(t, err)
+		plan, err := cb.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{3}}, {DType: abi.F32}})
+		require.NoError(t, err)
+		require.Len(t, plan.Outputs(), 1)
+		assert.Equal(t, abi.F32, plan.Outputs()[0].DType)
+		assert.Equal(t, abi.Shape{3}, plan.Outputs()[0].Shape)
+
+		for round := 0; round < 3; round++ {
+			call, err := cb.Start(ctx, plan)
+			require.NoError(t, err)
+			x, factor := call.Input(0), call.Input(1)
+			require.Len(t, x, 12)
+			require.Len(t, factor, 4)
+			copy(x, abi.From([]float32{1, 2, 3}).Data)
+			copy(factor, abi.Scalar[float32](float32(round+1)).Data)
+			assert.Nil(t, call.Output(0), "no output before Run")
+			require.NoError(t, call.Run(ctx))
+			out := abi.Tensor{DType: abi.F32, Shape: abi.Shape{3}, Data: call.Output(0)}
+			f := float32(round + 1)
+			assert.Equal(t, []float32{f, 2 * f, 3 * f}, abi.MustView[float32](out))
+			mem := call.Memory()
+			assert.NotNil(t, mem.Base)
+			assert.NotZero(t, mem.Size)
+			assert.NotZero(t, mem.Instance)
+			assert.True(t, mem.Stable, "both engines keep linear memory in place on linux")
+			call.Close(ctx)
+			call.Close(ctx) // idempotent
+		}
+		st, _ := h.PoolStats("scale")
+		assert.Equal(t, 1, st.Live, "by-hand calls reuse the pooled instance")
+		assert.Zero(t, st.Discarded)
+
+		// A plan for types the signature refuses names the argument.
+		_, err = cb.Plan([]abi.TensorMeta{{DType: abi.S32, Shape: abi.Shape{3}}, {DType: abi.F32}})
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, host.InvalidArgument, ce.Kind())
+		assert.Contains(t, err.Error(), "refused the call before running it")
+		_, err = cb.Plan([]abi.TensorMeta{{DType: abi.DType(99), Shape: abi.Shape{3}}, {DType: abi.F32}})
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, err.Error(), "argument 0")
+	})
+}
+
+// TestPhasesFailedRunDiscards: a trap during Run fails the call, hands out
+// no output, and Close discards the instance.
+func TestPhasesFailedRunDiscards(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		h := newHost(t, engine, nil)
+		cb, err := h.Lookup("half_then_trap")
+		require.NoError(t, err)
+		plan, err := cb.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{4}}})
+		require.NoError(t, err)
+		call, err := cb.Start(ctx, plan)
+		require.NoError(t, err)
+		err = call.Run(ctx)
+		require.Error(t, err)
+		assert.Nil(t, call.Output(0))
+		call.Close(ctx)
+		st, _ := h.PoolStats("half_then_trap")
+		assert.Equal(t, uint64(1), st.Discarded)
+		assert.Equal(t, 0, st.Live)
+	})
+}
+
+func TestStartAfterCloseFails(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", nil)
+	cb, err := h.Lookup("scale")
+	require.NoError(t, err)
+	plan, err := cb.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{1}}, {DType: abi.F32}})
+	require.NoError(t, err)
+	require.NoError(t, h.Close(ctx))
+	_, err = cb.Start(ctx, plan)
+	require.ErrorIs(t, err, host.ErrClosed)
+	_, err = cb.InvokeInto(ctx, []abi.Tensor{abi.From([]float32{1}), abi.Scalar[float32](1)}, []abi.Tensor{abi.From([]float32{0})})
+	require.ErrorIs(t, err, host.ErrClosed)
+}
+
+func TestChainRegistry(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", nil)
+	a, b := h.Chain("xla"), h.Chain("xla")
+	assert.Same(t, a, b, "a name finds the same chain everywhere in the process")
+	assert.NotSame(t, a, h.Chain("other"))
+	assert.NotSame(t, a, h.NewChain("xla"), "NewChain makes a private chain")
+
+	// Calls from many goroutines on the registered chain are numbered in
+	// one sequence.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := []abi.Tensor{abi.From([]float32{0, 0})}
+			_, err := h.Chain("xla").InvokeInto(ctx, "scale", []abi.Tensor{abi.From([]float32{1, 2}), abi.Scalar[float32](2)}, out)
+			assert.NoError(t, err)
+			assert.Equal(t, []float32{2, 4}, abi.MustView[float32](out[0]))
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, a.Barrier(ctx))
+}
+
+// TestChainInvokeIntoFailureAndReset: a failed InvokeInto leaves the
+// caller's outputs untouched and fails the chain; Reset clears it for the
+// next program run.
+func TestChainInvokeIntoFailureAndReset(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", nil)
+	ch := h.Chain("run")
+	out := []abi.Tensor{abi.From([]float32{7, 7, 7, 7})}
+	_, err := ch.InvokeInto(ctx, "bad_status", []abi.Tensor{abi.From([]float32{1, 2, 3, 4})}, out)
+	var ce *host.CallbackError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "run", ce.Chain)
+	assert.Equal(t, uint64(1), ce.Seq)
+	assert.Equal(t, []float32{7, 7, 7, 7}, abi.MustView[float32](out[0]), "a failed call writes nothing")
+
+	_, err = ch.InvokeInto(ctx, "scale", []abi.Tensor{abi.From([]float32{1}), abi.Scalar[float32](2)}, []abi.Tensor{abi.From([]float32{0})})
+	require.ErrorIs(t, err, host.ErrChainFailed)
+
+	first := ch.Reset()
+	require.Error(t, first)
+	assert.True(t, errors.Is(first, ce.Kind()), "Reset returns the first failure")
+	assert.NoError(t, ch.Reset(), "a healthy chain has nothing to reset")
+	o := []abi.Tensor{abi.From([]float32{0})}
+	_, err = ch.InvokeInto(ctx, "scale", []abi.Tensor{abi.From([]float32{1}), abi.Scalar[float32](2)}, o)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{2}, abi.MustView[float32](o[0]))
+}
+
+// TestSessionRefusesOverlappingBlocks: a guest allocator that hands out the
+// same block twice must fail the call as an ABI violation, never return
+// the frame's bytes as the caller's tensor with status OK (issue 15).
+func TestSessionRefusesOverlappingBlocks(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		hc := hostileCase{name: "alloc_same", module: "alloc_same", export: "run"}
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
+		defer h.Close(ctx)
+		require.NoError(t, h.LoadModule(ctx, hostileCallback(hc, engine), hostileWasm(t, hc)))
+
+		// The copying path allocates one scratch region and is fine.
+		_, err = h.Invoke(ctx, "alloc_same", abi.From([]float32{1, 2, 3, 4}))
+		require.NoError(t, err)
+
+		s, err := h.NewSession(ctx, "alloc_same")
+		require.NoError(t, err)
+		defer s.Release(ctx)
+		x, err := s.Alloc(ctx, abi.F32, 4)
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce, "the scratch region already lives at the only address this allocator gives")
+		assert.Equal(t, host.ABIViolation, ce.Kind())
+		assert.Contains(t, err.Error(), "overlaps the call frame")
+		assert.Nil(t, x.Data)
+	})
+}
+
+func TestSessionRefusesBlockOverlappingLater(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		hc := hostileCase{name: "alloc_same", module: "alloc_same", export: "run"}
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
+		defer h.Close(ctx)
+		cb := hostileCallback(hc, engine)
+		cb.Isolation = "fresh" // no scratch region before the session's first block
+		require.NoError(t, h.LoadModule(ctx, cb, hostileWasm(t, hc)))
+		s, err := h.NewSession(ctx, "alloc_same")
+		require.NoError(t, err)
+		defer s.Release(ctx)
+		x, err := s.Alloc(ctx, abi.F32, 4)
+		require.NoError(t, err)
+		copy(abi.MustView[float32](x), []float32{1, 2, 3, 4})
+		outs, _, err := s.Invoke(ctx, x)
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce, "the frame would land on the session's tensor; got outputs %v", outs)
+		assert.Equal(t, host.ABIViolation, ce.Kind())
+		assert.Contains(t, err.Error(), "overlaps the live block")
+	})
+}
