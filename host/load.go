@@ -34,8 +34,8 @@ type Callback struct {
 	hasFre bool
 	// stableMemory: the engine guarantees instance memory never moves.
 	stableMemory bool
-	skewed bool
-	logger *slog.Logger
+	skewed       bool
+	logger       *slog.Logger
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 }

@@ -25,9 +25,9 @@ type guest struct {
 	scratch abi.Region       // absolute guest address and size; Len 0 = none yet
 	// blocks are live session tensors (Session.Alloc), until Release.
 	blocks []abi.Region
-	calls   uint64
-	meta    []byte // host copy of the last frame's metadata
-	stack   [4]uint64
+	calls  uint64
+	meta   []byte // host copy of the last frame's metadata
+	stack  [4]uint64
 }
 
 // newGuest instantiates the module, runs _initialize and resolves the
