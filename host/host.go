@@ -38,6 +38,8 @@ type Host struct {
 	skewed bool
 	// instances numbers every instance the host creates (GuestMemory).
 	instances atomic.Uint64
+	// onInstanceClose is called before an instance is closed.
+	onInstanceClose func(instance uint64)
 }
 
 // Option configures a Host.
@@ -56,6 +58,15 @@ func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir }
 // instead of 64. It exists to test guest SDKs: one that assumes more
 // alignment than the ABI guarantees fails under it.
 func WithSkewedBuffers() Option { return func(h *Host) { h.skewed = true } }
+
+// WithInstanceClose calls fn(instance) just before the host closes an
+// instance (discarded after a failed call, with fresh isolation after every
+// call, or at Close), on the goroutine closing it: a caller that pinned the
+// instance's memory (Call.Memory, GuestMemory.Instance) unpins it here,
+// while the memory is still mapped. fn must not call into the host.
+func WithInstanceClose(fn func(instance uint64)) Option {
+	return func(h *Host) { h.onInstanceClose = fn }
+}
 
 // New creates a host and loads every callback of cfg. cfg may be nil for a
 // host whose callbacks are loaded programmatically with Load or LoadModule.

@@ -249,3 +249,49 @@ func TestSessionRefusesBlockOverlappingLater(t *testing.T) {
 		assert.Contains(t, err.Error(), "overlaps the live block")
 	})
 }
+
+func TestInstanceCloseObserver(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	closed := map[uint64]int{}
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), host.WithInstanceClose(func(id uint64) {
+		mu.Lock()
+		closed[id]++
+		mu.Unlock()
+	}))
+	require.NoError(t, err)
+	for _, name := range []string{"scale", "half_then_trap"} {
+		cb := hostileCallback(hostileCase{name: name}, "wazero")
+		cb.Signature = testkitSigs[name]
+		require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	}
+	c, err := h.Lookup("half_then_trap")
+	require.NoError(t, err)
+	plan, err := c.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{4}}})
+	require.NoError(t, err)
+	call, err := c.Start(ctx, plan)
+	require.NoError(t, err)
+	failed := call.Memory().Instance
+	require.Error(t, call.Run(ctx))
+	mu.Lock()
+	assert.Zero(t, closed[failed], "not closed before Close")
+	mu.Unlock()
+	call.Close(ctx)
+	mu.Lock()
+	assert.Equal(t, 1, closed[failed], "a discarded instance is reported once")
+	mu.Unlock()
+
+	s, err := h.Lookup("scale")
+	require.NoError(t, err)
+	p2, err := s.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{1}}, {DType: abi.F32}})
+	require.NoError(t, err)
+	call, err = s.Start(ctx, p2)
+	require.NoError(t, err)
+	pooled := call.Memory().Instance
+	require.NoError(t, call.Run(ctx))
+	call.Close(ctx)
+	require.NoError(t, h.Close(ctx))
+	mu.Lock()
+	assert.Equal(t, 1, closed[pooled], "a pooled instance is reported when the host closes")
+	mu.Unlock()
+}

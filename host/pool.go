@@ -17,6 +17,7 @@ import (
 // call.
 type guest struct {
 	id      uint64 // unique within the host
+	onClose func(instance uint64)
 	inst    sandbox.Instance
 	fn      sandbox.Function // the callback export
 	alloc   sandbox.Function
@@ -38,7 +39,7 @@ func (c *Callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guest{inst: inst, id: c.h.instances.Add(1)}
+	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose}
 	fail := func(err error) (*guest, error) {
 		_ = inst.Close(ctx)
 		return nil, err
@@ -70,7 +71,14 @@ func (c *Callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
 	return g, nil
 }
 
-func (g *guest) close(ctx context.Context) { _ = g.inst.Close(ctx) }
+// close closes the instance, first telling the host's instance observer
+// (WithInstanceClose) so it can let go of the memory (unpin it, say).
+func (g *guest) close(ctx context.Context) {
+	if g.onClose != nil && g.id != 0 {
+		g.onClose(g.id)
+	}
+	_ = g.inst.Close(ctx)
+}
 
 // ensureScratch makes the scratch region at least size bytes. It reuses the
 // current region whenever it is large enough, so a pooled instance serving
