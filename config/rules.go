@@ -316,7 +316,7 @@ func timeoutKey() Key {
 // its unit would be a guess. Zero is zero in every unit and needs none.
 func parseDuration(v any) (time.Duration, error) {
 	if isNumber(v) {
-		return parseBareDuration(fmt.Sprint(v))
+		return parseBareDuration(numberText(v))
 	}
 	s, ok := v.(string)
 	if !ok {

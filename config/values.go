@@ -100,7 +100,7 @@ func stringToUint(s string) (uint64, error) {
 // guess. Zero is zero in every unit and needs none.
 func parseSize(v any) (uint64, error) {
 	if isNumber(v) {
-		return parseBareSize(fmt.Sprint(v), v)
+		return parseBareSize(numberText(v), v)
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -137,6 +137,17 @@ func parseBareSize(text string, v any) (uint64, error) {
 type noUnitError struct{ msg string }
 
 func (e *noUnitError) Error() string { return e.msg }
+
+// numberText writes a decoded number as a user would: 1000000, not 1e+06.
+func numberText(v any) string {
+	switch f := v.(type) {
+	case float64:
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(f), 'f', -1, 32)
+	}
+	return fmt.Sprint(v)
+}
 
 // isNumber reports whether v is a decoded number.
 func isNumber(v any) bool {
