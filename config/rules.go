@@ -40,6 +40,9 @@ type Key struct {
 // when dir is "". Parse checks the form (type, unit, sign); range rules are
 // left to Check.
 func (k Key) Parse(raw any, dir string, cb *Callback) error {
+	if k.parse == nil {
+		return fmt.Errorf("unknown key %q (use a Key from Keys)", k.Name)
+	}
 	return k.parse(input{val: raw, dir: dir}, cb)
 }
 
@@ -90,9 +93,9 @@ func ParseCacheDir(raw any, dir string) (string, error) {
 
 // --- callback names ---
 
-// CheckName reports whether name is a valid callback name,
+// checkName reports whether name is a valid callback name,
 // [a-z][a-z0-9_-]*.
-func CheckName(name string) error {
+func checkName(name string) error {
 	ok := name != "" && name[0] >= 'a' && name[0] <= 'z'
 	for i := 1; ok && i < len(name); i++ {
 		c := name[i]
@@ -102,7 +105,7 @@ func CheckName(name string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("bad callback name %q: names must match ^[a-z][a-z0-9_-]*$", name)
-	if lower := strings.ToLower(name); lower != name && CheckName(lower) == nil {
+	if lower := strings.ToLower(name); lower != name && checkName(lower) == nil {
 		msg += fmt.Sprintf(" (names are case-sensitive; did you mean %s?)", lower)
 	}
 	return errors.New(msg)
@@ -126,10 +129,10 @@ func envName(name string) string {
 }
 
 // CallbackNames checks callback names one at a time with the rules
-// Validate applies to Config.Callbacks: each name is valid (CheckName), and
-// no two different names share environment variables (my-scale and
-// my_scale both map to CALLBOX_CALLBACKS_MY_SCALE_*). The zero value is
-// ready to use.
+// Validate applies to Config.Callbacks: each name matches
+// ^[a-z][a-z0-9_-]*$, and no two different names share environment
+// variables (my-scale and my_scale both map to CALLBOX_CALLBACKS_MY_SCALE_*).
+// The zero value is ready to use.
 type CallbackNames struct {
 	byEnv map[string]string // envName -> the first name that used it
 }
@@ -137,7 +140,7 @@ type CallbackNames struct {
 // Check reports whether name is valid and distinct, in the environment,
 // from every name checked before it.
 func (n *CallbackNames) Check(name string) error {
-	if err := CheckName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return err
 	}
 	if n.byEnv == nil {
@@ -155,7 +158,7 @@ func (n *CallbackNames) Check(name string) error {
 // callbacks.<name>; a name that is not valid is quoted so that the path
 // stays readable.
 func CallbackPath(name string) string {
-	if CheckName(name) == nil {
+	if checkName(name) == nil {
 		return "callbacks." + name
 	}
 	return "callbacks." + strconv.Quote(name)

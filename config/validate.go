@@ -66,7 +66,7 @@ func (c *Config) Validate() error {
 		cb := &c.Callbacks[i]
 		path := CallbackPath(cb.Name)
 		if err := names.Check(cb.Name); err != nil {
-			if CheckName(cb.Name) != nil {
+			if checkName(cb.Name) != nil {
 				path = "callbacks[" + strconv.Itoa(i) + "]"
 			}
 			add(path, err)

@@ -131,10 +131,10 @@ func TestValidateWrapsSignatureError(t *testing.T) {
 
 func TestCheckName(t *testing.T) {
 	for _, name := range []string{"a", "scale", "my-op", "my_op2", "z9-_"} {
-		assert.NoError(t, CheckName(name), name)
+		assert.NoError(t, checkName(name), name)
 	}
 	for _, name := range []string{"", "A", "Scale", "9a", "-a", "_a", "a.b", "a b", "ä", "a/b"} {
-		assert.Error(t, CheckName(name), name)
+		assert.Error(t, checkName(name), name)
 	}
 }
 

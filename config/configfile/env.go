@@ -56,11 +56,11 @@ func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallb
 	if v := raw[keyCacheDir]; v != nil {
 		tree[keyCacheDir] = v
 	}
-	tree[keyDefaults] = knownKeys(defaults, l.defaultFields())
+	tree[keyDefaults] = knownKeys(defaults, l.defaultKeys())
 	callbacks := map[string]any{}
 	for _, rc := range cbs {
 		if rc.valid {
-			callbacks[rc.name] = knownKeys(rc.entries, l.fields)
+			callbacks[rc.name] = knownKeys(rc.entries, l.keys)
 		}
 	}
 	tree[keyCallbacks] = callbacks
@@ -87,14 +87,14 @@ func knownKeys(s section, fs []config.Key) map[string]any {
 func (l *loader) bindEnv(cbs []rawCallback) {
 	l.known = map[string]bool{}
 	l.bind(keyCacheDir, envCacheDir)
-	for _, f := range l.defaultFields() {
+	for _, f := range l.defaultKeys() {
 		l.bind(keyDefaults+"."+f.Name, envDefaultsPrefix+strings.ToUpper(f.Name))
 	}
 	for _, rc := range cbs {
 		if !rc.valid {
 			continue
 		}
-		for _, f := range l.fields {
+		for _, f := range l.keys {
 			l.bind(keyCallbacks+"."+rc.name+"."+f.Name, config.CallbackEnvPrefix(rc.name)+strings.ToUpper(f.Name))
 		}
 	}
@@ -135,10 +135,10 @@ func (l *loader) checkUnknownEnv(cbs []rawCallback) {
 // unknownDefaultsVar explains an unbound CALLBOX_DEFAULTS_ variable.
 func (l *loader) unknownDefaultsVar(name string) error {
 	key := strings.ToLower(strings.TrimPrefix(name, envDefaultsPrefix))
-	if f, ok := keyByName(l.fields, key); ok && f.PerCallback {
+	if f, ok := keyByName(l.keys, key); ok && f.PerCallback {
 		return fmt.Errorf("%s cannot be set in defaults, only per callback (CALLBOX_CALLBACKS_<NAME>_%s)", key, strings.ToUpper(key))
 	}
-	return unknownVar(key, envDefaultsPrefix, keyNames(l.defaultFields(), false))
+	return unknownVar(key, envDefaultsPrefix, keyNames(l.defaultKeys(), false))
 }
 
 // unknownCallbackVar explains an unbound CALLBOX_CALLBACKS_ variable: an
@@ -155,7 +155,7 @@ func (l *loader) unknownCallbackVar(name string, cbs []rawCallback) error {
 		return fmt.Errorf("matches no callback in %s; callbacks are created only in the config file", l.file)
 	}
 	key := strings.ToLower(strings.TrimPrefix(name, best))
-	return unknownVar(key, best, keyNames(l.fields, true))
+	return unknownVar(key, best, keyNames(l.keys, true))
 }
 
 // unknownVar is the error for an unknown key in a variable name.

@@ -71,7 +71,7 @@ func LoadEnv(path string, environ []string) (*config.Config, error) {
 	if err != nil {
 		return nil, &config.Error{File: path, Err: fmt.Errorf("cannot resolve directory: %w", err)}
 	}
-	l := &loader{file: path, dir: dir, env: parseEnviron(environ), fields: config.Keys()}
+	l := &loader{file: path, dir: dir, env: parseEnviron(environ), keys: config.Keys()}
 	if format == "json" {
 		l.checkJSONDuplicates(data)
 	}
@@ -138,13 +138,13 @@ func decodeSafely(dec viper.Decoder, data []byte, raw map[string]any) (err error
 
 // loader holds the state of one LoadEnv call.
 type loader struct {
-	file   string      // the path as given, for messages
-	dir    string      // its absolute directory
-	env    environment // CALLBOX_ variables
-	fields []config.Key
-	v      *viper.Viper
-	known  map[string]bool // the variable names of all keys
-	errs   []error
+	file  string      // the path as given, for messages
+	dir   string      // its absolute directory
+	env   environment // CALLBOX_ variables
+	keys  []config.Key
+	v     *viper.Viper
+	known map[string]bool // the variable names of all keys
+	errs  []error
 }
 
 // section is a map in the file (defaults, or one callback) with
@@ -166,7 +166,7 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	l.setupViper(raw, defaults, cbs)
 	cfg := &config.Config{File: l.file, Defaults: config.DefaultCallback()}
 	l.resolveCacheDir(cfg)
-	l.apply(&cfg.Defaults, l.defaultFields(), l.viperLookup(keyDefaults, envDefaultsPrefix))
+	l.apply(&cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
 	}
@@ -199,7 +199,7 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 				l.fail(k, false, errors.New(`no value (use "" for no cache, or remove the key)`))
 			}
 		case keyDefaults:
-			defaults = l.walkSection(k, v, l.defaultFields())
+			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
 			cbs = l.walkCallbacks(v)
 		default:
@@ -232,7 +232,7 @@ func (l *loader) walkCallbacks(v any) []rawCallback {
 			l.fail(rc.path, false, fmt.Errorf("must be a map of callback settings (module, export, ...), got %s", config.Describe(v)))
 			continue
 		}
-		rc.entries = l.walkSection(rc.path, v, l.fields)
+		rc.entries = l.walkSection(rc.path, v, l.keys)
 		cbs = append(cbs, rc)
 	}
 	return cbs
@@ -263,7 +263,7 @@ func (l *loader) walkSection(path string, v any, fs []config.Key) section {
 // unknownSectionKey explains an unknown key in a section; a per-callback
 // key in defaults gets its own message.
 func (l *loader) unknownSectionKey(path, k string, fs []config.Key) error {
-	if f, ok := keyByName(l.fields, k); ok && f.PerCallback && path == keyDefaults {
+	if f, ok := keyByName(l.keys, k); ok && f.PerCallback && path == keyDefaults {
 		return fmt.Errorf("%s cannot be set in defaults, only in each callback", k)
 	}
 	return unknownKey(k, keyNames(fs, true))
@@ -317,10 +317,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// defaultFields are the fields a defaults section may set.
-func (l *loader) defaultFields() []config.Key {
+// defaultKeys are the keys a defaults section may set.
+func (l *loader) defaultKeys() []config.Key {
 	var fs []config.Key
-	for _, f := range l.fields {
+	for _, f := range l.keys {
 		if !f.PerCallback {
 			fs = append(fs, f)
 		}
@@ -342,7 +342,7 @@ type input struct {
 // (key path or variable name) and whether that is the environment.
 type lookup func(key string) (in input, at string, env, ok bool)
 
-// apply decodes and checks every field of fs that lookup finds, into cb,
+// apply decodes and checks every key of fs that lookup finds, into cb,
 // and reports which keys were given.
 func (l *loader) apply(cb *config.Callback, fs []config.Key, get lookup) map[string]bool {
 	given := map[string]bool{}
@@ -371,9 +371,9 @@ func (l *loader) resolveCallback(defaults config.Callback, rc rawCallback) confi
 	if rc.valid {
 		get = l.viperLookup(keyCallbacks+"."+rc.name, config.CallbackEnvPrefix(rc.name))
 	}
-	given := l.apply(&cb, l.fields, get)
+	given := l.apply(&cb, l.keys, get)
 	if !given["module"] {
-		module, _ := keyByName(l.fields, "module")
+		module, _ := keyByName(l.keys, "module")
 		l.fail(rc.path+".module", false, module.Check(&cb))
 	}
 	if cb.Export == "" {
