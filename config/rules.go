@@ -339,6 +339,9 @@ func parseDuration(v any) (time.Duration, error) {
 // parseBareDuration handles a duration without a unit, text as written:
 // zero, or an error suggesting units.
 func parseBareDuration(text string) (time.Duration, error) {
+	if !looksNumeric(text) { // NaN or infinity from a decoder
+		return 0, fmt.Errorf("%s: not a finite number (allowed: %s)", text, timeoutAllowed)
+	}
 	if f, err := strconv.ParseFloat(text, 64); err == nil && f == 0 {
 		return 0, nil
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -52,6 +53,10 @@ func TestBareNumbersHaveNoUnit(t *testing.T) {
 		}
 	}
 	cb := DefaultCallback()
+	for _, raw := range []any{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		assert.ErrorContains(t, key(t, "max_output").Parse(raw, "", &cb), "not a finite number", "%v", raw)
+		assert.ErrorContains(t, key(t, "timeout").Parse(raw, "", &cb), "not a finite number", "%v", raw)
+	}
 	assert.EqualError(t, key(t, "max_output").Parse(1e6, "", &cb), "1000000 has no unit; write 1000000MiB or 1000000KiB (or 1000000B for bytes)")
 	assert.EqualError(t, key(t, "timeout").Parse(0, "", &cb), "0s: must be > 0 (allowed: "+timeoutAllowed+")")
 }

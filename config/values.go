@@ -123,6 +123,9 @@ func parseSize(v any) (uint64, error) {
 // parseBareSize handles a size without a unit, text as written: zero, or
 // an error suggesting units.
 func parseBareSize(text string, v any) (uint64, error) {
+	if !looksNumeric(text) { // NaN or infinity from a decoder
+		return 0, fmt.Errorf("%s: not a finite number", text)
+	}
 	if f, err := strconv.ParseFloat(text, 64); err == nil && f == 0 {
 		return 0, nil
 	}

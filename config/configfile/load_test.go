@@ -527,6 +527,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bare float size", "defaults:\n  max_output: 2.0e3\n", nil, "defaults.max_output", "2000 has no unit"},
 		{"bare number max_error", "defaults:\n  max_error: 4096\n", nil, "defaults.max_error", "4096 has no unit"},
 		{"bare number max_log", "defaults:\n  max_log: 1\n", nil, "defaults.max_log", "1 has no unit"},
+		{"size NaN", "defaults:\n  max_log: .nan\n", nil, "defaults.max_log", "NaN: not a finite number"},
+		{"duration infinite", "defaults:\n  timeout: .inf\n", nil, "defaults.timeout", "+Inf: not a finite number"},
 		{"bare negative size", "defaults:\n  max_log: -1\n", nil, "defaults.max_log", "-1: must not be negative"},
 		{"bad duration", "defaults:\n  timeout: soon\n", nil, "defaults.timeout", `bad duration "soon"`},
 		{"bad size unit", "defaults:\n  max_log: 64 MiBs\n", nil, "defaults.max_log", `bad size "64 MiBs": use a number with a unit`},
