@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,61 +18,77 @@ type input struct {
 	dir string // absolute base directory for relative paths
 }
 
-// field is one Callback key: how to decode a raw value into a Callback and
-// the rule the decoded value must satisfy. check is shared by Load and
-// Validate, so both apply the same rules.
-type field struct {
-	key         string
-	perCallback bool // only in a callback entry, never in defaults
-	parse       func(in input, cb *Callback) error
-	check       func(cb *Callback) error
+// Key is one callback setting as a configuration file spells it: its name,
+// how a raw value decodes into a Callback, and the rule the decoded value
+// must satisfy. Validate applies the same rules to a Config built in code,
+// so a loader that decodes with Parse and checks with Check accepts exactly
+// what Validate accepts.
+type Key struct {
+	// Name is the key as written in a file, e.g. "max_memory".
+	Name string
+	// PerCallback is set for keys that only a callback entry may set
+	// (module, sha256, export, signature), never the defaults.
+	PerCallback bool
+
+	parse func(in input, cb *Callback) error
+	check func(cb *Callback) error
 }
 
-// fields lists every Callback key in file order.
-func fields() []field {
-	return []field{
-		{key: "module", perCallback: true, parse: parseModule, check: checkModule},
-		{key: "sha256", perCallback: true, parse: parseSHA256, check: checkSHA256},
-		{key: "export", perCallback: true, parse: parseExport},
-		{key: "signature", perCallback: true, parse: parseSignature, check: checkSignature},
-		enumField("engine", func(cb *Callback) *string { return &cb.Engine }, EngineWazero, EngineWasmtime),
-		timeoutField(),
-		sizeField("max_memory", func(cb *Callback) *uint64 { return &cb.Limits.MaxMemory },
+// Parse decodes raw, a value as a YAML, TOML or JSON decoder returns it or
+// an environment variable's string, into cb. Relative paths are resolved
+// against dir, an absolute directory, or against the working directory
+// when dir is "". Parse checks the form (type, unit, sign); range rules are
+// left to Check.
+func (k Key) Parse(raw any, dir string, cb *Callback) error {
+	if k.parse == nil {
+		return fmt.Errorf("unknown key %q (use a Key from Keys)", k.Name)
+	}
+	return k.parse(input{val: raw, dir: dir}, cb)
+}
+
+// Check applies the key's rule to the value cb holds, as Validate does.
+func (k Key) Check(cb *Callback) error {
+	if k.check == nil {
+		return nil
+	}
+	return k.check(cb)
+}
+
+// Keys lists every callback key, in the order a configuration file
+// documents them.
+func Keys() []Key {
+	return []Key{
+		{Name: "module", PerCallback: true, parse: parseModule, check: checkModule},
+		{Name: "sha256", PerCallback: true, parse: parseSHA256, check: checkSHA256},
+		{Name: "export", PerCallback: true, parse: parseExport},
+		{Name: "signature", PerCallback: true, parse: parseSignature, check: checkSignature},
+		enumKey("engine", func(cb *Callback) *string { return &cb.Engine }, EngineWazero, EngineWasmtime),
+		timeoutKey(),
+		sizeKey("max_memory", func(cb *Callback) *uint64 { return &cb.Limits.MaxMemory },
 			sizeRule{lo: MinMemory, hi: MaxMemoryLimit, page: true}),
-		fuelField(),
-		sizeField("max_stack", func(cb *Callback) *uint64 { return &cb.Limits.MaxStack },
+		fuelKey(),
+		sizeKey("max_stack", func(cb *Callback) *uint64 { return &cb.Limits.MaxStack },
 			sizeRule{lo: MinStack, hi: MaxStackLimit, zeroOK: true}),
-		sizeField("max_output", func(cb *Callback) *uint64 { return &cb.Limits.MaxOutput },
+		sizeKey("max_output", func(cb *Callback) *uint64 { return &cb.Limits.MaxOutput },
 			sizeRule{lo: 1, hi: MaxOutputLimit}),
-		sizeField("max_error", func(cb *Callback) *uint64 { return &cb.Limits.MaxError },
+		sizeKey("max_error", func(cb *Callback) *uint64 { return &cb.Limits.MaxError },
 			sizeRule{lo: 1, hi: MaxErrorLimit}),
-		sizeField("max_log", func(cb *Callback) *uint64 { return &cb.Limits.MaxLog },
+		sizeKey("max_log", func(cb *Callback) *uint64 { return &cb.Limits.MaxLog },
 			sizeRule{lo: 0, hi: MaxLogLimit}),
-		enumField("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
-		maxInstancesField(),
-		enumField("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
+		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
+		maxInstancesKey(),
+		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
 	}
 }
 
-// keyNames returns the keys of fs, optionally leaving out per-callback ones.
-func keyNames(fs []field, withPerCallback bool) []string {
-	var names []string
-	for _, f := range fs {
-		if withPerCallback || !f.perCallback {
-			names = append(names, f.key)
-		}
+// ParseCacheDir decodes the top-level cache_dir value: a directory path,
+// made absolute against dir as in Key.Parse, or "" for no cache.
+func ParseCacheDir(raw any, dir string) (string, error) {
+	s, err := asString(raw, `a directory path, or "" for no cache`)
+	if err != nil || s == "" {
+		return "", err
 	}
-	return names
-}
-
-// fieldByKey finds the field named key.
-func fieldByKey(fs []field, key string) (field, bool) {
-	for _, f := range fs {
-		if f.key == key {
-			return f, true
-		}
-	}
-	return field{}, false
+	return resolvePath(dir, s)
 }
 
 // --- callback names ---
@@ -94,21 +111,57 @@ func checkName(name string) error {
 	return errors.New(msg)
 }
 
+// EnvCallbacksPrefix starts the name of every environment variable that
+// overrides a callback's key: CALLBOX_CALLBACKS_<NAME>_<KEY>.
+const EnvCallbacksPrefix = "CALLBOX_CALLBACKS_"
+
+// CallbackEnvPrefix is the prefix of a callback's environment variables:
+// EnvCallbacksPrefix, the name upper-cased with '-' as '_', and '_', e.g.
+// CALLBOX_CALLBACKS_MY_SCALE_ for my-scale.
+func CallbackEnvPrefix(name string) string {
+	return EnvCallbacksPrefix + envName(name) + "_"
+}
+
 // envName is the part of a callback's environment variables that names it:
 // upper case, '-' replaced by '_'.
 func envName(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// envClash reports a name whose environment variables would collide with
-// an earlier name's; seen maps envName to the first name that used it.
-func envClash(name string, seen map[string]string) error {
-	e := envName(name)
-	if other, ok := seen[e]; ok && other != name {
-		return fmt.Errorf("callback names %s and %s both map to environment variables %s%s_*; rename one", other, name, envCallbacksPrefix, e)
+// CallbackNames checks callback names one at a time with the rules
+// Validate applies to Config.Callbacks: each name matches
+// ^[a-z][a-z0-9_-]*$, and no two different names share environment
+// variables (my-scale and my_scale both map to CALLBOX_CALLBACKS_MY_SCALE_*).
+// The zero value is ready to use.
+type CallbackNames struct {
+	byEnv map[string]string // envName -> the first name that used it
+}
+
+// Check reports whether name is valid and distinct, in the environment,
+// from every name checked before it.
+func (n *CallbackNames) Check(name string) error {
+	if err := checkName(name); err != nil {
+		return err
 	}
-	seen[e] = name
+	if n.byEnv == nil {
+		n.byEnv = map[string]string{}
+	}
+	e := envName(name)
+	if other, ok := n.byEnv[e]; ok && other != name {
+		return fmt.Errorf("callback names %s and %s both map to environment variables %s%s_*; rename one", other, name, EnvCallbacksPrefix, e)
+	}
+	n.byEnv[e] = name
 	return nil
+}
+
+// CallbackPath is the key path of a callback entry in messages,
+// callbacks.<name>; a name that is not valid is quoted so that the path
+// stays readable.
+func CallbackPath(name string) string {
+	if checkName(name) == nil {
+		return "callbacks." + name
+	}
+	return "callbacks." + strconv.Quote(name)
 }
 
 // --- strings and paths ---
@@ -207,10 +260,10 @@ func resolvePath(dir, p string) (string, error) {
 
 // --- enums ---
 
-func enumField(key string, get func(*Callback) *string, allowed ...string) field {
+func enumKey(key string, get func(*Callback) *string, allowed ...string) Key {
 	text := strings.Join(allowed, " or ")
-	return field{
-		key: key,
+	return Key{
+		Name: key,
 		parse: func(in input, cb *Callback) error {
 			s, err := asString(in.val, text)
 			if err != nil {
@@ -237,9 +290,9 @@ func enumField(key string, get func(*Callback) *string, allowed ...string) field
 // also have 0, no timeout.
 const timeoutAllowed = "a duration with a unit, > 0 and at most 1h, e.g. 50ms"
 
-func timeoutField() field {
-	return field{
-		key: "timeout",
+func timeoutKey() Key {
+	return Key{
+		Name: "timeout",
 		parse: func(in input, cb *Callback) error {
 			d, err := parseDuration(in.val)
 			if err != nil {
@@ -261,25 +314,41 @@ func timeoutField() field {
 	}
 }
 
-// parseDuration decodes a Go duration string; bare numbers are refused
-// because their unit would be a guess.
+// parseDuration decodes a Go duration string such as "50ms" or "1m30s".
+// A bare number, written as a number or as a string of digits, is refused:
+// its unit would be a guess. Zero is zero in every unit and needs none.
 func parseDuration(v any) (time.Duration, error) {
+	if isNumber(v) {
+		return parseBareDuration(numberText(v))
+	}
 	s, ok := v.(string)
 	if !ok {
-		if isNumber(v) {
-			return 0, fmt.Errorf("bare number %v: use a unit, e.g. 50ms", v)
-		}
 		return 0, wrongType(v, timeoutAllowed)
 	}
 	s = strings.TrimSpace(s)
-	d, err := time.ParseDuration(s)
-	if err == nil {
-		return d, nil
-	}
 	if looksNumeric(s) {
-		return 0, fmt.Errorf("bare number %q: use a unit, e.g. 50ms", s)
+		return parseBareDuration(s)
 	}
-	return 0, fmt.Errorf("bad duration %q (allowed: %s; units ns, us, ms, s, m, h)", s, timeoutAllowed)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q (allowed: %s; units ns, us, ms, s, m, h)", s, timeoutAllowed)
+	}
+	return d, nil
+}
+
+// parseBareDuration handles a duration without a unit, text as written:
+// zero, or an error suggesting units.
+func parseBareDuration(text string) (time.Duration, error) {
+	if !looksNumeric(text) { // NaN or infinity from a decoder
+		return 0, fmt.Errorf("%s: not a finite number (allowed: %s)", text, timeoutAllowed)
+	}
+	if f, err := strconv.ParseFloat(text, 64); err == nil && f == 0 {
+		return 0, nil
+	}
+	if strings.HasPrefix(text, "-") {
+		return 0, fmt.Errorf("%s: must be > 0 (allowed: %s)", text, timeoutAllowed)
+	}
+	return 0, &noUnitError{fmt.Sprintf("%s has no unit; write %sms or %ss", text, text, text)}
 }
 
 // durationText formats d without zero minutes and seconds: 1h, not 1h0m0s.
@@ -337,11 +406,15 @@ func (r sizeRule) round(v uint64) uint64 {
 	return (v + abi.PageSize - 1) &^ (abi.PageSize - 1)
 }
 
-func sizeField(key string, get func(*Callback) *uint64, r sizeRule) field {
-	return field{
-		key: key,
+func sizeKey(key string, get func(*Callback) *uint64, r sizeRule) Key {
+	return Key{
+		Name: key,
 		parse: func(in input, cb *Callback) error {
 			n, err := parseSize(in.val)
+			var noUnit *noUnitError
+			if errors.As(err, &noUnit) {
+				return err
+			}
 			if err != nil {
 				return fmt.Errorf("%w (allowed: %s)", err, r.allowed())
 			}
@@ -354,9 +427,9 @@ func sizeField(key string, get func(*Callback) *uint64, r sizeRule) field {
 
 const fuelAllowed = "an integer from 0 (unlimited) to 1125899906842624"
 
-func fuelField() field {
-	return field{
-		key: "fuel",
+func fuelKey() Key {
+	return Key{
+		Name: "fuel",
 		parse: func(in input, cb *Callback) error {
 			n, err := parseUint(in.val)
 			if err != nil {
@@ -376,12 +449,12 @@ func fuelField() field {
 
 const maxInstancesAllowed = "an integer from 1 to 1024"
 
-func maxInstancesField() field {
+func maxInstancesKey() Key {
 	outOfRange := func(n any) error {
 		return fmt.Errorf("%v is out of range (allowed: %s)", n, maxInstancesAllowed)
 	}
-	return field{
-		key: "max_instances",
+	return Key{
+		Name: "max_instances",
 		parse: func(in input, cb *Callback) error {
 			n, err := parseUint(in.val)
 			if err != nil {

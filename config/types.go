@@ -1,8 +1,13 @@
-// Package config reads callbox configuration: global defaults plus one entry
-// per callback (module, export, signature, engine, limits), from YAML, TOML
-// or JSON, with CALLBOX_ environment overrides. Validation is strict: an
-// unknown key, a bad unit, a negative or absurd value is an error naming the
-// file and the key.
+// Package config holds callbox's configuration types: global defaults plus
+// one entry per callback (module, export, signature, engine, limits), what
+// host.New takes. A Config can be built in code and checked with Validate;
+// package config/configfile loads one from a YAML, TOML or JSON file with
+// CALLBOX_ environment overrides.
+//
+// This package owns every key's rules: the built-in defaults, the bounds,
+// and (in Keys) how a file's value for a key decodes and which values are
+// allowed, so that Validate and the loader accept the same configurations.
+// It reads no files and does not import the loader's dependencies.
 package config
 
 import "time"

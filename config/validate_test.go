@@ -12,6 +12,25 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
 
+const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+// configErrors flattens a joined error into its *Error parts.
+func configErrors(t *testing.T, err error) []*Error {
+	t.Helper()
+	require.Error(t, err)
+	parts := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = joined.Unwrap()
+	}
+	var out []*Error
+	for _, part := range parts {
+		var e *Error
+		require.True(t, errors.As(part, &e), "not a *config.Error: %v", part)
+		out = append(out, e)
+	}
+	return out
+}
+
 // codeConfig is a valid Config built in code.
 func codeConfig() *Config {
 	cb := DefaultCallback()
@@ -110,59 +129,12 @@ func TestValidateWrapsSignatureError(t *testing.T) {
 	assert.True(t, errors.As(c.Validate(), &syn))
 }
 
-func TestLoadedConfigsValidate(t *testing.T) {
-	for name, content := range equivalentConfigs {
-		cfg, err := LoadEnv(writeConfig(t, name, content), []string{"CALLBOX_DEFAULTS_TIMEOUT=1h"})
-		require.NoError(t, err, name)
-		assert.NoError(t, cfg.Validate(), name)
-	}
-}
-
 func TestCheckName(t *testing.T) {
 	for _, name := range []string{"a", "scale", "my-op", "my_op2", "z9-_"} {
 		assert.NoError(t, checkName(name), name)
 	}
 	for _, name := range []string{"", "A", "Scale", "9a", "-a", "_a", "a.b", "a b", "ä", "a/b"} {
 		assert.Error(t, checkName(name), name)
-	}
-}
-
-func TestSuggest(t *testing.T) {
-	keys := keyNames(fields(), true)
-	tests := map[string]string{
-		"timout":     "timeout",
-		"Timeout":    "timeout",
-		"max_mem":    "max_memory",
-		"maxmemory":  "max_memory",
-		"max-stack":  "max_stack",
-		"fule":       "fuel",
-		"wsai":       "wasi",
-		"color":      "",
-		"instances":  "",
-		"signatures": "signature",
-	}
-	for key, want := range tests {
-		got, ok := closest(key, keys)
-		if want == "" {
-			assert.False(t, ok, "%s: unexpected suggestion %s", key, got)
-			continue
-		}
-		assert.Equal(t, want, got, key)
-	}
-}
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"fuel", "fuel", 0},
-		{"fule", "fuel", 1}, {"timout", "timeout", 1}, {"kitten", "sitting", 3},
-		{"ca", "abc", 3}, {"max_mem", "max_log", 3},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
-		assert.Equal(t, tt.want, editDistance(tt.b, tt.a), "%q %q", tt.b, tt.a)
 	}
 }
 

@@ -94,25 +94,62 @@ func stringToUint(s string) (uint64, error) {
 	return n, nil
 }
 
-// parseSize decodes a byte size: an integer number of bytes, or a string
-// such as "64MiB", "4 KB" or "1048576" read by humanize.ParseBytes.
+// parseSize decodes a byte size: a string with a unit, such as "64MiB",
+// "4 KB" or "100B", read by humanize.ParseBytes. A bare number, written as
+// a number or as a string of digits, is refused: its unit would be a
+// guess. Zero is zero in every unit and needs none.
 func parseSize(v any) (uint64, error) {
+	if isNumber(v) {
+		return parseBareSize(numberText(v), v)
+	}
 	s, ok := v.(string)
 	if !ok {
-		return parseUint(v)
+		return 0, wrongType(v, "")
 	}
 	t := strings.TrimSpace(s)
 	if strings.HasPrefix(t, "-") {
 		return 0, fmt.Errorf("%q: must not be negative", s)
 	}
-	if n, err := strconv.ParseUint(t, 10, 64); err == nil {
-		return n, nil
+	if looksNumeric(t) {
+		return parseBareSize(t, s)
 	}
 	n, err := humanize.ParseBytes(t)
 	if err != nil {
-		return 0, fmt.Errorf("bad size %q: use bytes or a unit: B, KiB, MiB, GiB, KB, MB, GB", s)
+		return 0, fmt.Errorf("bad size %q: use a number with a unit: B, KiB, MiB, GiB, KB, MB, GB", s)
 	}
 	return n, nil
+}
+
+// parseBareSize handles a size without a unit, text as written: zero, or
+// an error suggesting units.
+func parseBareSize(text string, v any) (uint64, error) {
+	if !looksNumeric(text) { // NaN or infinity from a decoder
+		return 0, fmt.Errorf("%s: not a finite number", text)
+	}
+	if f, err := strconv.ParseFloat(text, 64); err == nil && f == 0 {
+		return 0, nil
+	}
+	if strings.HasPrefix(text, "-") {
+		return 0, fmt.Errorf("%v: must not be negative", v)
+	}
+	return 0, &noUnitError{fmt.Sprintf("%s has no unit; write %sMiB or %sKiB (or %sB for bytes)", text, text, text, text)}
+}
+
+// noUnitError is a size or duration written without a unit. Its message
+// is complete (it suggests units), so key rules return it as it is.
+type noUnitError struct{ msg string }
+
+func (e *noUnitError) Error() string { return e.msg }
+
+// numberText writes a decoded number as a user would: 1000000, not 1e+06.
+func numberText(v any) string {
+	switch f := v.(type) {
+	case float64:
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(f), 'f', -1, 32)
+	}
+	return fmt.Sprint(v)
 }
 
 // isNumber reports whether v is a decoded number.
@@ -124,23 +161,37 @@ func isNumber(v any) bool {
 	return false
 }
 
-// looksNumeric reports whether s is a number with no unit.
+// looksNumeric reports whether s is a plain decimal number with no unit:
+// an optional sign, digits and at most one decimal point.
 func looksNumeric(s string) bool {
-	_, err := strconv.ParseFloat(s, 64)
-	return err == nil
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "+"), "-")
+	digits, dots := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
 }
 
 // wrongType is the error for a value of the wrong kind; allowed, when not
 // empty, says what the key accepts.
 func wrongType(v any, allowed string) error {
 	if allowed == "" {
-		return fmt.Errorf("got %s", describe(v))
+		return fmt.Errorf("got %s", Describe(v))
 	}
-	return fmt.Errorf("got %s (allowed: %s)", describe(v), allowed)
+	return fmt.Errorf("got %s (allowed: %s)", Describe(v), allowed)
 }
 
-// describe names the kind of a decoded value for error messages.
-func describe(v any) string {
+// Describe names the kind of a value as a YAML, TOML or JSON decoder
+// returns it, for error messages: "a string (\"x\")", "a list", "no value
+// (null)".
+func Describe(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "no value (null)"

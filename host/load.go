@@ -52,7 +52,7 @@ func (c *Callback) close(ctx context.Context) error {
 }
 
 // Load reads the callback's module file and loads it. The entry is checked
-// with config's rules first; defaults are not applied (use config.Load or
+// with config's rules first; defaults are not applied (use configfile.Load or
 // start from config.DefaultCallback()).
 func (h *Host) Load(ctx context.Context, cb config.Callback) error {
 	wasm, err := os.ReadFile(cb.Module)

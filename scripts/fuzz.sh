@@ -21,8 +21,8 @@ targets=(
   "./internal/sandbox FuzzImports"
   "./internal/wasmbin FuzzParse"
   "./internal/tensorfile FuzzDecode"
-  "./config FuzzLoad"
-  "./config FuzzLoadEnv"
+  "./config/configfile FuzzLoad"
+  "./config/configfile FuzzLoadEnv"
   "./host FuzzGuest"
 )
 failed=()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -24,7 +24,7 @@ func newCheckCmd() *cobra.Command {
 				return usageErr(errors.New("check: -c CONFIG is required"))
 			}
 			ctx := cmd.Context()
-			cfg, err := config.Load(cfgPath)
+			cfg, err := configfile.Load(cfgPath)
 			if err != nil {
 				return usageErr(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 )
@@ -32,7 +33,7 @@ func newRunCmd() *cobra.Command {
 				return usageErr(errors.New("run: -c CONFIG is required"))
 			}
 			ctx := cmd.Context()
-			cfg, err := config.Load(cfgPath)
+			cfg, err := configfile.Load(cfgPath)
 			if err != nil {
 				return usageErr(err)
 			}

@@ -38,7 +38,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	defer h.Close(ctx)
 
-	// Programmatic loading; a config file (config.Load + host.New(ctx,
+	// Programmatic loading; a config file (configfile.Load + host.New(ctx,
 	// cfg)) does the same. Signatures come from the modules themselves.
 	for _, m := range []struct{ name, lang string }{
 		{"scale", "rust"}, {"softmax", "assemblyscript"}, {"tap_print", "assemblyscript"}, {"matmul", "c-freestanding"},

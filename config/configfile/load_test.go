@@ -1,6 +1,8 @@
-package config
+package configfile
 
 import (
+	"github.com/seed4b3e0ccb/callbox/config"
+
 	"github.com/seed4b3e0ccb/callbox/abi"
 
 	"errors"
@@ -39,7 +41,7 @@ func writeConfig(t *testing.T, name, content string) string {
 }
 
 // loadYAML writes content as config.yaml and loads it with environ.
-func loadYAML(t *testing.T, content string, environ ...string) (*Config, string, error) {
+func loadYAML(t *testing.T, content string, environ ...string) (*config.Config, string, error) {
 	t.Helper()
 	path := writeConfig(t, "config.yaml", content)
 	cfg, err := LoadEnv(path, environ)
@@ -47,7 +49,7 @@ func loadYAML(t *testing.T, content string, environ ...string) (*Config, string,
 }
 
 // mustLoadYAML is loadYAML that requires success.
-func mustLoadYAML(t *testing.T, content string, environ ...string) *Config {
+func mustLoadYAML(t *testing.T, content string, environ ...string) *config.Config {
 	t.Helper()
 	cfg, _, err := loadYAML(t, content, environ...)
 	require.NoError(t, err)
@@ -56,31 +58,34 @@ func mustLoadYAML(t *testing.T, content string, environ ...string) *Config {
 }
 
 // mustCallback returns the named callback of cfg.
-func mustCallback(t *testing.T, cfg *Config, name string) Callback {
+func mustCallback(t *testing.T, cfg *config.Config, name string) config.Callback {
 	t.Helper()
 	cb, ok := cfg.Callback(name)
 	require.True(t, ok, "callback %s missing", name)
 	return cb
 }
 
-// configErrors flattens a joined error into its *Error parts.
-func configErrors(t *testing.T, err error) []*Error {
+// configErrors flattens a joined error into its *config.Error parts.
+func configErrors(t *testing.T, err error) []*config.Error {
 	t.Helper()
 	require.Error(t, err)
-	var out []*Error
+	var out []*config.Error
 	joined, ok := err.(interface{ Unwrap() []error })
 	if !ok {
-		var e *Error
+		var e *config.Error
 		require.True(t, errors.As(err, &e), "not a *config.Error: %v", err)
-		return []*Error{e}
+		return []*config.Error{e}
 	}
 	for _, part := range joined.Unwrap() {
-		var e *Error
+		var e *config.Error
 		require.True(t, errors.As(part, &e), "not a *config.Error: %v", part)
 		out = append(out, e)
 	}
 	return out
 }
+
+// examplePath is the documented example configuration.
+const examplePath = "../example.yaml"
 
 const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
@@ -106,7 +111,7 @@ callbacks:
     sha256: ` + strings.ToUpper(sha) + `
     export: scale_f32
     signature: "(x: f32[n], f: f32[]) -> f32[n]"
-    max_memory: 100000
+    max_memory: 100000B
   my-spin:
     module: /abs/spin.wasm
     engine: wazero
@@ -123,7 +128,7 @@ max_memory = "32MiB"
 fuel = 1000000
 max_stack = "256KiB"
 max_output = "16MiB"
-max_error = 1024
+max_error = "1KiB"
 max_log = 0
 isolation = "fresh"
 max_instances = 2
@@ -134,7 +139,7 @@ module = "guests/scale.wasm"
 sha256 = "` + strings.ToUpper(sha) + `"
 export = "scale_f32"
 signature = "(x: f32[n], f: f32[]) -> f32[n]"
-max_memory = 100000
+max_memory = "100000B"
 
 [callbacks.my-spin]
 module = "/abs/spin.wasm"
@@ -146,7 +151,7 @@ fuel = 0
   "cache_dir": "cache",
   "defaults": {
     "engine": "wasmtime", "timeout": "250ms", "max_memory": "32MiB",
-    "fuel": 1000000, "max_stack": "256KiB", "max_output": 16777216,
+    "fuel": 1000000, "max_stack": "256KiB", "max_output": "16MiB",
     "max_error": "1KiB", "max_log": 0, "isolation": "fresh",
     "max_instances": 2, "wasi": "minimal"
   },
@@ -154,7 +159,7 @@ fuel = 0
     "scale": {
       "module": "guests/scale.wasm", "sha256": "` + strings.ToUpper(sha) + `",
       "export": "scale_f32", "signature": "(x: f32[n], f: f32[]) -> f32[n]",
-      "max_memory": 100000
+      "max_memory": "100000 B"
     },
     "my-spin": {"module": "/abs/spin.wasm", "engine": "wazero", "timeout": "2s", "fuel": 0}
   }
@@ -163,22 +168,22 @@ fuel = 0
 
 func TestFormatsLoadTheSameConfig(t *testing.T) {
 	dir := t.TempDir()
-	want := func() *Config {
-		d := Callback{
-			Engine: EngineWasmtime, Isolation: IsolationFresh, MaxInstances: 2, WASI: WASIMinimal,
-			Limits: Limits{
+	want := func() *config.Config {
+		d := config.Callback{
+			Engine: config.EngineWasmtime, Isolation: config.IsolationFresh, MaxInstances: 2, WASI: config.WASIMinimal,
+			Limits: config.Limits{
 				Timeout: 250 * time.Millisecond, MaxMemory: 32 << 20, Fuel: 1000000, MaxStack: 256 << 10,
 				MaxOutput: 16 << 20, MaxError: 1 << 10, MaxLog: 0,
 			},
 		}
 		spin := d
 		spin.Name, spin.Module, spin.Export = "my-spin", "/abs/spin.wasm", "my-spin"
-		spin.Engine, spin.Limits.Timeout, spin.Limits.Fuel = EngineWazero, 2*time.Second, 0
+		spin.Engine, spin.Limits.Timeout, spin.Limits.Fuel = config.EngineWazero, 2*time.Second, 0
 		scale := d
 		scale.Name, scale.Module, scale.Export = "scale", filepath.Join(dir, "guests", "scale.wasm"), "scale_f32"
 		scale.SHA256, scale.Signature = sha, "(x: f32[n], f: f32[]) -> f32[n]"
 		scale.Limits.MaxMemory = 2 * abi.PageSize // 100000 rounded up
-		return &Config{CacheDir: filepath.Join(dir, "cache"), Defaults: d, Callbacks: []Callback{spin, scale}}
+		return &config.Config{CacheDir: filepath.Join(dir, "cache"), Defaults: d, Callbacks: []config.Callback{spin, scale}}
 	}()
 	for name, content := range equivalentConfigs {
 		t.Run(name, func(t *testing.T) {
@@ -216,7 +221,7 @@ func TestEmptyConfigs(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, cfg.Callbacks)
 			assert.Empty(t, cfg.CacheDir)
-			assert.Equal(t, DefaultCallback(), cfg.Defaults)
+			assert.Equal(t, config.DefaultCallback(), cfg.Defaults)
 		})
 	}
 }
@@ -234,7 +239,7 @@ callbacks:
     timeout: 100ms
     engine: wasmtime
 `)
-	builtin := DefaultCallback()
+	builtin := config.DefaultCallback()
 	assert.Equal(t, 5*time.Second, cfg.Defaults.Limits.Timeout, "file defaults override built-ins")
 	assert.Equal(t, uint64(1<<20), cfg.Defaults.Limits.MaxLog)
 	assert.Equal(t, builtin.Limits.MaxMemory, cfg.Defaults.Limits.MaxMemory, "unset defaults keep built-ins")
@@ -247,7 +252,7 @@ callbacks:
 
 	own := mustCallback(t, cfg, "own")
 	assert.Equal(t, 100*time.Millisecond, own.Limits.Timeout, "callback keys override defaults")
-	assert.Equal(t, EngineWasmtime, own.Engine)
+	assert.Equal(t, config.EngineWasmtime, own.Engine)
 	assert.Equal(t, uint64(1<<20), own.Limits.MaxLog)
 
 	assert.Equal(t, []string{"own", "plain"}, []string{cfg.Callbacks[0].Name, cfg.Callbacks[1].Name}, "sorted by name")
@@ -269,41 +274,44 @@ callbacks:
 	tests := []struct {
 		name  string
 		env   string
-		check func(t *testing.T, cfg *Config)
+		check func(t *testing.T, cfg *config.Config)
 	}{
-		{"defaults key present in file", "CALLBOX_DEFAULTS_TIMEOUT=50ms", func(t *testing.T, cfg *Config) {
+		{"defaults key present in file", "CALLBOX_DEFAULTS_TIMEOUT=50ms", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, 50*time.Millisecond, cfg.Defaults.Limits.Timeout)
 			assert.Equal(t, 50*time.Millisecond, mustCallback(t, cfg, "scale").Limits.Timeout)
 			assert.Equal(t, 3*time.Second, mustCallback(t, cfg, "own-timeout").Limits.Timeout,
 				"the callback's own key is more specific than CALLBOX_DEFAULTS_")
 		}},
-		{"defaults key absent from file", "CALLBOX_DEFAULTS_ENGINE=wasmtime", func(t *testing.T, cfg *Config) {
-			assert.Equal(t, EngineWasmtime, cfg.Defaults.Engine)
-			assert.Equal(t, EngineWasmtime, mustCallback(t, cfg, "scale").Engine)
+		{"defaults key absent from file", "CALLBOX_DEFAULTS_ENGINE=wasmtime", func(t *testing.T, cfg *config.Config) {
+			assert.Equal(t, config.EngineWasmtime, cfg.Defaults.Engine)
+			assert.Equal(t, config.EngineWasmtime, mustCallback(t, cfg, "scale").Engine)
 		}},
-		{"callback key present in file", "CALLBOX_CALLBACKS_SCALE_MAX_MEMORY=128MiB", func(t *testing.T, cfg *Config) {
+		{"callback key present in file", "CALLBOX_CALLBACKS_SCALE_MAX_MEMORY=128MiB", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, uint64(128<<20), mustCallback(t, cfg, "scale").Limits.MaxMemory)
-			assert.Equal(t, DefaultCallback().Limits.MaxMemory, mustCallback(t, cfg, "own-timeout").Limits.MaxMemory)
+			assert.Equal(t, config.DefaultCallback().Limits.MaxMemory, mustCallback(t, cfg, "own-timeout").Limits.MaxMemory)
 		}},
-		{"callback key absent from file", "CALLBOX_CALLBACKS_SCALE_FUEL=1000", func(t *testing.T, cfg *Config) {
+		{"callback key absent from file", "CALLBOX_CALLBACKS_SCALE_FUEL=1000", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, uint64(1000), mustCallback(t, cfg, "scale").Limits.Fuel)
 		}},
-		{"callback env beats callback file key", "CALLBOX_CALLBACKS_OWN_TIMEOUT_TIMEOUT=7s", func(t *testing.T, cfg *Config) {
+		{"callback env beats callback file key", "CALLBOX_CALLBACKS_OWN_TIMEOUT_TIMEOUT=7s", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, 7*time.Second, mustCallback(t, cfg, "own-timeout").Limits.Timeout, "dash maps to underscore")
 		}},
-		{"size as plain bytes", "CALLBOX_CALLBACKS_SCALE_MAX_OUTPUT=4096", func(t *testing.T, cfg *Config) {
+		{"size in bytes", "CALLBOX_CALLBACKS_SCALE_MAX_OUTPUT=4096B", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, uint64(4096), mustCallback(t, cfg, "scale").Limits.MaxOutput)
 		}},
-		{"per-callback string key", "CALLBOX_CALLBACKS_SCALE_SHA256=" + strings.ToUpper(sha), func(t *testing.T, cfg *Config) {
+		{"zero size needs no unit", "CALLBOX_CALLBACKS_SCALE_MAX_LOG=0", func(t *testing.T, cfg *config.Config) {
+			assert.Equal(t, uint64(0), mustCallback(t, cfg, "scale").Limits.MaxLog)
+		}},
+		{"per-callback string key", "CALLBOX_CALLBACKS_SCALE_SHA256=" + strings.ToUpper(sha), func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, sha, mustCallback(t, cfg, "scale").SHA256)
 		}},
-		{"absolute cache dir", "CALLBOX_CACHE_DIR=/var/cache/cb", func(t *testing.T, cfg *Config) {
+		{"absolute cache dir", "CALLBOX_CACHE_DIR=/var/cache/cb", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, "/var/cache/cb", cfg.CacheDir)
 		}},
-		{"empty variable counts as unset", "CALLBOX_DEFAULTS_TIMEOUT=", func(t *testing.T, cfg *Config) {
+		{"empty variable counts as unset", "CALLBOX_DEFAULTS_TIMEOUT=", func(t *testing.T, cfg *config.Config) {
 			assert.Equal(t, 5*time.Second, cfg.Defaults.Limits.Timeout)
 		}},
-		{"other CALLBOX_ variables are ignored", "CALLBOX_LOG_LEVEL=debug", func(t *testing.T, cfg *Config) {
+		{"other CALLBOX_ variables are ignored", "CALLBOX_LOG_LEVEL=debug", func(t *testing.T, cfg *config.Config) {
 			assert.Len(t, cfg.Callbacks, 2)
 		}},
 	}
@@ -376,14 +384,14 @@ func TestPageRounding(t *testing.T) {
 		value string
 		want  uint64
 	}{
-		{"1", abi.PageSize},
-		{"65536", abi.PageSize},
-		{"65537", 2 * abi.PageSize},
+		{"1B", abi.PageSize},
+		{"65536B", abi.PageSize},
+		{"65537B", 2 * abi.PageSize},
 		{"100KB", 2 * abi.PageSize}, // 100000 bytes
 		{"64KiB", abi.PageSize},
 		{`"1.5 MiB"`, 24 * abi.PageSize},
-		{"4GiB", MaxMemoryLimit},
-		{"4294901761", MaxMemoryLimit}, // one byte past the last whole page below 4GiB
+		{"4GiB", config.MaxMemoryLimit},
+		{"4294901761B", config.MaxMemoryLimit}, // one byte past the last whole page below 4GiB
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
@@ -391,7 +399,7 @@ func TestPageRounding(t *testing.T) {
 			assert.Equal(t, tt.want, cfg.Defaults.Limits.MaxMemory)
 		})
 	}
-	_, _, err := loadYAML(t, "defaults:\n  max_memory: 4294967297\n")
+	_, _, err := loadYAML(t, "defaults:\n  max_memory: 4294967297B\n")
 	assert.ErrorContains(t, err, "defaults.max_memory: 4294967297B is out of range")
 }
 
@@ -400,8 +408,8 @@ func TestSizeForms(t *testing.T) {
 		value string
 		want  uint64
 	}{
-		{"2048", 2048},
-		{`"2048"`, 2048},
+		{"2048B", 2048},
+		{`"2048 B"`, 2048},
 		{"2KiB", 2048},
 		{"2 KiB", 2048},
 		{"2kib", 2048},
@@ -412,7 +420,7 @@ func TestSizeForms(t *testing.T) {
 		{"1GiB", 1 << 30},
 		{"1GB", 1000000000},
 		{"512B", 512},
-		{"2.0e3", 2000}, // YAML float, integral
+		{"1.5KiB", 1536},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
@@ -420,6 +428,50 @@ func TestSizeForms(t *testing.T) {
 			assert.Equal(t, tt.want, cfg.Defaults.Limits.MaxOutput)
 		})
 	}
+}
+
+// TestZeroNeedsNoUnit: a bare number is refused for every size key, but
+// zero is zero in every unit.
+func TestZeroNeedsNoUnit(t *testing.T) {
+	for _, value := range []string{"0", `"0"`, "0.0", "0B", "0MiB"} {
+		t.Run(value, func(t *testing.T) {
+			cfg := mustLoadYAML(t, "defaults:\n  max_log: "+value+"\n  max_stack: "+value+"\n")
+			assert.Equal(t, uint64(0), cfg.Defaults.Limits.MaxLog)
+			assert.Equal(t, uint64(0), cfg.Defaults.Limits.MaxStack)
+		})
+	}
+}
+
+// TestBareNumbersRejectedInEveryFormat: every size and duration key
+// refuses a number without a unit, in YAML, TOML and JSON alike, with an
+// error naming the file and the key and suggesting units.
+func TestBareNumbersRejectedInEveryFormat(t *testing.T) {
+	keys := map[string]string{
+		"timeout":    "50 has no unit; write 50ms or 50s",
+		"max_memory": "50 has no unit; write 50MiB or 50KiB (or 50B for bytes)",
+		"max_stack":  "50 has no unit; write 50MiB or 50KiB (or 50B for bytes)",
+		"max_output": "50 has no unit; write 50MiB or 50KiB (or 50B for bytes)",
+		"max_error":  "50 has no unit; write 50MiB or 50KiB (or 50B for bytes)",
+		"max_log":    "50 has no unit; write 50MiB or 50KiB (or 50B for bytes)",
+	}
+	for key, message := range keys {
+		for name, content := range map[string]string{
+			"config.yaml": "callbacks:\n  x:\n    module: a.wasm\n    " + key + ": 50\n",
+			"config.toml": "[callbacks.x]\nmodule = \"a.wasm\"\n" + key + " = 50\n",
+			"config.json": `{"callbacks": {"x": {"module": "a.wasm", "` + key + `": 50}}}`,
+		} {
+			t.Run(key+"/"+name, func(t *testing.T) {
+				path := writeConfig(t, name, content)
+				cfg, err := LoadEnv(path, nil)
+				assert.Nil(t, cfg)
+				assert.EqualError(t, err, path+": callbacks.x."+key+": "+message)
+			})
+		}
+	}
+	// Counts stay bare integers.
+	cfg := mustLoadYAML(t, "defaults:\n  fuel: 50\n  max_instances: 3\n")
+	assert.Equal(t, uint64(50), cfg.Defaults.Limits.Fuel)
+	assert.Equal(t, 3, cfg.Defaults.MaxInstances)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -465,10 +517,21 @@ func TestLoadErrors(t *testing.T) {
 		{"sha256 a number", "callbacks:\n  s:\n    module: a.wasm\n    sha256: 12\n", nil, "callbacks.s.sha256", "got a number (12)"},
 		{"date where a duration belongs", "defaults:\n  timeout: 2024-01-01\n", nil, "defaults.timeout", "got a date/time"},
 		// units
-		{"bare number duration", "defaults:\n  timeout: 50\n", nil, "defaults.timeout", "bare number 50: use a unit, e.g. 50ms"},
-		{"bare number duration as string", "defaults:\n  timeout: \"50\"\n", nil, "defaults.timeout", `bare number "50": use a unit, e.g. 50ms`},
+		{"bare number duration", "defaults:\n  timeout: 50\n", nil, "defaults.timeout", "50 has no unit; write 50ms or 50s"},
+		{"bare number duration as string", "defaults:\n  timeout: \"50\"\n", nil, "defaults.timeout", "50 has no unit; write 50ms or 50s"},
+		{"bare float duration", "defaults:\n  timeout: 1.5\n", nil, "defaults.timeout", "1.5 has no unit; write 1.5ms or 1.5s"},
+		{"bare zero duration", "defaults:\n  timeout: 0\n", nil, "defaults.timeout", "0s: must be > 0"},
+		{"bare negative duration", "defaults:\n  timeout: -5\n", nil, "defaults.timeout", "-5: must be > 0"},
+		{"bare number size", "callbacks:\n  x:\n    module: a.wasm\n    max_memory: 64\n", nil, "callbacks.x.max_memory", "64 has no unit; write 64MiB or 64KiB (or 64B for bytes)"},
+		{"bare number size as string", "defaults:\n  max_stack: \"1048576\"\n", nil, "defaults.max_stack", "1048576 has no unit; write 1048576MiB or 1048576KiB (or 1048576B for bytes)"},
+		{"bare float size", "defaults:\n  max_output: 2.0e3\n", nil, "defaults.max_output", "2000 has no unit"},
+		{"bare number max_error", "defaults:\n  max_error: 4096\n", nil, "defaults.max_error", "4096 has no unit"},
+		{"bare number max_log", "defaults:\n  max_log: 1\n", nil, "defaults.max_log", "1 has no unit"},
+		{"size NaN", "defaults:\n  max_log: .nan\n", nil, "defaults.max_log", "NaN: not a finite number"},
+		{"duration infinite", "defaults:\n  timeout: .inf\n", nil, "defaults.timeout", "+Inf: not a finite number"},
+		{"bare negative size", "defaults:\n  max_log: -1\n", nil, "defaults.max_log", "-1: must not be negative"},
 		{"bad duration", "defaults:\n  timeout: soon\n", nil, "defaults.timeout", `bad duration "soon"`},
-		{"bad size unit", "defaults:\n  max_log: 64 MiBs\n", nil, "defaults.max_log", `bad size "64 MiBs": use bytes or a unit`},
+		{"bad size unit", "defaults:\n  max_log: 64 MiBs\n", nil, "defaults.max_log", `bad size "64 MiBs": use a number with a unit`},
 		// negative
 		{"negative duration", "defaults:\n  timeout: -1s\n", nil, "defaults.timeout", "must be > 0"},
 		{"zero duration", "defaults:\n  timeout: 0s\n", nil, "defaults.timeout", "must be > 0"},
@@ -479,6 +542,7 @@ func TestLoadErrors(t *testing.T) {
 		{"timeout too long", "defaults:\n  timeout: 2h\n", nil, "defaults.timeout", "2h is out of range (allowed: a duration with a unit, > 0 and at most 1h, e.g. 50ms)"},
 		{"memory too large", "defaults:\n  max_memory: 8GiB\n", nil, "defaults.max_memory", "8GiB is out of range (allowed: a size from 64KiB to 4GiB"},
 		{"memory zero", "defaults:\n  max_memory: 0\n", nil, "defaults.max_memory", "0B is out of range"},
+		{"memory zero with a unit", "defaults:\n  max_memory: 0MiB\n", nil, "defaults.max_memory", "0B is out of range"},
 		{"memory overflows", "defaults:\n  max_memory: 99999999999EiB\n", nil, "defaults.max_memory", "bad size"},
 		{"fuel too large", "defaults:\n  fuel: 2251799813685248\n", nil, "defaults.fuel", "2251799813685248 is out of range"},
 		{"stack too small", "defaults:\n  max_stack: 1KiB\n", nil, "defaults.max_stack", "1KiB is out of range (allowed: 0 (engine default) or a size from 64KiB to 1GiB"},
@@ -514,7 +578,7 @@ func TestLoadErrors(t *testing.T) {
 					matched = append(matched, e.Error())
 				}
 			}
-			require.NotEmpty(t, matched, "no *Error with key %s in %v", tt.key, err)
+			require.NotEmpty(t, matched, "no *config.Error with key %s in %v", tt.key, err)
 			assert.Contains(t, strings.Join(matched, "\n"), tt.message)
 		})
 	}
@@ -527,7 +591,10 @@ func TestEnvErrors(t *testing.T) {
 		message string // the whole error
 	}{
 		{"CALLBOX_DEFAULTS_TIMEOUT=fast", `CALLBOX_DEFAULTS_TIMEOUT: bad duration "fast"`},
-		{"CALLBOX_DEFAULTS_TIMEOUT=50", `CALLBOX_DEFAULTS_TIMEOUT: bare number "50": use a unit, e.g. 50ms`},
+		{"CALLBOX_DEFAULTS_TIMEOUT=50", "CALLBOX_DEFAULTS_TIMEOUT: 50 has no unit; write 50ms or 50s"},
+		{"CALLBOX_DEFAULTS_MAX_MEMORY=64", "CALLBOX_DEFAULTS_MAX_MEMORY: 64 has no unit; write 64MiB or 64KiB (or 64B for bytes)"},
+		{"CALLBOX_CALLBACKS_SCALE_MAX_OUTPUT=1024", "CALLBOX_CALLBACKS_SCALE_MAX_OUTPUT: 1024 has no unit; write 1024MiB or 1024KiB"},
+		{"CALLBOX_DEFAULTS_MAX_LOG= 7 ", "CALLBOX_DEFAULTS_MAX_LOG: 7 has no unit"},
 		{"CALLBOX_DEFAULTS_MAX_MEMORY=8GiB", "CALLBOX_DEFAULTS_MAX_MEMORY: 8GiB is out of range"},
 		{"CALLBOX_DEFAULTS_ENGINE=v8", `CALLBOX_DEFAULTS_ENGINE: bad engine "v8" (allowed: wazero or wasmtime)`},
 		{"CALLBOX_DEFAULTS_FUEL=-5", `CALLBOX_DEFAULTS_FUEL: "-5": must not be negative`},
@@ -631,11 +698,11 @@ func TestFileErrors(t *testing.T) {
 }
 
 func TestExampleLoads(t *testing.T) {
-	cfg, err := LoadEnv("example.yaml", nil)
+	cfg, err := LoadEnv(examplePath, nil)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	assert.Equal(t, DefaultCallback(), cfg.Defaults, "the example's defaults block shows the built-in values")
-	abs, err := filepath.Abs("..")
+	assert.Equal(t, config.DefaultCallback(), cfg.Defaults, "the example's defaults block shows the built-in values")
+	abs, err := filepath.Abs("../..") // example.yaml's paths are relative to config/
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(abs, ".cache", "callbox"), cfg.CacheDir)
 	require.Len(t, cfg.Callbacks, 3)
@@ -646,26 +713,26 @@ func TestExampleLoads(t *testing.T) {
 
 	spin := mustCallback(t, cfg, "spin")
 	assert.Equal(t, "71b87c5972485efc3494e94d94983fa7e5c377038e0245ba26735c4dbc4f840d", spin.SHA256)
-	assert.Equal(t, EngineWasmtime, spin.Engine)
+	assert.Equal(t, config.EngineWasmtime, spin.Engine)
 	assert.Equal(t, uint64(10000000), spin.Limits.Fuel)
 	assert.Equal(t, uint64(512<<10), spin.Limits.MaxStack)
 	assert.Equal(t, "spin", spin.Export)
 
 	hist := mustCallback(t, cfg, "histogram")
-	assert.Equal(t, IsolationFresh, hist.Isolation)
-	assert.Equal(t, WASIMinimal, hist.WASI)
+	assert.Equal(t, config.IsolationFresh, hist.Isolation)
+	assert.Equal(t, config.WASIMinimal, hist.WASI)
 	assert.Equal(t, 8, hist.MaxInstances)
 	assert.Equal(t, "histogram", hist.Export)
 	assert.Equal(t, uint64(256<<20), hist.Limits.MaxMemory)
 }
 
 func TestExampleShowsEveryKey(t *testing.T) {
-	data, err := readFileString("example.yaml")
+	data, err := readFileString(examplePath)
 	require.NoError(t, err)
-	for _, f := range fields() {
-		assert.Contains(t, data, "\n    "+f.key+": ", "no callback in example.yaml sets %s", f.key)
-		if !f.perCallback {
-			assert.Contains(t, data, "\n  "+f.key+": ", "example.yaml defaults lack %s", f.key)
+	for _, f := range config.Keys() {
+		assert.Contains(t, data, "\n    "+f.Name+": ", "no callback in example.yaml sets %s", f.Name)
+		if !f.PerCallback {
+			assert.Contains(t, data, "\n  "+f.Name+": ", "example.yaml defaults lack %s", f.Name)
 		}
 	}
 	assert.Contains(t, data, "\ncache_dir: ")

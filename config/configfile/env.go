@@ -1,18 +1,19 @@
-package config
+package configfile
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/spf13/viper"
+
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // Environment variable names and prefixes.
 const (
-	envPrefix          = "CALLBOX_"
-	envCacheDir        = "CALLBOX_CACHE_DIR"
-	envDefaultsPrefix  = "CALLBOX_DEFAULTS_"
-	envCallbacksPrefix = "CALLBOX_CALLBACKS_"
+	envPrefix         = "CALLBOX_"
+	envCacheDir       = "CALLBOX_CACHE_DIR"
+	envDefaultsPrefix = "CALLBOX_DEFAULTS_"
 )
 
 // environment holds the CALLBOX_ variables with a non-empty value; as
@@ -55,11 +56,11 @@ func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallb
 	if v := raw[keyCacheDir]; v != nil {
 		tree[keyCacheDir] = v
 	}
-	tree[keyDefaults] = knownKeys(defaults, l.defaultFields())
+	tree[keyDefaults] = knownKeys(defaults, l.defaultKeys())
 	callbacks := map[string]any{}
 	for _, rc := range cbs {
 		if rc.valid {
-			callbacks[rc.name] = knownKeys(rc.entries, l.fields)
+			callbacks[rc.name] = knownKeys(rc.entries, l.keys)
 		}
 	}
 	tree[keyCallbacks] = callbacks
@@ -71,11 +72,11 @@ func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallb
 }
 
 // knownKeys copies the keys of s that fs knows and that have a value.
-func knownKeys(s section, fs []field) map[string]any {
+func knownKeys(s section, fs []config.Key) map[string]any {
 	out := map[string]any{}
 	for _, f := range fs {
-		if v := s[f.key]; v != nil {
-			out[f.key] = v
+		if v := s[f.Name]; v != nil {
+			out[f.Name] = v
 		}
 	}
 	return out
@@ -86,15 +87,15 @@ func knownKeys(s section, fs []field) map[string]any {
 func (l *loader) bindEnv(cbs []rawCallback) {
 	l.known = map[string]bool{}
 	l.bind(keyCacheDir, envCacheDir)
-	for _, f := range l.defaultFields() {
-		l.bind(keyDefaults+"."+f.key, envDefaultsPrefix+strings.ToUpper(f.key))
+	for _, f := range l.defaultKeys() {
+		l.bind(keyDefaults+"."+f.Name, envDefaultsPrefix+strings.ToUpper(f.Name))
 	}
 	for _, rc := range cbs {
 		if !rc.valid {
 			continue
 		}
-		for _, f := range l.fields {
-			l.bind(keyCallbacks+"."+rc.name+"."+f.key, callbackEnvPrefix(rc.name)+strings.ToUpper(f.key))
+		for _, f := range l.keys {
+			l.bind(keyCallbacks+"."+rc.name+"."+f.Name, config.CallbackEnvPrefix(rc.name)+strings.ToUpper(f.Name))
 		}
 	}
 }
@@ -114,12 +115,6 @@ func (l *loader) bind(key, name string) {
 	}
 }
 
-// callbackEnvPrefix is the prefix of a callback's variables, e.g.
-// CALLBOX_CALLBACKS_MY_SCALE_ for my-scale.
-func callbackEnvPrefix(name string) string {
-	return envCallbacksPrefix + envName(name) + "_"
-}
-
 // checkUnknownEnv reports CALLBOX_DEFAULTS_ and CALLBOX_CALLBACKS_
 // variables that match no key: a typo would otherwise be ignored.
 // Other CALLBOX_ variables are left to whoever reads them.
@@ -131,7 +126,7 @@ func (l *loader) checkUnknownEnv(cbs []rawCallback) {
 		switch {
 		case strings.HasPrefix(name, envDefaultsPrefix):
 			l.fail(name, true, l.unknownDefaultsVar(name))
-		case strings.HasPrefix(name, envCallbacksPrefix):
+		case strings.HasPrefix(name, config.EnvCallbacksPrefix):
 			l.fail(name, true, l.unknownCallbackVar(name, cbs))
 		}
 	}
@@ -140,10 +135,10 @@ func (l *loader) checkUnknownEnv(cbs []rawCallback) {
 // unknownDefaultsVar explains an unbound CALLBOX_DEFAULTS_ variable.
 func (l *loader) unknownDefaultsVar(name string) error {
 	key := strings.ToLower(strings.TrimPrefix(name, envDefaultsPrefix))
-	if f, ok := fieldByKey(l.fields, key); ok && f.perCallback {
+	if f, ok := keyByName(l.keys, key); ok && f.PerCallback {
 		return fmt.Errorf("%s cannot be set in defaults, only per callback (CALLBOX_CALLBACKS_<NAME>_%s)", key, strings.ToUpper(key))
 	}
-	return unknownVar(key, envDefaultsPrefix, keyNames(l.defaultFields(), false))
+	return unknownVar(key, envDefaultsPrefix, keyNames(l.defaultKeys(), false))
 }
 
 // unknownCallbackVar explains an unbound CALLBOX_CALLBACKS_ variable: an
@@ -151,7 +146,7 @@ func (l *loader) unknownDefaultsVar(name string) error {
 func (l *loader) unknownCallbackVar(name string, cbs []rawCallback) error {
 	best := ""
 	for _, rc := range cbs {
-		p := callbackEnvPrefix(rc.name)
+		p := config.CallbackEnvPrefix(rc.name)
 		if rc.valid && strings.HasPrefix(name, p) && len(p) > len(best) {
 			best = p
 		}
@@ -160,7 +155,7 @@ func (l *loader) unknownCallbackVar(name string, cbs []rawCallback) error {
 		return fmt.Errorf("matches no callback in %s; callbacks are created only in the config file", l.file)
 	}
 	key := strings.ToLower(strings.TrimPrefix(name, best))
-	return unknownVar(key, best, keyNames(l.fields, true))
+	return unknownVar(key, best, keyNames(l.keys, true))
 }
 
 // unknownVar is the error for an unknown key in a variable name.

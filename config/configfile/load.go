@@ -1,4 +1,15 @@
-package config
+// Package configfile loads a callbox configuration from a YAML, TOML or
+// JSON file, with CALLBOX_ environment overrides, into a config.Config.
+// Validation is strict: an unknown key, a bad unit, a negative or absurd
+// value is an error naming the file and the key, or the environment
+// variable.
+//
+// The keys' rules (how a value decodes, which values are allowed) are
+// package config's: a loaded Config passes config.Config.Validate. This
+// package adds the file formats, the environment layering and the
+// structural checks, and is the only part of callbox that imports viper; a
+// program that builds its config.Config in code does not link it.
+package configfile
 
 import (
 	"errors"
@@ -10,6 +21,8 @@ import (
 	"strings"
 
 	"github.com/spf13/viper"
+
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // Top-level keys.
@@ -22,15 +35,15 @@ const (
 // Load reads the configuration file at path, YAML (.yaml, .yml), TOML
 // (.toml) or JSON (.json), applies CALLBOX_ overrides from the process
 // environment and validates the result. See LoadEnv.
-func Load(path string) (*Config, error) {
+func Load(path string) (*config.Config, error) {
 	return LoadEnv(path, os.Environ())
 }
 
 // LoadEnv is Load with the environment given as "NAME=value" entries, as
 // os.Environ returns them.
 //
-// Every callback value is resolved in this order: DefaultCallback(), the
-// file's defaults, CALLBOX_DEFAULTS_<KEY>, the callback's own keys, then
+// Every callback value is resolved in this order: config.DefaultCallback(),
+// the file's defaults, CALLBOX_DEFAULTS_<KEY>, the callback's own keys, then
 // CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_').
 // CALLBOX_CACHE_DIR overrides cache_dir. An empty variable counts as unset.
 // Relative paths in the file are relative to the file's directory, those
@@ -39,9 +52,9 @@ func Load(path string) (*Config, error) {
 //
 // Validation is strict: unknown keys (also unknown CALLBOX_DEFAULTS_ and
 // CALLBOX_CALLBACKS_ variables), wrong types, bad units and out-of-range
-// values are errors. All of them are returned together, joined; each is an
-// *Error naming the file and key, or the environment variable.
-func LoadEnv(path string, environ []string) (*Config, error) {
+// values are errors. All of them are returned together, joined; each is a
+// *config.Error naming the file and key, or the environment variable.
+func LoadEnv(path string, environ []string) (*config.Config, error) {
 	format, err := formatOf(path)
 	if err != nil {
 		return nil, err
@@ -56,9 +69,9 @@ func LoadEnv(path string, environ []string) (*Config, error) {
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, &Error{File: path, Err: fmt.Errorf("cannot resolve directory: %w", err)}
+		return nil, &config.Error{File: path, Err: fmt.Errorf("cannot resolve directory: %w", err)}
 	}
-	l := &loader{file: path, dir: dir, env: parseEnviron(environ), fields: fields()}
+	l := &loader{file: path, dir: dir, env: parseEnviron(environ), keys: config.Keys()}
 	if format == "json" {
 		l.checkJSONDuplicates(data)
 	}
@@ -79,7 +92,7 @@ func formatOf(path string) (string, error) {
 	case ".json":
 		return "json", nil
 	default:
-		return "", &Error{File: path, Err: fmt.Errorf("unsupported config format %q (use .yaml, .yml, .toml or .json)", ext)}
+		return "", &config.Error{File: path, Err: fmt.Errorf("unsupported config format %q (use .yaml, .yml, .toml or .json)", ext)}
 	}
 }
 
@@ -91,7 +104,7 @@ func readFile(path string) ([]byte, error) {
 		if errors.As(err, &pe) {
 			err = fmt.Errorf("cannot %s: %w", pe.Op, pe.Err)
 		}
-		return nil, &Error{File: path, Err: err}
+		return nil, &config.Error{File: path, Err: err}
 	}
 	return data, nil
 }
@@ -101,11 +114,11 @@ func readFile(path string) ([]byte, error) {
 func decode(path, format string, data []byte) (map[string]any, error) {
 	dec, err := viper.NewCodecRegistry().Decoder(format)
 	if err != nil {
-		return nil, &Error{File: path, Err: err}
+		return nil, &config.Error{File: path, Err: err}
 	}
 	raw := map[string]any{}
 	if err := decodeSafely(dec, data, raw); err != nil {
-		return nil, &Error{File: path, Err: fmt.Errorf("bad %s: %w", strings.ToUpper(format), err)}
+		return nil, &config.Error{File: path, Err: fmt.Errorf("bad %s: %w", strings.ToUpper(format), err)}
 	}
 	return raw, nil
 }
@@ -125,13 +138,13 @@ func decodeSafely(dec viper.Decoder, data []byte, raw map[string]any) (err error
 
 // loader holds the state of one LoadEnv call.
 type loader struct {
-	file   string      // the path as given, for messages
-	dir    string      // its absolute directory
-	env    environment // CALLBOX_ variables
-	fields []field
-	v      *viper.Viper
-	known  map[string]bool // the variable names of all keys
-	errs   []error
+	file  string      // the path as given, for messages
+	dir   string      // its absolute directory
+	env   environment // CALLBOX_ variables
+	keys  []config.Key
+	v     *viper.Viper
+	known map[string]bool // the variable names of all keys
+	errs  []error
 }
 
 // section is a map in the file (defaults, or one callback) with
@@ -148,12 +161,12 @@ type rawCallback struct {
 
 // load walks the raw tree for structural errors, hands the valid part to
 // viper with the environment bound over it, and resolves every value.
-func (l *loader) load(raw map[string]any) *Config {
+func (l *loader) load(raw map[string]any) *config.Config {
 	defaults, cbs := l.walk(raw)
 	l.setupViper(raw, defaults, cbs)
-	cfg := &Config{File: l.file, Defaults: DefaultCallback()}
+	cfg := &config.Config{File: l.file, Defaults: config.DefaultCallback()}
 	l.resolveCacheDir(cfg)
-	l.apply(&cfg.Defaults, l.defaultFields(), l.viperLookup(keyDefaults, envDefaultsPrefix))
+	l.apply(&cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
 	}
@@ -164,7 +177,7 @@ func (l *loader) load(raw map[string]any) *Config {
 // fail records a problem at key (a key path in the file, or an
 // environment variable when env is set).
 func (l *loader) fail(key string, env bool, err error) {
-	e := &Error{File: l.file, Key: key, Err: err}
+	e := &config.Error{File: l.file, Key: key, Err: err}
 	if env {
 		e.File = ""
 	}
@@ -186,7 +199,7 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 				l.fail(k, false, errors.New(`no value (use "" for no cache, or remove the key)`))
 			}
 		case keyDefaults:
-			defaults = l.walkSection(k, v, l.defaultFields())
+			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
 			cbs = l.walkCallbacks(v)
 		default:
@@ -201,27 +214,25 @@ func (l *loader) walkCallbacks(v any) []rawCallback {
 	m, ok := l.stringMap(keyCallbacks, v)
 	if !ok {
 		if v != nil {
-			l.fail(keyCallbacks, false, fmt.Errorf("must be a map from callback name to its settings, got %s", describe(v)))
+			l.fail(keyCallbacks, false, fmt.Errorf("must be a map from callback name to its settings, got %s", config.Describe(v)))
 		}
 		return nil
 	}
 	var cbs []rawCallback
-	seen := map[string]string{}
+	var names config.CallbackNames
 	for _, name := range sortedKeys(m) {
-		rc := rawCallback{name: name, path: callbackPath(name)}
-		if err := checkName(name); err != nil {
-			l.fail(rc.path, false, err)
-		} else if err := envClash(name, seen); err != nil {
+		rc := rawCallback{name: name, path: config.CallbackPath(name)}
+		if err := names.Check(name); err != nil {
 			l.fail(rc.path, false, err)
 		} else {
 			rc.valid = true
 		}
 		v := m[name]
 		if v != nil && !isMap(v) {
-			l.fail(rc.path, false, fmt.Errorf("must be a map of callback settings (module, export, ...), got %s", describe(v)))
+			l.fail(rc.path, false, fmt.Errorf("must be a map of callback settings (module, export, ...), got %s", config.Describe(v)))
 			continue
 		}
-		rc.entries = l.walkSection(rc.path, v, l.fields)
+		rc.entries = l.walkSection(rc.path, v, l.keys)
 		cbs = append(cbs, rc)
 	}
 	return cbs
@@ -229,16 +240,16 @@ func (l *loader) walkCallbacks(v any) []rawCallback {
 
 // walkSection checks one map of callback settings against fs and returns
 // it with string keys; null is an empty section.
-func (l *loader) walkSection(path string, v any, fs []field) section {
+func (l *loader) walkSection(path string, v any, fs []config.Key) section {
 	m, ok := l.stringMap(path, v)
 	if !ok {
 		if v != nil {
-			l.fail(path, false, fmt.Errorf("must be a map of settings, got %s", describe(v)))
+			l.fail(path, false, fmt.Errorf("must be a map of settings, got %s", config.Describe(v)))
 		}
 		return nil
 	}
 	for _, k := range sortedKeys(m) {
-		if _, known := fieldByKey(fs, k); !known {
+		if _, known := keyByName(fs, k); !known {
 			l.fail(path+"."+k, false, l.unknownSectionKey(path, k, fs))
 			continue
 		}
@@ -251,8 +262,8 @@ func (l *loader) walkSection(path string, v any, fs []field) section {
 
 // unknownSectionKey explains an unknown key in a section; a per-callback
 // key in defaults gets its own message.
-func (l *loader) unknownSectionKey(path, k string, fs []field) error {
-	if f, ok := fieldByKey(l.fields, k); ok && f.perCallback && path == keyDefaults {
+func (l *loader) unknownSectionKey(path, k string, fs []config.Key) error {
+	if f, ok := keyByName(l.keys, k); ok && f.PerCallback && path == keyDefaults {
 		return fmt.Errorf("%s cannot be set in defaults, only in each callback", k)
 	}
 	return unknownKey(k, keyNames(fs, true))
@@ -277,7 +288,7 @@ func (l *loader) stringMap(path string, v any) (section, bool) {
 		for k, val := range m {
 			s, ok := k.(string)
 			if !ok {
-				l.fail(path+"."+fmt.Sprint(k), false, fmt.Errorf("key is %s, not a string (quote it)", describe(k)))
+				l.fail(path+"."+fmt.Sprint(k), false, fmt.Errorf("key is %s, not a string (quote it)", config.Describe(k)))
 				continue
 			}
 			out[s] = val
@@ -306,11 +317,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// defaultFields are the fields a defaults section may set.
-func (l *loader) defaultFields() []field {
-	var fs []field
-	for _, f := range l.fields {
-		if !f.perCallback {
+// defaultKeys are the keys a defaults section may set.
+func (l *loader) defaultKeys() []config.Key {
+	var fs []config.Key
+	for _, f := range l.keys {
+		if !f.PerCallback {
 			fs = append(fs, f)
 		}
 	}
@@ -319,44 +330,51 @@ func (l *loader) defaultFields() []field {
 
 // --- values ---
 
+// input is one raw value for a key: as decoded from the file, or an
+// environment variable's string, with the absolute directory its relative
+// paths are relative to ("" for the environment: the working directory).
+type input struct {
+	val any
+	dir string
+}
+
 // lookup finds the raw value of a key: its input, where it came from
 // (key path or variable name) and whether that is the environment.
 type lookup func(key string) (in input, at string, env, ok bool)
 
-// apply decodes and checks every field of fs that lookup finds, into cb,
+// apply decodes and checks every key of fs that lookup finds, into cb,
 // and reports which keys were given.
-func (l *loader) apply(cb *Callback, fs []field, get lookup) map[string]bool {
+func (l *loader) apply(cb *config.Callback, fs []config.Key, get lookup) map[string]bool {
 	given := map[string]bool{}
 	for _, f := range fs {
-		in, at, env, ok := get(f.key)
+		in, at, env, ok := get(f.Name)
 		if !ok {
 			continue
 		}
-		given[f.key] = true
-		if err := f.parse(in, cb); err != nil {
+		given[f.Name] = true
+		if err := f.Parse(in.val, in.dir, cb); err != nil {
 			l.fail(at, env, err)
 			continue
 		}
-		if f.check != nil {
-			if err := f.check(cb); err != nil {
-				l.fail(at, env, err)
-			}
+		if err := f.Check(cb); err != nil {
+			l.fail(at, env, err)
 		}
 	}
 	return given
 }
 
 // resolveCallback builds one callback on top of the resolved defaults.
-func (l *loader) resolveCallback(defaults Callback, rc rawCallback) Callback {
+func (l *loader) resolveCallback(defaults config.Callback, rc rawCallback) config.Callback {
 	cb := defaults
 	cb.Name = rc.name
 	get := sectionLookup(rc.path, rc.entries, l.dir)
 	if rc.valid {
-		get = l.viperLookup(keyCallbacks+"."+rc.name, callbackEnvPrefix(rc.name))
+		get = l.viperLookup(keyCallbacks+"."+rc.name, config.CallbackEnvPrefix(rc.name))
 	}
-	given := l.apply(&cb, l.fields, get)
+	given := l.apply(&cb, l.keys, get)
 	if !given["module"] {
-		l.fail(rc.path+".module", false, checkModule(&cb))
+		module, _ := keyByName(l.keys, "module")
+		l.fail(rc.path+".module", false, module.Check(&cb))
 	}
 	if cb.Export == "" {
 		cb.Export = cb.Name
@@ -365,7 +383,7 @@ func (l *loader) resolveCallback(defaults Callback, rc rawCallback) Callback {
 }
 
 // resolveCacheDir sets cfg.CacheDir from the file or CALLBOX_CACHE_DIR.
-func (l *loader) resolveCacheDir(cfg *Config) {
+func (l *loader) resolveCacheDir(cfg *config.Config) {
 	v := l.v.Get(keyCacheDir)
 	if v == nil {
 		return
@@ -374,10 +392,7 @@ func (l *loader) resolveCacheDir(cfg *Config) {
 	if _, ok := l.env[envCacheDir]; ok {
 		at, env, dir = envCacheDir, true, ""
 	}
-	s, err := asString(v, `a directory path, or "" for no cache`)
-	if err == nil && s != "" {
-		s, err = resolvePath(dir, s)
-	}
+	s, err := config.ParseCacheDir(v, dir)
 	if err != nil {
 		l.fail(at, env, err)
 		return
@@ -413,4 +428,26 @@ func (l *loader) viperLookup(prefix, varPrefix string) lookup {
 		}
 		return input{val: v, dir: l.dir}, path, false, true
 	}
+}
+
+// keyNames returns the names of keys, optionally leaving out per-callback
+// ones.
+func keyNames(keys []config.Key, withPerCallback bool) []string {
+	var names []string
+	for _, k := range keys {
+		if withPerCallback || !k.PerCallback {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+// keyByName finds the key named name.
+func keyByName(keys []config.Key, name string) (config.Key, bool) {
+	for _, k := range keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return config.Key{}, false
 }

@@ -1,6 +1,8 @@
-package config
+package configfile
 
 import (
+	"github.com/seed4b3e0ccb/callbox/config"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,14 +11,14 @@ import (
 )
 
 // FuzzLoad feeds arbitrary bytes to Load as a YAML, a TOML and a JSON file.
-// Load must not panic; it returns exactly one of a Config and an error; a
-// Config it returns passes Validate; every problem it reports names the
+// Load must not panic; it returns exactly one of a config.Config and an error; a
+// config.Config it returns passes Validate; every problem it reports names the
 // file or an environment variable.
 func FuzzLoad(f *testing.F) {
 	for _, content := range equivalentConfigs {
 		f.Add([]byte(content))
 	}
-	if example, err := os.ReadFile("example.yaml"); err == nil {
+	if example, err := os.ReadFile(examplePath); err == nil {
 		f.Add(example)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -41,7 +43,7 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// checkErrorsNamePlace requires every part of err to be an *Error naming
+// checkErrorsNamePlace requires every part of err to be an *config.Error naming
 // path, or an environment variable.
 func checkErrorsNamePlace(t *testing.T, err error, path string) {
 	t.Helper()
@@ -50,7 +52,7 @@ func checkErrorsNamePlace(t *testing.T, err error, path string) {
 		parts = joined.Unwrap()
 	}
 	for _, part := range parts {
-		var e *Error
+		var e *config.Error
 		if !errors.As(part, &e) {
 			t.Fatalf("not a *config.Error: %v", part)
 		}
@@ -63,7 +65,7 @@ func checkErrorsNamePlace(t *testing.T, err error, path string) {
 // FuzzLoadEnv fuzzes the environment overrides: a YAML file (fuzzed) and
 // CALLBOX_ variables (fuzzed, one NAME=value per line; a line without the
 // CALLBOX_ prefix gets it). LoadEnv must not panic; it returns exactly one
-// of a Config and an error; a Config passes Validate; every problem names
+// of a config.Config and an error; a config.Config passes Validate; every problem names
 // the file or the variable.
 func FuzzLoadEnv(f *testing.F) {
 	base := "callbox.yaml"
