@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -68,6 +69,8 @@ type Future struct {
 	callback string
 	inputs   []Tensor
 	into     []Tensor // caller-provided outputs (InvokeInto), or nil
+	// step, when set, is the call itself (Chain.Do) instead of an invoke.
+	step func(context.Context, *Callback) error
 	seq      uint64
 	tap      bool
 	barrier  bool
@@ -139,6 +142,19 @@ func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) 
 func (ch *Chain) InvokeInto(ctx context.Context, callback string, inputs, outputs []Tensor) (Stats, error) {
 	_, st, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, inputs: inputs, into: outputs})
 	return st, err
+}
+
+// Do runs step as the chain's next call on the named callback (name or
+// content id), synchronously, in order with every other call and tap of
+// the chain: for callers that drive the phases of a call themselves
+// (Callback.Start and Call: the GPU path stages inputs with device
+// copies). A *CallbackError from step fails the chain as a failed call
+// does; any other error is recorded as a HostPanic of that callback. If
+// the chain has already failed, step does not run and Do returns the
+// *ChainError.
+func (ch *Chain) Do(ctx context.Context, callback string, step func(context.Context, *Callback) error) error {
+	_, _, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, step: step})
+	return err
 }
 
 // invokeSync runs f as the chain's next call and waits for it.
@@ -302,6 +318,18 @@ func (ch *Chain) run(f *Future, first *CallbackError) {
 		return
 	}
 	defer ch.h.inflight.Done()
+	if f.step != nil {
+		if err := f.step(f.ctx, c); err != nil {
+			var ce *CallbackError
+			if !errors.As(err, &ce) {
+				ce = c.fail(HostPanic, err.Error(), err)
+			}
+			ce.Chain, ce.Seq = ch.name, f.seq
+			ch.failWith(ce)
+			f.err = ce
+		}
+		return
+	}
 	r := request{inputs: f.inputs, outputs: f.into, into: f.into != nil, chain: ch.name, seq: f.seq}
 	st, cerr := c.invoke(f.ctx, &r)
 	f.stats = st

@@ -295,3 +295,53 @@ func TestInstanceCloseObserver(t *testing.T) {
 	assert.Equal(t, 1, closed[pooled], "a pooled instance is reported when the host closes")
 	mu.Unlock()
 }
+
+// TestChainDoSteps: steps driven through the phases by hand are ordered on
+// the chain with ordinary calls, and a failing step fails the chain.
+func TestChainDoSteps(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", nil)
+	ch := h.Chain("gpu")
+	var got []float32
+	step := func(factor float32) func(context.Context, *host.Callback) error {
+		return func(ctx context.Context, cb *host.Callback) error {
+			plan, err := cb.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{1}}, {DType: abi.F32}})
+			if err != nil {
+				return err
+			}
+			call, err := cb.Start(ctx, plan)
+			if err != nil {
+				return err
+			}
+			defer call.Close(ctx)
+			copy(call.Input(0), abi.From([]float32{1}).Data)
+			copy(call.Input(1), abi.Scalar(factor).Data)
+			if err := call.Run(ctx); err != nil {
+				return err
+			}
+			got = append(got, abi.MustView[float32](abi.Tensor{DType: abi.F32, Shape: abi.Shape{1}, Data: call.Output(0)})[0])
+			return nil
+		}
+	}
+	require.NoError(t, ch.Do(ctx, "scale", step(2)))
+	require.NoError(t, ch.Do(ctx, "scale", step(3)))
+	assert.Equal(t, []float32{2, 3}, got)
+
+	err := ch.Do(ctx, "half_then_trap", func(ctx context.Context, cb *host.Callback) error {
+		_, err := h.Invoke(ctx, cb.ID(), abi.From([]float32{1, 2, 3, 4}))
+		return err
+	})
+	var ce *host.CallbackError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "gpu", ce.Chain)
+	assert.Equal(t, uint64(3), ce.Seq)
+	err = ch.Do(ctx, "scale", step(4))
+	require.ErrorIs(t, err, host.ErrChainFailed)
+	assert.Equal(t, []float32{2, 3}, got, "a step after the failure does not run")
+
+	ch.Reset()
+	err = ch.Do(ctx, "scale", func(context.Context, *host.Callback) error { return errors.New("device copy failed") })
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, host.HostPanic, ce.Kind())
+	assert.Contains(t, err.Error(), "device copy failed")
+}
