@@ -70,10 +70,10 @@ type Future struct {
 	inputs   []Tensor
 	into     []Tensor // caller-provided outputs (InvokeInto), or nil
 	// step, when set, is the call itself (Chain.Do) instead of an invoke.
-	step func(context.Context, *Callback) error
-	seq      uint64
-	tap      bool
-	barrier  bool
+	step    func(context.Context, *Callback) error
+	seq     uint64
+	tap     bool
+	barrier bool
 
 	// The channel is made only when someone waits: most submitted calls
 	// and taps are never waited on one by one. A future's own lock keeps
