@@ -66,7 +66,7 @@ func TestParseSignatureErrors(t *testing.T) {
 }
 
 func TestBind(t *testing.T) {
-	s := MustParseSignature("(x: f32[n,m], v: f32[m]) -> (f32[n], s64[m,2], $v)")
+	s := mustParseSignature("(x: f32[n,m], v: f32[m]) -> (f32[n], s64[m,2], $v)")
 	outs, err := s.Bind([]TensorMeta{{F32, Shape{3, 4}}, {F32, Shape{4}}})
 	require.NoError(t, err)
 	assert.Equal(t, []OutputSpec{{F32, Shape{3}, -1}, {S64, Shape{4, 2}, -1}, {F32, Shape{4}, 1}}, outs)
@@ -80,7 +80,7 @@ func TestBind(t *testing.T) {
 	_, err = s.Bind([]TensorMeta{{F32, Shape{3, 4}}})
 	assert.ErrorContains(t, err, "got 1 inputs")
 
-	fixed := MustParseSignature("(f32[2,3]) -> f32[]")
+	fixed := mustParseSignature("(f32[2,3]) -> f32[]")
 	_, err = fixed.Bind([]TensorMeta{{F32, Shape{2, 4}}})
 	assert.ErrorContains(t, err, "dimension 1 is 4, want 3")
 }
@@ -90,7 +90,7 @@ func TestSignatureTable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, table, 2)
 	assert.Equal(t, "(f32[n]) -> f32[]", table["sum"].String())
-	assert.Equal(t, "scale = (f32[n], f32[]) -> f32[n]\nsum = (f32[n]) -> f32[]\n", string(FormatSignatureTable(table)))
+	assert.Equal(t, "scale = (f32[n], f32[]) -> f32[n]\nsum = (f32[n]) -> f32[]\n", string(formatSignatureTable(table)))
 
 	_, err = ParseSignatureTable([]byte("a = (f32[n]) -> f32[n]\na = (f32[n]) -> f64[n]\n"))
 	assert.ErrorContains(t, err, "declared twice")
@@ -126,7 +126,7 @@ func TestTensorHelpers(t *testing.T) {
 }
 
 func TestFrameRoundTrip(t *testing.T) {
-	for _, plan := range []func([]TensorMeta, []OutputSpec) (*FrameLayout, error){PlanFrame, PlanFrameSkewed} {
+	for _, plan := range []func([]TensorMeta, []OutputSpec) (*FrameLayout, error){planFrame, planFrameSkewed} {
 		ins := []TensorMeta{{F32, Shape{2, 3}}, {S32, Shape{}}, {U8, Shape{0}}}
 		outs := []OutputSpec{{F64, Shape{3}, -1}, {F32, Shape{2, 3}, 0}}
 		l, err := plan(ins, outs)
@@ -169,7 +169,7 @@ func TestFrameRoundTrip(t *testing.T) {
 }
 
 func TestDecodeFrameRejectsHostileFrames(t *testing.T) {
-	l, err := PlanFrame([]TensorMeta{{F32, Shape{4}}}, []OutputSpec{{F32, Shape{4}, -1}})
+	l, err := planFrame([]TensorMeta{{F32, Shape{4}}}, []OutputSpec{{F32, Shape{4}, -1}})
 	require.NoError(t, err)
 	const base = 256
 	fresh := func() []byte {

@@ -60,7 +60,7 @@ func (r Region) Addr(base uint32) uint32 {
 func (r Region) End() uint64 { return uint64(r.Off) + uint64(r.Len) }
 
 // FrameLayout is where every part of one call frame lives, relative to the
-// frame's base address. PlanFrame computes it from the call's types alone, so
+// frame's base address. planFrame computes it from the call's types alone, so
 // the host knows every output's location without reading anything back from
 // the guest.
 type FrameLayout struct {
@@ -77,15 +77,15 @@ type FrameLayout struct {
 
 func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
 
-// PlanFrame lays out a frame for the given input types and resolved outputs,
+// planFrame lays out a frame for the given input types and resolved outputs,
 // every data buffer 64-byte aligned.
-func PlanFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
+func planFrame(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
 	return Plan(inputs, outputs, PlanOptions{})
 }
 
-// PlanFrameSkewed lays out a frame whose data buffers sit exactly 16 bytes
+// planFrameSkewed lays out a frame whose data buffers sit exactly 16 bytes
 // past a 64-byte boundary: the least alignment ABI v1 promises.
-func PlanFrameSkewed(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
+func planFrameSkewed(inputs []TensorMeta, outputs []OutputSpec) (*FrameLayout, error) {
 	return Plan(inputs, outputs, PlanOptions{Skewed: true})
 }
 

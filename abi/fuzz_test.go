@@ -14,7 +14,7 @@ import (
 // It must not panic, and whatever it accepts must be in bounds and
 // self-consistent.
 func FuzzDecodeFrame(f *testing.F) {
-	l, err := PlanFrame([]TensorMeta{{F32, Shape{2, 3}}, {S32, Shape{}}}, []OutputSpec{{F64, Shape{3}, -1}, {F32, Shape{2, 3}, 0}})
+	l, err := planFrame([]TensorMeta{{F32, Shape{2, 3}}, {S32, Shape{}}}, []OutputSpec{{F64, Shape{3}, -1}, {F32, Shape{2, 3}, 0}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -221,9 +221,9 @@ func FuzzSignatureTable(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := ParseSignatureTable(FormatSignatureTable(table))
+		again, err := ParseSignatureTable(formatSignatureTable(table))
 		if err != nil {
-			t.Fatalf("formatted table does not parse: %v\n%s", err, FormatSignatureTable(table))
+			t.Fatalf("formatted table does not parse: %v\n%s", err, formatSignatureTable(table))
 		}
 		if len(again) != len(table) {
 			t.Fatalf("%d entries became %d", len(table), len(again))

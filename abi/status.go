@@ -97,9 +97,9 @@ func ParseSignatureTable(text []byte) (map[string]*Signature, error) {
 	return out, nil
 }
 
-// FormatSignatureTable renders a table in the form ParseSignatureTable reads,
+// formatSignatureTable renders a table in the form ParseSignatureTable reads,
 // sorted by export name.
-func FormatSignatureTable(table map[string]*Signature) []byte {
+func formatSignatureTable(table map[string]*Signature) []byte {
 	names := make([]string, 0, len(table))
 	for n := range table {
 		names = append(names, n)
