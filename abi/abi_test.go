@@ -66,7 +66,7 @@ func TestParseSignatureErrors(t *testing.T) {
 }
 
 func TestBind(t *testing.T) {
-	s := mustParseSignature("(x: f32[n,m], v: f32[m]) -> (f32[n], s64[m,2], $v)")
+	s := MustParseSignature("(x: f32[n,m], v: f32[m]) -> (f32[n], s64[m,2], $v)")
 	outs, err := s.Bind([]TensorMeta{{F32, Shape{3, 4}}, {F32, Shape{4}}})
 	require.NoError(t, err)
 	assert.Equal(t, []OutputSpec{{F32, Shape{3}, -1}, {S64, Shape{4, 2}, -1}, {F32, Shape{4}, 1}}, outs)
@@ -80,7 +80,7 @@ func TestBind(t *testing.T) {
 	_, err = s.Bind([]TensorMeta{{F32, Shape{3, 4}}})
 	assert.ErrorContains(t, err, "got 1 inputs")
 
-	fixed := mustParseSignature("(f32[2,3]) -> f32[]")
+	fixed := MustParseSignature("(f32[2,3]) -> f32[]")
 	_, err = fixed.Bind([]TensorMeta{{F32, Shape{2, 4}}})
 	assert.ErrorContains(t, err, "dimension 1 is 4, want 3")
 }

@@ -104,8 +104,8 @@ func ParseSignature(text string) (*Signature, error) {
 	return sig, nil
 }
 
-// mustParseSignature is ParseSignature that panics, for constants in tests.
-func mustParseSignature(text string) *Signature {
+// MustParseSignature is ParseSignature that panics, for constants in tests.
+func MustParseSignature(text string) *Signature {
 	s, err := ParseSignature(text)
 	if err != nil {
 		panic(err)
