@@ -37,10 +37,20 @@ extern wasmtime_error_t *wasmtime_func_call_unchecked(
     size_t nargs, wasm_trap_t **trap);
 extern void wasmtime_context_set_epoch_deadline(wasmtime_context_t *context,
                                                 uint64_t ticks_beyond_current);
-extern wasmtime_error_t *wasmtime_context_set_fuel(wasmtime_context_t *store,
-                                                   uint64_t fuel);
-extern wasmtime_error_t *wasmtime_context_get_fuel(
-    const wasmtime_context_t *context, uint64_t *fuel);
+// wasmtime_val_t: a kind byte, then a 16-byte union at offset 8.
+typedef struct {
+  uint8_t kind;
+  union {
+    int64_t i64;
+    uint8_t bytes[16];
+  } of;
+} cb_val_t;
+enum { CB_WASMTIME_I64 = 1 };
+extern void wasmtime_global_get(wasmtime_context_t *store,
+                                const cb_global_t *global, cb_val_t *out);
+extern wasmtime_error_t *wasmtime_global_set(wasmtime_context_t *store,
+                                             const cb_global_t *global,
+                                             const cb_val_t *val);
 typedef struct wasmtime_memory wasmtime_memory_t;
 extern uint8_t *wasmtime_memory_data(const wasmtime_context_t *store,
                                      const wasmtime_memory_t *memory);
@@ -241,29 +251,30 @@ void cb_guard_end(cb_guard_t *g) { ticker_exit(g->ticker); }
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
-             int32_t watch, cb_call_result_t *out) {
+             const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
+             int64_t timeout_ns, int32_t watch, cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
-  out->fuel_left = 0;
-  cb_guard_begin(guard, timeout_ns, watch);
-  if (fuel) {
-    wasmtime_error_t *err = wasmtime_context_set_fuel(ctx, fuel);
+  out->counter = 0;
+  if (budget) {
+    cb_val_t v = {0};
+    v.kind = CB_WASMTIME_I64;
+    v.of.i64 = counter;
+    wasmtime_error_t *err = wasmtime_global_set(ctx, budget, &v);
     if (err) {
-      cb_guard_end(guard);
       out->error = err;
       return;
     }
   }
+  cb_guard_begin(guard, timeout_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
   out->error = wasmtime_func_call_unchecked(ctx, (const wasmtime_func_t *)fn,
                                             args, nargs, &out->trap);
   cb_guard_end(guard);
-  if (fuel) {
-    wasmtime_error_t *err = wasmtime_context_get_fuel(ctx, &out->fuel_left);
-    if (err) {
-      wasmtime_error_delete(err);
-    }
+  if (budget) {
+    cb_val_t v = {0};
+    wasmtime_global_get(ctx, budget, &v);
+    out->counter = v.of.i64;
   }
   if (mem) {
     cb_memory_view(ctx, mem, &out->mem_data, &out->mem_size);
@@ -336,5 +347,7 @@ void cb_error_delete(wasmtime_error_t *err) { wasmtime_error_delete(err); }
 
 // The layouts copied from wasmtime's headers must match them exactly.
 _Static_assert(sizeof(cb_memory_t) == 24, "wasmtime_memory_t is 24 bytes");
+_Static_assert(sizeof(cb_global_t) == 24, "wasmtime_global_t is 24 bytes");
+_Static_assert(sizeof(cb_val_t) == 24, "wasmtime_val_t is 24 bytes");
 _Static_assert(sizeof(cb_wasmtime_func_t) == 16, "wasmtime_func_t is 16 bytes");
 _Static_assert(sizeof(cb_val_raw_t) == 16, "wasmtime_val_raw_t is 16 bytes");
