@@ -429,8 +429,8 @@ type instance struct {
 	hc        hostCounter
 
 	// Per call, on the calling goroutine (the epoch callback runs on it).
-	callCtx   context.Context
-	unwatch   func() // stops watching callCtx; nil when not watching
+	callCtx     context.Context
+	unwatch     func() // stops watching callCtx; nil when not watching
 	fuelUsed    uint64
 	fuelKnown   bool
 	fuelCounter int64 // the counter's value at the call's start
