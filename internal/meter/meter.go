@@ -193,7 +193,8 @@ type rewriter struct {
 	deniedFunc     uint32
 	hookFunc       uint32 // the injected grow wrapper (a defined function)
 	hasCode        bool
-	hook           bool // GrowHook and there is code to hook
+	hasMemory      bool
+	hook           bool // GrowHook and there is code and a memory to hook
 	budgetGlobal   uint32
 	stackGlobal    uint32
 	blockTypes     map[string]uint32 // type index of () -> results, by results
@@ -252,6 +253,7 @@ func (m *rewriter) scan(secs []section) error {
 						return unsupported("64-bit table")
 					}
 				case 0x02:
+					m.hasMemory = true
 					if r.skipLimits()&4 != 0 {
 						return unsupported("64-bit memory")
 					}
@@ -276,6 +278,7 @@ func (m *rewriter) scan(secs []section) error {
 			// Bulk operations are charged by their i32 length operand: a
 			// 64-bit memory's would be i64.
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				m.hasMemory = true
 				if r.skipLimits()&4 != 0 {
 					return unsupported("64-bit memory")
 				}
@@ -323,7 +326,7 @@ func (m *rewriter) scan(secs []section) error {
 		m.budgetGlobal = m.numGlobals
 		m.stackGlobal = m.numGlobals + 1
 	}
-	m.hook = m.opts.GrowHook && m.hasCode
+	m.hook = m.opts.GrowHook && m.hasCode && m.hasMemory
 	if m.hook {
 		m.deniedType = m.addType([]byte{0x60, 1, 0x7f, 0})     // (i32) -> ()
 		m.hookType = m.addType([]byte{0x60, 1, 0x7f, 1, 0x7f}) // (i32) -> i32

@@ -1,0 +1,223 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+)
+
+// bulkWAT has one export per class of operation whose work grows with an
+// operand. Each loops forever: it does one operation of the size below,
+// then counts the iteration at address 0. With a fuel budget, the count
+// when fuel runs out bounds the work done.
+func bulkWAT() string {
+	refs := strings.Repeat(" $f", 1000)
+	return fmt.Sprintf(`(module
+  (import "callbox" "log" (func $log (param i32 i32 i32)))
+  (import "callbox" "error" (func $error (param i32 i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+  (memory (export "memory") 3)
+  (table $t 1000 funcref)
+  (table $g 0 funcref)
+  (func $f)
+  (elem $e func%s)
+  (data $d "%s")
+  (func $count (i32.store (i32.const 0) (i32.add (i32.load (i32.const 0)) (i32.const 1))))
+  (func (export "fill") (param i32) (result i32)
+    (loop $l (memory.fill (i32.const 64) (i32.const 7) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+  (func (export "copy") (param i32) (result i32)
+    (loop $l (memory.copy (i32.const 64) (i32.const 65600) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+  (func (export "init") (param i32) (result i32)
+    (loop $l (memory.init $d (i32.const 64) (i32.const 0) (i32.const 4096)) (call $count) (br $l)) (i32.const 0))
+  (func (export "table_fill") (param i32) (result i32)
+    (loop $l (table.fill $t (i32.const 0) (ref.func $f) (i32.const 1000)) (call $count) (br $l)) (i32.const 0))
+  (func (export "table_copy") (param i32) (result i32)
+    (loop $l (table.copy $t $t (i32.const 0) (i32.const 0) (i32.const 1000)) (call $count) (br $l)) (i32.const 0))
+  (func (export "table_init") (param i32) (result i32)
+    (loop $l (table.init $t $e (i32.const 0) (i32.const 0) (i32.const 1000)) (call $count) (br $l)) (i32.const 0))
+  (func (export "table_grow") (param i32) (result i32)
+    (loop $l (drop (table.grow $g (ref.null func) (i32.const 100))) (call $count) (br $l)) (i32.const 0))
+  (func (export "memory_grow") (param i32) (result i32)
+    (loop $l (drop (memory.grow (i32.const 1))) (call $count) (br $l)) (i32.const 0))
+  (func (export "log") (param i32) (result i32)
+    (loop $l (call $log (i32.const 1) (i32.const 64) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+  (func (export "error") (param i32) (result i32)
+    (loop $l (call $error (i32.const 64) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+  (func (export "fd_write") (param i32) (result i32)
+    (i32.store (i32.const 16) (i32.const 64))
+    (i32.store (i32.const 20) (i32.const 65536))
+    (loop $l (drop (call $fd_write (i32.const 1) (i32.const 16) (i32.const 1) (i32.const 24))) (call $count) (br $l)) (i32.const 0))
+  (func (export "random_get") (param i32) (result i32)
+    (loop $l (drop (call $random_get (i32.const 64) (i32.const 65536))) (call $count) (br $l)) (i32.const 0))
+)`, refs, strings.Repeat("x", 4096))
+}
+
+// bulkFuel is the budget of every bulk case.
+const bulkFuel = 200_000
+
+// bulkCases: the charge of one iteration's operation, in fuel units.
+var bulkCases = []struct {
+	export string
+	charge int64
+}{
+	{"fill", 65536 / meter.BytesPerFuel},
+	{"copy", 65536 / meter.BytesPerFuel},
+	{"init", 4096 / meter.BytesPerFuel},
+	{"table_fill", 1000 * meter.ElementFuel},
+	{"table_copy", 1000 * meter.ElementFuel},
+	{"table_init", 1000 * meter.ElementFuel},
+	{"table_grow", 100 * meter.ElementFuel},
+	{"memory_grow", meter.PageFuel},
+	{"log", 65536 / meter.BytesPerFuel},
+	{"error", 65536 / meter.BytesPerFuel},
+	{"fd_write", 65536 / meter.BytesPerFuel},
+	{"random_get", 65536 / meter.BytesPerFuel},
+}
+
+// Fuel bounds the work of operations that touch many bytes or elements in
+// one instruction (or one import call), and counts them identically on
+// both engines: the same budget stops each workload after the same number
+// of iterations.
+func TestFuelBoundsBulkWork(t *testing.T) {
+	iterations := map[string]map[string]uint32{}
+	for _, ec := range engines(t) {
+		e := ec.new(t)
+		for _, bc := range bulkCases {
+			t.Run(ec.name+"/"+bc.export, func(t *testing.T) {
+				lim := limits()
+				lim.Fuel = bulkFuel
+				// Caps above all the bytes written: the host reads every
+				// byte of every call (past a cap it reads none, and
+				// charges none).
+				lim.MaxError, lim.MaxLog = 1<<20, 1<<40
+				ctx := context.Background()
+				m, err := e.Compile(ctx, wat.Must(bulkWAT()), sandbox.ModuleConfig{Name: "bulk", Limits: lim, WASI: true})
+				require.NoError(t, err)
+				defer m.Close(ctx)
+				inst, err := m.Instantiate(ctx)
+				require.NoError(t, err)
+				defer inst.Close(ctx)
+				_, err = call(t, inst, bc.export, 0)
+				require.ErrorIs(t, err, sandbox.FuelExhausted)
+				used, known := inst.FuelConsumed()
+				assert.True(t, known)
+				assert.Equal(t, uint64(bulkFuel), used)
+				n := binary.LittleEndian.Uint32(inst.Memory())
+				// Every iteration's operation was charged before the next
+				// began: the work done is within the budget.
+				assert.GreaterOrEqual(t, n, uint32(1), "at least one operation fits the budget")
+				assert.LessOrEqual(t, int64(n)*bc.charge, int64(bulkFuel), "%d iterations of %d units each exceed the budget", n, bc.charge)
+				if iterations[bc.export] == nil {
+					iterations[bc.export] = map[string]uint32{}
+				}
+				iterations[bc.export][ec.name] = n
+			})
+		}
+	}
+	if len(iterations) > 0 && len(engines(t)) == 2 {
+		for export, byEngine := range iterations {
+			assert.Equal(t, byEngine["wazero"], byEngine["wasmtime"], "%s: the same budget must stop both engines after the same work", export)
+		}
+	}
+}
+
+// A refused grow does no work and is not charged.
+func TestFuelRefusedGrowIsFree(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			lim := limits()
+			lim.Fuel = 1000
+			inst := instantiate(t, ec.new(t), `(module (memory (export "memory") 1)
+  (func (export "grow") (param i32) (result i32) (memory.grow (local.get 0))))`, lim, nil)
+			v, err := call(t, inst, "grow", 1<<15) // 2 GiB: refused by max_memory
+			require.NoError(t, err)
+			assert.Equal(t, uint64(0xffffffff), v)
+			used, _ := inst.FuelConsumed()
+			assert.Less(t, used, uint64(100))
+			_, err = call(t, inst, "grow", 1) // 8192 units: over the budget
+			require.ErrorIs(t, err, sandbox.FuelExhausted)
+		})
+	}
+}
+
+// The ABI's service exports and the start function run under LoadFuel,
+// not the callback's budget: a small budget does not stop a module whose
+// initialization is long.
+func TestServiceExportsDoNotSpendTheBudget(t *testing.T) {
+	src := `(module (memory (export "memory") 1)
+  (global $g (mut i32) (i32.const 0))
+  (func $work (global.set $g (i32.const 0)) (loop $l (global.set $g (i32.add (global.get $g) (i32.const 1)))
+    (br_if $l (i32.lt_u (global.get $g) (i32.const 100000)))))
+  (start $work)
+  (func (export "_initialize") (call $work))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (call $work) (i32.const 64))
+  (func (export "cb") (param i32) (result i32) (call $work) (i32.const 0)))`
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			lim := limits()
+			lim.Fuel = 1000
+			inst := instantiate(t, ec.new(t), src, lim, nil)
+			ctx := context.Background()
+			init, err := inst.Export("_initialize", nil, nil)
+			require.NoError(t, err)
+			require.NoError(t, inst.Call(ctx, init, nil))
+			alloc, err := inst.Export("callbox_alloc", []sandbox.ValType{sandbox.I32, sandbox.I32}, []sandbox.ValType{sandbox.I32})
+			require.NoError(t, err)
+			require.NoError(t, inst.Call(ctx, alloc, []uint64{64, 64}))
+			// The callback itself is held to its budget.
+			_, err = call(t, inst, "cb", 0)
+			require.ErrorIs(t, err, sandbox.FuelExhausted)
+		})
+	}
+}
+
+// After a timeout the fuel reported is what ran, up to one refill slice;
+// it used to read 25 on wasmtime after a 300 ms spin.
+func TestFuelStatsAfterTimeout(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			lim := limits()
+			lim.Fuel = 1 << 40
+			lim.Timeout = 100 * 1e6
+			inst := instantiate(t, ec.new(t), trapsWAT, lim, nil)
+			_, err := call(t, inst, "spin", 0)
+			require.ErrorIs(t, err, sandbox.Timeout)
+			used, known := inst.FuelConsumed()
+			require.True(t, known)
+			// 100 ms of a tight loop is well over 10 million instructions
+			// on any machine that runs this suite.
+			assert.Greater(t, used, uint64(10_000_000))
+			assert.Less(t, used, uint64(1<<40))
+		})
+	}
+}
+
+// A function nesting blocks deeper than meter.MaxNesting is refused on
+// both engines: wazero's compile time grows with the square of the depth.
+func TestNestingLimit(t *testing.T) {
+	nested := func(depth int) []byte {
+		return wat.Must(`(module (func (export "f") ` + strings.Repeat("(block ", depth) + strings.Repeat(")", depth) + `))`)
+	}
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			ctx := context.Background()
+			m, err := e.Compile(ctx, nested(meter.MaxNesting), sandbox.ModuleConfig{Name: "ok", Limits: limits()})
+			require.NoError(t, err)
+			_ = m.Close(ctx)
+			_, err = e.Compile(ctx, nested(meter.MaxNesting+1), sandbox.ModuleConfig{Name: "deep", Limits: limits()})
+			require.ErrorIs(t, err, meter.ErrTooDeep)
+			assert.Contains(t, err.Error(), "function 0")
+		})
+	}
+}
