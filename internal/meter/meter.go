@@ -70,18 +70,19 @@ const (
 // Fuel rates of operations whose work grows with an operand. The
 // instruction itself costs one unit like any other; these are charged on
 // top, from the operand's value at run time, before the operation runs
-// (after it, and only when it succeeds, for the two grows). They match a
-// unit's worth of plain compiled code (a few tenths of a nanosecond): a
-// word-at-a-time loop moving the same bytes costs several units per word.
-// docs/SECURITY.md gives the measurements behind them.
+// (after it, and only when it succeeds, for the two grows). They are set so
+// that a unit of each buys about as much CPU as a unit of plain compiled
+// code (0.1-0.2 ns) and never more than about a nanosecond, on either
+// engine (BenchmarkFuelRate in internal/sandbox; docs/SECURITY.md gives the
+// numbers).
 const (
 	// BytesPerFuel: memory.fill, memory.copy and memory.init cost one unit
-	// per BytesPerFuel bytes (rounded up); the host charges its imports
-	// that read or write guest bytes at the same rate (sandbox.ChargeBytes).
+	// per BytesPerFuel bytes (rounded up).
 	BytesPerFuel = 8
 	// ElementFuel is the cost per element of table.fill, table.copy,
-	// table.init and table.grow.
-	ElementFuel = 1
+	// table.init and table.grow: wasmtime's table.init of functions
+	// costs tens of nanoseconds an element, wazero's table.grow about 14.
+	ElementFuel = 64
 	// PageFuel is the cost of each page memory.grow adds: the page's bytes
 	// at BytesPerFuel (the engine zeroes them, now or on first touch).
 	PageFuel = 65536 / BytesPerFuel

@@ -33,6 +33,12 @@ func bulkWAT() string {
   (elem $e func%s)
   (data $d "%s")
   (func $count (i32.store (i32.const 0) (i32.add (i32.load (i32.const 0)) (i32.const 1))))
+  (func (export "plain") (param i32) (result i32)
+    (local $i i32) (local $x i32)
+    (loop $l
+      (local.set $x (i32.xor (i32.mul (local.get $x) (i32.const 31)) (local.get $i)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l)) (i32.const 0))
   (func (export "fill") (param i32) (result i32)
     (loop $l (memory.fill (i32.const 64) (i32.const 7) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
   (func (export "copy") (param i32) (result i32)
@@ -50,15 +56,15 @@ func bulkWAT() string {
   (func (export "memory_grow") (param i32) (result i32)
     (loop $l (drop (memory.grow (i32.const 1))) (call $count) (br $l)) (i32.const 0))
   (func (export "log") (param i32) (result i32)
-    (loop $l (call $log (i32.const 1) (i32.const 64) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+    (loop $l (call $log (i32.const 1) (i32.const 64) (i32.const 16384)) (call $count) (br $l)) (i32.const 0))
   (func (export "error") (param i32) (result i32)
-    (loop $l (call $error (i32.const 64) (i32.const 65536)) (call $count) (br $l)) (i32.const 0))
+    (loop $l (call $error (i32.const 64) (i32.const 16384)) (call $count) (br $l)) (i32.const 0))
   (func (export "fd_write") (param i32) (result i32)
     (i32.store (i32.const 16) (i32.const 64))
-    (i32.store (i32.const 20) (i32.const 65536))
+    (i32.store (i32.const 20) (i32.const 16384))
     (loop $l (drop (call $fd_write (i32.const 1) (i32.const 16) (i32.const 1) (i32.const 24))) (call $count) (br $l)) (i32.const 0))
   (func (export "random_get") (param i32) (result i32)
-    (loop $l (drop (call $random_get (i32.const 64) (i32.const 65536))) (call $count) (br $l)) (i32.const 0))
+    (loop $l (drop (call $random_get (i32.const 64) (i32.const 16384))) (call $count) (br $l)) (i32.const 0))
 )`, refs, strings.Repeat("x", 4096))
 }
 
@@ -78,10 +84,10 @@ var bulkCases = []struct {
 	{"table_init", 1000 * meter.ElementFuel},
 	{"table_grow", 100 * meter.ElementFuel},
 	{"memory_grow", meter.PageFuel},
-	{"log", 65536 / meter.BytesPerFuel},
-	{"error", 65536 / meter.BytesPerFuel},
-	{"fd_write", 65536 / meter.BytesPerFuel},
-	{"random_get", 65536 / meter.BytesPerFuel},
+	{"log", 16384 * sandbox.HostByteFuel},
+	{"error", 16384 * sandbox.HostByteFuel},
+	{"fd_write", (16384 + 8) * sandbox.HostByteFuel}, // the iovec too
+	{"random_get", 16384 * sandbox.HostByteFuel},
 }
 
 // Fuel bounds the work of operations that touch many bytes or elements in
@@ -219,5 +225,48 @@ func TestNestingLimit(t *testing.T) {
 			require.ErrorIs(t, err, meter.ErrTooDeep)
 			assert.Contains(t, err.Error(), "function 0")
 		})
+	}
+}
+
+// BenchmarkFuelRate measures the CPU time one fuel unit buys in each class
+// of work, on each engine: every workload runs until a budget of 50 million
+// units is exhausted, and the benchmark reports nanoseconds per unit
+// (ns/fuel). This is the CPU-time check behind the rates in package meter
+// (docs/SECURITY.md quotes it): a budget bounds a call's CPU time at about
+// the budget times the largest ns/fuel.
+func BenchmarkFuelRate(b *testing.B) {
+	const fuel = 50_000_000
+	for _, ec := range engines(nil) {
+		for _, bc := range append([]struct {
+			export string
+			charge int64
+		}{{"plain", 0}}, bulkCases...) {
+			b.Run(ec.name+"/"+bc.export, func(b *testing.B) {
+				e := ec.newB(b)
+				lim := limits()
+				lim.Fuel = fuel
+				lim.MaxMemory = 1 << 30
+				lim.MaxError, lim.MaxLog = 1<<20, 1<<40
+				ctx := context.Background()
+				m, err := e.Compile(ctx, wat.Must(bulkWAT()), sandbox.ModuleConfig{Name: "bulk", Limits: lim, WASI: true})
+				require.NoError(b, err)
+				defer m.Close(ctx)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					inst, err := m.Instantiate(ctx)
+					require.NoError(b, err)
+					fn, err := inst.Export(bc.export, i32toi32[0], i32toi32[1])
+					require.NoError(b, err)
+					b.StartTimer()
+					err = inst.Call(ctx, fn, []uint64{0})
+					b.StopTimer()
+					require.ErrorIs(b, err, sandbox.FuelExhausted)
+					_ = inst.Close(ctx)
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fuel, "ns/fuel")
+			})
+		}
 	}
 }
