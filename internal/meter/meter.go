@@ -88,17 +88,10 @@ const (
 	PageFuel = 65536 / BytesPerFuel
 )
 
-// MaxNesting is the deepest block nesting (block, loop, if, try and
-// try_table inside one another) a function may have. Real compilers stay
-// in the tens; wazero's compile time grows with the square of the depth (a
-// 120 KB module of 40,000 nested blocks took 6-7 s), so a deeper module is
-// refused (ErrTooDeep) rather than compiled.
-const MaxNesting = 1024
-
-// ErrTooDeep is returned for a function nesting blocks deeper than
-// MaxNesting. It does not wrap ErrUnsupported: the module is refused, not
-// run unmetered.
-var ErrTooDeep = errors.New("blocks nested too deep")
+// ErrTooManyBlocks is returned for a function with more blocks than
+// Options.MaxBlocks. It does not wrap ErrUnsupported: the module is
+// refused, not run unmetered.
+var ErrTooManyBlocks = errors.New("too many blocks in one function")
 
 // FrameOverhead is the bytes charged per call on top of 8 per parameter and
 // local, approximating an engine's per-frame bookkeeping.
@@ -113,6 +106,10 @@ type Options struct {
 	StackLimit int64
 	// GrowHook reports refused memory.grow calls.
 	GrowHook bool
+	// MaxBlocks, when positive, refuses a function with more structured
+	// control instructions (block, loop, if, try, try_table) than this:
+	// wazero's compile time grows with their square (ErrTooManyBlocks).
+	MaxBlocks int
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
@@ -803,11 +800,11 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 
 	// Pass 1: find check points (entry, and after each loop header) and the
 	// instruction count of the segment each one starts.
-	// It also measures the nesting depth and notes bulk operations.
+	// It also counts blocks and notes bulk operations.
 	points := append(m.points[:0], code)
 	costs := append(m.costs[:0], 0)
 	defer func() { m.points, m.costs = points, costs }()
-	depth, bulk := 0, false
+	blocks, bulk := 0, false
 	for r.pos < last && r.err == nil {
 		start := r.pos
 		op := r.b[r.pos]
@@ -817,15 +814,13 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 		costs[len(costs)-1]++
 		switch op {
 		case 0x02, 0x03, 0x04, 0x06, 0x1f: // block, loop, if, try, try_table
-			if depth++; depth > MaxNesting {
-				return nil, fmt.Errorf("%w: more than %d blocks inside one another", ErrTooDeep, MaxNesting)
+			if blocks++; m.opts.MaxBlocks > 0 && blocks > m.opts.MaxBlocks {
+				return nil, fmt.Errorf("%w: more than %d", ErrTooManyBlocks, m.opts.MaxBlocks)
 			}
 			if op == 0x03 { // loop: a new segment starts after its block type
 				points = append(points, r.pos)
 				costs = append(costs, 0)
 			}
-		case 0x0b, 0x18: // end, delegate
-			depth--
 		case 0x40: // memory.grow
 			bulk = true
 		case 0xfc:

@@ -73,7 +73,7 @@ func (ec engineCase) newB(b *testing.B) sandbox.Engine {
 	return e
 }
 
-func engines(t *testing.T) []engineCase {
+func engines(_ *testing.T) []engineCase {
 	out := []engineCase{{"wazero", func(t *testing.T) sandbox.Engine {
 		e, err := wazero.New(context.Background(), wazero.Options{})
 		require.NoError(t, err)

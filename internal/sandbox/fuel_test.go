@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
@@ -208,64 +209,90 @@ func TestFuelStatsAfterTimeout(t *testing.T) {
 	}
 }
 
-// A function nesting blocks deeper than meter.MaxNesting is refused on
-// both engines: wazero's compile time grows with the square of the depth.
-func TestNestingLimit(t *testing.T) {
-	nested := func(depth int) []byte {
-		return wat.Must(`(module (func (export "f") ` + strings.Repeat("(block ", depth) + strings.Repeat(")", depth) + `))`)
-	}
+// wazero refuses a function with more than wazero.MaxFunctionBlocks
+// blocks: its compile time grows with their square. wasmtime compiles it in
+// linear time and loads it.
+func TestBlockLimit(t *testing.T) {
 	for _, ec := range engines(t) {
 		t.Run(ec.name, func(t *testing.T) {
 			e := ec.new(t)
 			ctx := context.Background()
-			m, err := e.Compile(ctx, nested(meter.MaxNesting), sandbox.ModuleConfig{Name: "ok", Limits: limits()})
+			m, err := e.Compile(ctx, blocksModule(wazero.MaxFunctionBlocks, 64, 0), sandbox.ModuleConfig{Name: "ok", Limits: limits()})
 			require.NoError(t, err)
 			_ = m.Close(ctx)
-			_, err = e.Compile(ctx, nested(meter.MaxNesting+1), sandbox.ModuleConfig{Name: "deep", Limits: limits()})
-			require.ErrorIs(t, err, meter.ErrTooDeep)
+			m, err = e.Compile(ctx, blocksModule(wazero.MaxFunctionBlocks+1, 1, 0), sandbox.ModuleConfig{Name: "many", Limits: limits()})
+			if ec.name == "wasmtime" {
+				require.NoError(t, err)
+				_ = m.Close(ctx)
+				return
+			}
+			require.ErrorIs(t, err, meter.ErrTooManyBlocks)
 			assert.Contains(t, err.Error(), "function 0")
 		})
 	}
 }
 
-// BenchmarkFuelRate measures the CPU time one fuel unit buys in each class
-// of work, on each engine: every workload runs until a budget of 50 million
-// units is exhausted, and the benchmark reports nanoseconds per unit
-// (ns/fuel). This is the CPU-time check behind the rates in package meter
-// (docs/SECURITY.md quotes it): a budget bounds a call's CPU time at about
-// the budget times the largest ns/fuel.
-func BenchmarkFuelRate(b *testing.B) {
-	const fuel = 50_000_000
+// blocksModule is a module of about size bytes of functions that each hold
+// blocks empty blocks, nested depth deep (depth 1: one after another).
+func blocksModule(blocks, depth, size int) []byte {
+	leb := func(v int) []byte {
+		var out []byte
+		for {
+			c := byte(v & 0x7f)
+			v >>= 7
+			if v == 0 {
+				return append(out, c)
+			}
+			out = append(out, c|0x80)
+		}
+	}
+	body := []byte{0} // no locals
+	for n := 0; n < blocks; n += depth {
+		for i := 0; i < depth; i++ {
+			body = append(body, 0x02, 0x40)
+		}
+		for i := 0; i < depth; i++ {
+			body = append(body, 0x0b)
+		}
+	}
+	body = append(body, 0x0b)
+	funcs := max(1, size/len(body))
+	var code, decls []byte
+	code = append(code, leb(funcs)...)
+	decls = append(decls, leb(funcs)...)
+	for i := 0; i < funcs; i++ {
+		code = append(append(code, leb(len(body))...), body...)
+		decls = append(decls, 0)
+	}
+	sec := func(id byte, b []byte) []byte { return append(append([]byte{id}, leb(len(b))...), b...) }
+	m := []byte("\x00asm\x01\x00\x00\x00")
+	m = append(m, sec(1, []byte{1, 0x60, 0, 0})...)
+	m = append(m, sec(3, decls)...)
+	m = append(m, sec(5, []byte{1, 0, 1})...)
+	return append(m, sec(10, code)...)
+}
+
+// BenchmarkCompileBlocks measures load work per module byte for the shape
+// that makes wazero's compiler quadratic: many blocks in one function.
+// Modules of about 120 KB hold functions of 512 blocks up to the limit
+// (wazero.MaxFunctionBlocks), flat or nested; it reports ns/byte of a cold
+// compile (the rewrite included).
+func BenchmarkCompileBlocks(b *testing.B) {
 	for _, ec := range engines(nil) {
-		for _, bc := range append([]struct {
-			export string
-			charge int64
-		}{{"plain", 0}}, bulkCases...) {
-			b.Run(ec.name+"/"+bc.export, func(b *testing.B) {
+		for _, shape := range []struct{ blocks, depth int }{{512, 1}, {2048, 1}, {4096, 1}, {4096, 64}, {4096, 4096}} {
+			wasm := blocksModule(shape.blocks, shape.depth, 120_000)
+			b.Run(fmt.Sprintf("%s/blocks%d/depth%d", ec.name, shape.blocks, shape.depth), func(b *testing.B) {
 				e := ec.newB(b)
-				lim := limits()
-				lim.Fuel = fuel
-				lim.MaxMemory = 1 << 30
-				lim.MaxError, lim.MaxLog = 1<<20, 1<<40
 				ctx := context.Background()
-				m, err := e.Compile(ctx, wat.Must(bulkWAT()), sandbox.ModuleConfig{Name: "bulk", Limits: lim, WASI: true})
-				require.NoError(b, err)
-				defer m.Close(ctx)
-				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					inst, err := m.Instantiate(ctx)
+					// A distinct hash per iteration: no cache hit.
+					var sum [32]byte
+					binary.LittleEndian.PutUint64(sum[:], uint64(i)+1)
+					m, err := e.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "blocks", Limits: limits(), SHA256: sum})
 					require.NoError(b, err)
-					fn, err := inst.Export(bc.export, i32toi32[0], i32toi32[1])
-					require.NoError(b, err)
-					b.StartTimer()
-					err = inst.Call(ctx, fn, []uint64{0})
-					b.StopTimer()
-					require.ErrorIs(b, err, sandbox.FuelExhausted)
-					_ = inst.Close(ctx)
-					b.StartTimer()
+					_ = m.Close(ctx)
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fuel, "ns/fuel")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(wasm)), "ns/byte")
 			})
 		}
 	}

@@ -185,8 +185,6 @@ func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte, metered bool)
 		// then inferred from the memory size).
 		rewritten, err := meter.Instrument(wasm, meter.Options{Meter: metered, StackLimit: meteredStack, GrowHook: true})
 		switch {
-		case errors.Is(err, meter.ErrTooDeep):
-			return nil, err
 		case err != nil && metered:
 			return nil, fmt.Errorf("fuel is counted by metering the module, and this one cannot be metered (%w); remove fuel", err)
 		case err == nil:

@@ -219,6 +219,16 @@ func (e *Engine) Version() string { return Version }
 // enforced by metering (see package meter).
 func (e *Engine) Supports(sandbox.Feature) bool { return e.metered }
 
+// MaxFunctionBlocks is the most blocks (block, loop, if, try, try_table)
+// one function may have on this engine. wazero's compile time grows with
+// their square: 120 KB of functions at the limit compile in about 6-8 µs a
+// byte (0.7-1 s), where 512-block functions take 0.9 µs a byte and
+// wasmtime 0.4 µs whatever the shape (BenchmarkCompileBlocks in
+// internal/sandbox); a single function of 60,000 took 14 s. Real compilers'
+// largest functions have a few hundred (Go's, whose resume points nest one
+// block each, 390 in the example guests; Rust's 340).
+const MaxFunctionBlocks = 4096
+
 // DefaultMaxStack is the stack limit of metered modules when the callback
 // sets none: wasm frames are estimated at 8 bytes per parameter and local
 // plus meter.FrameOverhead. wazero's own ceiling is 400 MB per instance.
@@ -234,8 +244,8 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	}
 	if e.metered {
 		metered, err := e.meter(wasm, cfg, m.stackLimit)
-		if errors.Is(err, meter.ErrTooDeep) {
-			return nil, err
+		if errors.Is(err, meter.ErrTooManyBlocks) {
+			return nil, fmt.Errorf("%w: the wazero engine compiles a function in time that grows with the square of its blocks; use engine: wasmtime", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the wazero engine meters every module, and this one cannot be metered (%w); use engine: wasmtime", err)
@@ -276,7 +286,7 @@ func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) 
 			return b, nil
 		}
 	}
-	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true})
+	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks})
 	if err != nil {
 		return nil, err
 	}
