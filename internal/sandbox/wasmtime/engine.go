@@ -341,6 +341,12 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
 	inst.guard.ticker = m.e.ticker.t
 	inst.guard.handle = C.uintptr_t(inst.handle)
+	if err := m.e.ticker.register(inst.guard); err != nil {
+		C.free(unsafe.Pointer(inst.guard))
+		inst.guard = nil
+		inst.Close(ctx)
+		return nil, err
+	}
 	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
@@ -617,6 +623,7 @@ func (i *instance) Close(context.Context) error {
 		i.store = nil
 	}
 	if i.guard != nil {
+		i.m.e.ticker.unregister(i.guard)
 		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
 		i.guard = nil
 	}

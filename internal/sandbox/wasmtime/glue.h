@@ -89,12 +89,19 @@ enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
 typedef struct cb_guard {
   cb_ticker_t *ticker;
   uintptr_t handle;     // cgo handle of the Go instance
-  int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none
+  int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none (also between calls)
   uint32_t seq;         // the call's number, never 0
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
   int32_t watch;        // ask Go to watch the context at the first tick
   int32_t tripped;      // CB_TRIP_*: set by the callback when it stops a call
 } cb_guard_t;
+
+// cb_ticker_register adds a guard whose call deadlines the thread ticks
+// at (besides every interval); it returns 0 when out of memory.
+// cb_ticker_unregister removes it; after it returns the thread no longer
+// reads the guard.
+int cb_ticker_register(cb_ticker_t *t, cb_guard_t *g);
+void cb_ticker_unregister(cb_ticker_t *t, cb_guard_t *g);
 
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
