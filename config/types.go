@@ -32,8 +32,11 @@ type Limits struct {
 	// MaxMemory is the guest's linear memory limit in bytes, rounded up to
 	// whole 64 KiB pages.
 	MaxMemory uint64
-	// Fuel is the instruction budget per call (engines that support it);
-	// zero means unlimited.
+	// Fuel is the work budget of each call, in the unit docs/SECURITY.md
+	// defines (one per instruction, bulk operations and byte-scanning
+	// imports by size), the same on both engines; zero means unlimited.
+	// Loading (start, _initialize and the ABI's service exports) has a
+	// bound of its own.
 	Fuel uint64
 	// MaxStack is the wasm stack limit in bytes (engines that support it);
 	// zero means the engine default.

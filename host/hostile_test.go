@@ -118,6 +118,17 @@ func withMemoryTimeout(mem uint64, d time.Duration) func(*config.Callback) {
 
 func withWASI(cb *config.Callback) { cb.WASI = config.WASIMinimal; cb.Limits.MaxMemory = 8 << 20 }
 
+// hostileFuel is the fuel budget of the fuel cases.
+const hostileFuel = 100_000
+
+func withFuel(cb *config.Callback) {
+	cb.WASI = config.WASIMinimal
+	cb.Limits.MaxMemory = 16 << 20
+	cb.Limits.Fuel = hostileFuel
+}
+
+func withSmallFuel(cb *config.Callback) { cb.Limits.Fuel = 1000 }
+
 var hostileCases = []hostileCase{
 	// Runaways: CPU, stack, memory, tables.
 	{name: "spin", module: "runaway", what: "infinite loop", kind: host.Timeout},
@@ -129,6 +140,15 @@ var hostileCases = []hostileCase{
 	{name: "table_grow", module: "runaway", what: "table.grow by 2^31 elements (16 GiB of host memory); traps when refused", kind: host.Unreachable},
 	{name: "log_flood", module: "runaway", what: "100,000 64-byte log lines in one call (5 s timeout)", kind: ok, tweak: withTimeout(5 * time.Second)},
 	{name: "log_forever", module: "runaway", what: "calls callbox.log in an endless loop", kind: host.Timeout},
+
+	// Fuel that bounds work: bulk operations and imports charged by size.
+	{name: "fill_flood", module: "fuel", what: "2,000 memory.fill of 8 MiB each (16 GB) under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "copy_flood", module: "fuel", what: "4,000 memory.copy of 4 MiB each under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "table_flood", module: "fuel", what: "table.fill of 100,000 elements, a million times, under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "grow_flood", module: "fuel", what: "memory.grow one page at a time (100 pages, within max_memory) under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "error_flood", module: "fuel", what: "callbox.error of 4 MiB, a million times, under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "random_flood", module: "fuel", what: "WASI random_get of 8 MiB, 2,000 times, under fuel 100,000", kind: host.FuelExhausted, tweak: withFuel},
+	{name: "load_fuel", module: "load_fuel", export: "run", what: "start, _initialize, callbox_abi_version and callbox_alloc run 10 million instructions each; the callback a handful, under fuel 1,000", kind: ok, tweak: withSmallFuel},
 
 	// Traps.
 	{name: "div_by_zero", module: "traps", what: "i32.div_u by zero", kind: host.DivideByZero},
@@ -228,6 +248,9 @@ var hostileCases = []hostileCase{
 	{name: "signatures_garbage", module: "load_signatures_garbage", export: "run", phase: atLoad, what: "callbox_signatures returns binary junk", kind: host.ABIViolation, msg: "signature table line 1 (run)"},
 	{name: "locals_bomb", build: localsBomb, export: "run", phase: atLoad, what: "a 100-byte module declaring 2^32-16 locals in one function", kind: host.ABIViolation, msg: "declares more than 50000 locals"},
 	{name: "data_count_bomb", build: vectorBomb(11), export: "run", phase: atLoad, what: "a data section claiming 2^32-1 segments", kind: host.ABIViolation, msg: "count 4294967295 exceeds"},
+	{name: "blocks_bomb", build: nestingBomb, export: "run", phase: atLoad, what: "a 120 KB function of 40,000 nested empty blocks (6-7 s to compile on wazero)", kind: host.ABIViolation, msg: "too many blocks in one function: more than 4096",
+		differs: map[string]host.Kind{config.EngineWasmtime: ok},
+		why:     "wazero's compile time grows with the square of a function's blocks, so that engine refuses a function with more than 4096 (real compilers emit a few hundred at most); wasmtime compiles the module in about 0.1 s and loads it"},
 	{name: "names_bomb", build: namesBomb, export: "run", phase: atLoad, what: "a name section claiming 2^32-1 function names", kind: host.ABIViolation, msg: "count 4294967295 exceeds"},
 }
 
@@ -493,6 +516,19 @@ func codeSection(run []byte) []byte {
 		code = append(append(code, uleb(uint64(len(b)))...), b...)
 	}
 	return append(append([]byte{10}, uleb(uint64(len(code)))...), code...)
+}
+
+func nestingBomb() []byte {
+	const depth = 40_000
+	run := []byte{0}
+	for i := 0; i < depth; i++ {
+		run = append(run, 0x02, 0x40) // block
+	}
+	for i := 0; i < depth; i++ {
+		run = append(run, 0x0b)
+	}
+	run = append(run, 0x41, 0, 0x0b) // i32.const 0; end
+	return bombModule(codeSection(run))
 }
 
 func localsBomb() []byte {

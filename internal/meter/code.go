@@ -87,12 +87,15 @@ func (r *reader) skipValTypes() {
 
 func (r *reader) skipRefType() { r.skipValType() }
 
-func (r *reader) skipLimits() {
+// skipLimits skips a memory or table type's limits and returns their
+// flags (bit 2 marks a 64-bit memory or table).
+func (r *reader) skipLimits() byte {
 	flags := r.byte()
 	r.leb(10)
 	if flags&1 != 0 {
 		r.leb(10)
 	}
+	return flags
 }
 
 // skipBlockType skips a block type: 0x40, a value type, or a type index.

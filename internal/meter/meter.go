@@ -53,7 +53,7 @@ import (
 
 // Version changes whenever the rewrite's output changes; caches of
 // rewritten or compiled modules include it in their keys.
-const Version = 3
+const Version = 4
 
 // Names of the injected imports and exports.
 const (
@@ -66,6 +66,32 @@ const (
 	BudgetExport   = "callbox_meter_budget"
 	StackExport    = "callbox_meter_stack"
 )
+
+// Fuel rates of operations whose work grows with an operand. The
+// instruction itself costs one unit like any other; these are charged on
+// top, from the operand's value at run time, before the operation runs
+// (after it, and only when it succeeds, for the two grows). They are set so
+// that a unit of each buys about as much CPU as a unit of plain compiled
+// code (0.1-0.2 ns) and never more than about a nanosecond, on either
+// engine (BenchmarkFuelRate in internal/sandbox; docs/SECURITY.md gives the
+// numbers).
+const (
+	// BytesPerFuel: memory.fill, memory.copy and memory.init cost one unit
+	// per BytesPerFuel bytes (rounded up).
+	BytesPerFuel = 8
+	// ElementFuel is the cost per element of table.fill, table.copy,
+	// table.init and table.grow: wasmtime's table.init of functions
+	// costs tens of nanoseconds an element, wazero's table.grow about 14.
+	ElementFuel = 64
+	// PageFuel is the cost of each page memory.grow adds: the page's bytes
+	// at BytesPerFuel (the engine zeroes them, now or on first touch).
+	PageFuel = 65536 / BytesPerFuel
+)
+
+// ErrTooManyBlocks is returned for a function with more blocks than
+// Options.MaxBlocks. It does not wrap ErrUnsupported: the module is
+// refused, not run unmetered.
+var ErrTooManyBlocks = errors.New("too many blocks in one function")
 
 // FrameOverhead is the bytes charged per call on top of 8 per parameter and
 // local, approximating an engine's per-frame bookkeeping.
@@ -80,6 +106,10 @@ type Options struct {
 	StackLimit int64
 	// GrowHook reports refused memory.grow calls.
 	GrowHook bool
+	// MaxBlocks, when positive, refuses a function with more structured
+	// control instructions (block, loop, if, try, try_table) than this:
+	// wazero's compile time grows with their square (ErrTooManyBlocks).
+	MaxBlocks int
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
@@ -161,7 +191,8 @@ type rewriter struct {
 	deniedFunc     uint32
 	hookFunc       uint32 // the injected grow wrapper (a defined function)
 	hasCode        bool
-	hook           bool // GrowHook and there is code to hook
+	hasMemory      bool
+	hook           bool // GrowHook and there is code and a memory to hook
 	budgetGlobal   uint32
 	stackGlobal    uint32
 	blockTypes     map[string]uint32 // type index of () -> results, by results
@@ -216,9 +247,14 @@ func (m *rewriter) scan(secs []section) error {
 					m.numFuncImports++
 				case 0x01:
 					r.skipRefType()
-					r.skipLimits()
+					if r.skipLimits()&4 != 0 {
+						return unsupported("64-bit table")
+					}
 				case 0x02:
-					r.skipLimits()
+					m.hasMemory = true
+					if r.skipLimits()&4 != 0 {
+						return unsupported("64-bit memory")
+					}
 				case 0x03:
 					r.skipValType()
 					r.byte()
@@ -236,6 +272,25 @@ func (m *rewriter) scan(secs []section) error {
 			}
 		case secCode:
 			m.hasCode = true
+		case secMemory:
+			// Bulk operations are charged by their i32 length operand: a
+			// 64-bit memory's would be i64.
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				m.hasMemory = true
+				if r.skipLimits()&4 != 0 {
+					return unsupported("64-bit memory")
+				}
+			}
+		case secTable:
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				if r.pos < len(r.b) && r.b[r.pos] == 0x40 { // table with an initializer
+					return unsupported("table with an initializer expression")
+				}
+				r.skipRefType()
+				if r.skipLimits()&4 != 0 {
+					return unsupported("64-bit table")
+				}
+			}
 		case secGlobal:
 			m.numGlobals += r.u32()
 		case secExport:
@@ -269,7 +324,7 @@ func (m *rewriter) scan(secs []section) error {
 		m.budgetGlobal = m.numGlobals
 		m.stackGlobal = m.numGlobals + 1
 	}
-	m.hook = m.opts.GrowHook && m.hasCode
+	m.hook = m.opts.GrowHook && m.hasCode && m.hasMemory
 	if m.hook {
 		m.deniedType = m.addType([]byte{0x60, 1, 0x7f, 0})     // (i32) -> ()
 		m.hookType = m.addType([]byte{0x60, 1, 0x7f, 1, 0x7f}) // (i32) -> i32
@@ -745,18 +800,33 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 
 	// Pass 1: find check points (entry, and after each loop header) and the
 	// instruction count of the segment each one starts.
+	// It also counts blocks and notes bulk operations.
 	points := append(m.points[:0], code)
 	costs := append(m.costs[:0], 0)
 	defer func() { m.points, m.costs = points, costs }()
+	blocks, bulk := 0, false
 	for r.pos < last && r.err == nil {
+		start := r.pos
 		op := r.b[r.pos]
 		if err := r.skipInstr(); err != nil {
 			return nil, err
 		}
 		costs[len(costs)-1]++
-		if op == 0x03 { // loop: a new segment starts after its block type
-			points = append(points, r.pos)
-			costs = append(costs, 0)
+		switch op {
+		case 0x02, 0x03, 0x04, 0x06, 0x1f: // block, loop, if, try, try_table
+			if blocks++; m.opts.MaxBlocks > 0 && blocks > m.opts.MaxBlocks {
+				return nil, fmt.Errorf("%w: more than %d", ErrTooManyBlocks, m.opts.MaxBlocks)
+			}
+			if op == 0x03 { // loop: a new segment starts after its block type
+				points = append(points, r.pos)
+				costs = append(costs, 0)
+			}
+		case 0x40: // memory.grow
+			bulk = true
+		case 0xfc:
+			if bulkCharge(fn, start) != chargeNone {
+				bulk = true
+			}
 		}
 	}
 	if r.pos != last {
@@ -771,14 +841,23 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1}
-	if meter && len(points) > 1 {
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1}
+	if meter && (len(points) > 1 || bulk) {
 		ins.local = int64(numLocals)
 		lr := &reader{b: fn}
 		lr.u32()
-		w.u32(groups + 1)
+		added := uint32(1)
+		if bulk {
+			added++
+		}
+		w.u32(groups + added)
 		w.raw(fn[lr.pos:code])
 		w.raw([]byte{1, 0x7e}) // one i64: the budget
+		if bulk {
+			// Two i32s: a bulk operation's length, a grow's result.
+			ins.tmp = int64(numLocals) + 1
+			w.raw([]byte{2, 0x7f})
+		}
 	} else {
 		w.raw(locals)
 	}
@@ -818,6 +897,31 @@ type inserter struct {
 	m     *rewriter
 	frame int64
 	local int64 // the budget's local index, or -1 when the global is used directly
+	tmp   int64 // the first of two i32 scratch locals for bulk charges, or -1
+}
+
+// How a 0xfc-prefixed operation is charged beyond its one unit.
+type chargeKind int
+
+const (
+	chargeNone     chargeKind = iota
+	chargeBytes               // its length operand in bytes, at BytesPerFuel
+	chargeElements            // its length operand in table elements
+	chargeGrow                // table.grow: its delta, when it succeeds
+)
+
+// bulkCharge classifies the 0xfc-prefixed instruction at fn[pos].
+func bulkCharge(fn []byte, pos int) chargeKind {
+	r := &reader{b: fn, pos: pos + 1}
+	switch r.u32() {
+	case 8, 10, 11: // memory.init, memory.copy, memory.fill
+		return chargeBytes
+	case 12, 14, 17: // table.init, table.copy, table.fill
+		return chargeElements
+	case 15: // table.grow
+		return chargeGrow
+	}
+	return chargeNone
 }
 
 // copyInstr copies one instruction, remapping function indices, syncing a
@@ -856,13 +960,43 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 	case 0x08, 0x09, 0x0a: // throw, rethrow, throw_ref
 		in.store(w)
 	case 0x40: // memory.grow
+		if in.tmp >= 0 {
+			in.setTmp(w, 0)
+		}
 		if m.hook {
 			if mem := r.u32(); mem != 0 {
 				return unsupported("memory.grow of memory %d", mem)
 			}
 			w.byte(0x10)
 			w.u32(m.hookFunc)
-			return r.err
+		} else {
+			r.pos = start
+			if err := r.skipInstr(); err != nil {
+				return err
+			}
+			w.raw(r.b[start:r.pos])
+		}
+		if in.tmp >= 0 {
+			in.chargeIfGrown(w, chargeGrowPages)
+		}
+		return r.err
+	case 0xfc:
+		if in.tmp < 0 {
+			break
+		}
+		switch kind := bulkCharge(r.b, start); kind {
+		case chargeBytes, chargeElements:
+			in.setTmp(w, 0)
+			in.charge(w, kind)
+		case chargeGrow:
+			in.setTmp(w, 0)
+			r.pos = start
+			if err := r.skipInstr(); err != nil {
+				return err
+			}
+			w.raw(r.b[start:r.pos])
+			in.chargeIfGrown(w, chargeElements)
+			return nil
 		}
 	}
 	r.pos = start
@@ -871,6 +1005,70 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 	}
 	w.raw(r.b[start:r.pos])
 	return nil
+}
+
+// chargeGrowPages charges memory.grow's pages at PageFuel (only the inserter
+// uses it).
+const chargeGrowPages chargeKind = 100
+
+// setTmp copies the operand on top of the stack (a length or delta) into
+// scratch local k, leaving it on the stack.
+func (in *inserter) setTmp(w *writer, k int64) {
+	w.byte(0x22) // local.tee
+	w.u32(uint32(in.tmp + k))
+}
+
+// charge subtracts the cost of the length in scratch local 0 from the
+// cached budget, refilling when it runs out.
+func (in *inserter) charge(w *writer, kind chargeKind) {
+	l := uint32(in.local)
+	w.byte(0x20)
+	w.u32(l)
+	w.byte(0x20)
+	w.u32(uint32(in.tmp))
+	w.byte(0xad) // i64.extend_i32_u
+	switch kind {
+	case chargeBytes: // (n + BytesPerFuel-1) / BytesPerFuel
+		w.byte(0x42)
+		w.s64(BytesPerFuel - 1)
+		w.byte(0x7c) // i64.add
+		w.byte(0x42)
+		w.s64(BytesPerFuel)
+		w.byte(0x80) // i64.div_u (a power of two: compiled as a shift)
+	case chargeElements:
+		if ElementFuel != 1 {
+			w.byte(0x42)
+			w.s64(ElementFuel)
+			w.byte(0x7e) // i64.mul
+		}
+	case chargeGrowPages:
+		w.byte(0x42)
+		w.s64(PageFuel)
+		w.byte(0x7e) // i64.mul
+	}
+	w.byte(0x7d) // i64.sub
+	w.byte(0x22)
+	w.u32(l)                                    // local.tee
+	w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40}) // i64.const 0; i64.lt_s; if
+	w.byte(0x20)
+	w.u32(l)
+	w.byte(0x10)
+	w.u32(in.m.refillFunc)
+	w.byte(0x21)
+	w.u32(l)
+	w.byte(0x0b)
+}
+
+// chargeIfGrown follows a grow whose delta is in scratch local 0 and whose
+// result (-1 when refused) is on the stack: it charges the delta when the
+// grow succeeded and leaves the result on the stack.
+func (in *inserter) chargeIfGrown(w *writer, kind chargeKind) {
+	in.setTmp(w, 1)
+	w.raw([]byte{0x41, 0x7f, 0x47, 0x04, 0x40}) // i32.const -1; i32.ne; if
+	in.charge(w, kind)
+	w.byte(0x0b)
+	w.byte(0x20)
+	w.u32(uint32(in.tmp + 1))
 }
 
 // store writes a cached budget back to the global.

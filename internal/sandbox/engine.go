@@ -19,7 +19,7 @@ import (
 type Limits struct {
 	Timeout   time.Duration // wall clock per call (and per instantiation); 0 = none
 	MaxMemory uint64        // linear memory bytes, a multiple of abi.PageSize
-	Fuel      uint64        // instruction budget per call; 0 = unlimited
+	Fuel      uint64        // work budget per call (see FuelMeter for the unit); 0 = unlimited
 	MaxStack  uint64        // wasm stack bytes; 0 = engine default
 	MaxError  uint64        // bytes of guest error message kept
 	MaxLog    uint64        // bytes of guest log output per call

@@ -59,7 +59,21 @@ type engineCase struct {
 	new  func(t *testing.T) sandbox.Engine
 }
 
-func engines(t *testing.T) []engineCase {
+// newB makes the engine for a benchmark.
+func (ec engineCase) newB(b *testing.B) sandbox.Engine {
+	var e sandbox.Engine
+	var err error
+	if ec.name == "wazero" {
+		e, err = wazero.New(context.Background(), wazero.Options{})
+	} else {
+		e, err = wasmtime.New(context.Background(), wasmtime.Options{})
+	}
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+func engines(_ *testing.T) []engineCase {
 	out := []engineCase{{"wazero", func(t *testing.T) sandbox.Engine {
 		e, err := wazero.New(context.Background(), wazero.Options{})
 		require.NoError(t, err)

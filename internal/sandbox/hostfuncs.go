@@ -248,6 +248,15 @@ func wasiFdWrite(g *GuestState, mem []byte, s []uint64) {
 	if g.Abort != nil {
 		return
 	}
+	// The line splitter reads every byte until the log cap is reached,
+	// and none after.
+	scan := uint64(8 * len(bufs))
+	for _, b := range bufs {
+		scan += uint64(len(b))
+	}
+	if !g.ChargeBytes(min(scan, 8*uint64(len(bufs))+g.logRoom())) {
+		return
+	}
 	total := uint32(0)
 	for _, b := range bufs {
 		if fd == 1 {
@@ -313,7 +322,7 @@ func wasiFilestat(g *GuestState, mem []byte, s []uint64) {
 
 func wasiRandom(g *GuestState, mem []byte, s []uint64) {
 	b := guestOut(g, mem, s[0], uint64(uint32(s[1])), "random_get")
-	if b == nil {
+	if b == nil || !g.ChargeBytes(uint64(len(b))) {
 		return
 	}
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms

@@ -31,6 +31,12 @@ type GuestState struct {
 	Abort *Trap
 	// MemoryDenied records that a memory.grow was refused by MaxMemory.
 	MemoryDenied bool
+	// Fuel accounts the metered budget of the call in progress, and
+	// Counter reaches the guest's counter; nil when the module is not
+	// metered. Imports that touch guest bytes charge through them
+	// (ChargeBytes).
+	Fuel    FuelMeter
+	Counter FuelCounter
 
 	ctx context.Context
 	// deadline is when the call in progress reaches Limits.Timeout (zero
@@ -140,6 +146,9 @@ func (g *GuestState) HostError(mem []byte, ptr, n uint32) {
 		g.violation(err)
 		return
 	}
+	if !g.ChargeBytes(min(uint64(n), g.limits.MaxError)) { // capText reads no more
+		return
+	}
 	g.ErrorMessage = capText(b, g.limits.MaxError)
 }
 
@@ -148,6 +157,9 @@ func (g *GuestState) HostLog(mem []byte, level int32, ptr, n uint32) {
 	b, err := abi.GuestBytes(mem, uint64(ptr), uint64(n), "callbox.log message")
 	if err != nil {
 		g.violation(err)
+		return
+	}
+	if !g.ChargeBytes(min(uint64(n), g.logRoom())) { // emit reads no more
 		return
 	}
 	g.emit(levelOf(level), b, "")
@@ -166,12 +178,17 @@ func levelOf(level int32) slog.Level {
 	}
 }
 
+// logRoom is how many more log bytes the call may emit.
+func (g *GuestState) logRoom() uint64 {
+	if g.LogBytes < g.limits.MaxLog {
+		return g.limits.MaxLog - g.LogBytes
+	}
+	return 0
+}
+
 // emit logs one line of guest text under the per-call cap.
 func (g *GuestState) emit(level slog.Level, text []byte, stream string) {
-	room := uint64(0)
-	if g.LogBytes < g.limits.MaxLog {
-		room = g.limits.MaxLog - g.LogBytes
-	}
+	room := g.logRoom()
 	if room == 0 {
 		g.LogDropped += uint64(len(text))
 		return

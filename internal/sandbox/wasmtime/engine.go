@@ -34,11 +34,10 @@ import (
 // needs cgo).
 const Available = true
 
-// engineKey selects a wasmtime engine: fuel metering and the stack limit
-// are engine-wide settings in wasmtime, so callbacks that differ in them
-// compile with different engines.
+// engineKey selects a wasmtime engine: the stack limit is an engine-wide
+// setting in wasmtime, so callbacks that differ in it compile with
+// different engines. (Fuel is not wasmtime's: see Compile.)
 type engineKey struct {
-	fuel     bool
 	maxStack uint64
 }
 
@@ -111,7 +110,6 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 	}
 	cfg := wt.NewConfig()
 	cfg.SetEpochInterruption(true)
-	cfg.SetConsumeFuel(k.fuel)
 	if k.maxStack > 0 {
 		cfg.SetMaxWasmStack(int(k.maxStack))
 	}
@@ -130,30 +128,50 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 // module's sha256, the rewrite's version, the engine version and every
 // setting that changes compiled code: a hit skips the rewrite and the
 // compile.
+//
+// A callback with a fuel budget runs the metered module (internal/meter),
+// the one the wazero engine runs, so fuel means the same on both engines;
+// wasmtime's own fuel counts differently (and charges nothing for bulk
+// memory operations). Timeouts stay with epochs: the meter's refill import
+// only accounts fuel here, once per wasmtimeSlice units.
 func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	ek := engineKey{fuel: cfg.Limits.Fuel > 0, maxStack: cfg.Limits.MaxStack}
+	ek := engineKey{maxStack: cfg.Limits.MaxStack}
 	eng, err := e.engine(ek)
 	if err != nil {
 		return nil, err
 	}
+	metered := cfg.Limits.Fuel > 0
 	sum := sandbox.ModuleSum(wasm, cfg)
-	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, ek.fuel, ek.maxStack, runtime.GOARCH)
-	mod, err := e.compiled(eng, key, wasm)
+	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, metered, ek.maxStack, runtime.GOARCH)
+	mod, err := e.compiled(eng, key, wasm, metered)
 	if err != nil {
 		return nil, err
 	}
 	linker := wt.NewLinker(eng)
-	for _, hf := range append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc()) {
+	hfs := append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc())
+	if metered {
+		hfs = append(hfs, sandbox.RefillFunc(), sandbox.OverflowFunc(meteredStack))
+	}
+	for _, hf := range hfs {
 		if err := linker.FuncNew(hf.Module, hf.Name, funcType(hf), adapt(hf)); err != nil {
 			return nil, fmt.Errorf("wasmtime: define %s.%s: %w", hf.Module, hf.Name, err)
 		}
 	}
-	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg}, nil
+	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered}, nil
 }
+
+// meteredStack is the meter's stack limit on wasmtime, which bounds the
+// stack itself (max_stack): high enough never to trip.
+const meteredStack = 1 << 62
+
+// wasmtimeSlice is how many fuel units a metered guest runs between two
+// refills (a crossing into Go each): about a millisecond of compiled code.
+// Fuel statistics after a timeout are at most this far short.
+const wasmtimeSlice = 1 << 20
 
 // compiled returns the compiled module for key: from memory, from disk, or
 // rewritten and compiled now.
-func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, error) {
+func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte, metered bool) (*wt.Module, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if mod, ok := e.modules[key]; ok {
@@ -172,8 +190,12 @@ func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, 
 		// hook tells the host when that refusal was the memory limit. A
 		// module the rewriter cannot handle runs as is (MemoryLimit is
 		// then inferred from the memory size).
-		if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
-			wasm = hooked
+		rewritten, err := meter.Instrument(wasm, meter.Options{Meter: metered, StackLimit: meteredStack, GrowHook: true})
+		switch {
+		case err != nil && metered:
+			return nil, fmt.Errorf("fuel is counted by metering the module, and this one cannot be metered (%w); remove fuel", err)
+		case err == nil:
+			wasm = rewritten
 		}
 		m, err := wt.NewModule(eng, wasm)
 		if err != nil {
@@ -239,6 +261,19 @@ func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) 
 			return nil, wt.NewTrap("callbox: unknown instance")
 		}
 		g := inst.state
+		if inst.m.metered {
+			if inst.hc.global == nil {
+				// The start function's imports run before Instantiate
+				// has the global: reach it through the caller.
+				if ext := c.GetExport(meter.BudgetExport); ext != nil {
+					inst.hc.global = ext.Global()
+				}
+			}
+			if inst.hc.global != nil {
+				inst.hc.c = c
+				g.Counter = &inst.hc
+			}
+		}
 		n := max(len(hf.Params), len(hf.Results))
 		stack := make([]uint64, n)
 		for i, a := range args {
@@ -277,11 +312,12 @@ func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) 
 }
 
 type module struct {
-	e      *Engine
-	eng    *wt.Engine
-	mod    *wt.Module
-	linker *wt.Linker
-	cfg    sandbox.ModuleConfig
+	e       *Engine
+	eng     *wt.Engine
+	mod     *wt.Module
+	linker  *wt.Linker
+	cfg     sandbox.ModuleConfig
+	metered bool // fuel is counted by the meter's budget global
 }
 
 // Close releases the module's linker; the compiled module stays in the
@@ -312,15 +348,23 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
 	inst.guard.ticker = m.e.ticker.t
 	inst.guard.handle = C.uintptr_t(inst.handle)
+	if err := m.e.ticker.register(inst.guard); err != nil {
+		C.free(unsafe.Pointer(inst.guard))
+		inst.guard = nil
+		inst.Close(ctx)
+		return nil, err
+	}
 	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
 
-	if err := inst.armStore(); err != nil {
-		inst.Close(ctx)
-		return nil, err
+	inst.store.SetEpochDeadline(1)
+	timeout, watch := inst.begin(ctx, true)
+	if m.metered {
+		// The counter starts at its initial value, 0; the start
+		// function's first check refills it.
+		inst.state.Fuel.Start(sandbox.LoadFuel, wasmtimeSlice, 0)
 	}
-	timeout, watch := inst.begin(ctx)
 	C.cb_guard_begin(inst.guard, timeout, watch)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
 	C.cb_guard_end(inst.guard)
@@ -339,8 +383,29 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 		C.cb_memory_view(inst.ctxPtr, inst.mem, &data, &size)
 		inst.setView(data, size)
 	}
+	if m.metered {
+		ext := wi.GetExport(inst.store, meter.BudgetExport)
+		if ext == nil || ext.Global() == nil {
+			inst.Close(ctx)
+			return nil, errors.New("instantiate: metered module lacks its budget global")
+		}
+		inst.budget = ext.Global()
+		// wasmtime-go's Global is a single wasmtime_global_t value.
+		inst.budgetRaw = (*C.cb_global_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_global_t{}))))
+		*inst.budgetRaw = *(*C.cb_global_t)(unsafe.Pointer(inst.budget))
+	}
 	return inst, nil
 }
+
+// hostCounter reaches the budget global from a host function, through its
+// caller.
+type hostCounter struct {
+	c      *wt.Caller
+	global *wt.Global
+}
+
+func (h *hostCounter) Get() int64  { return h.global.Get(h.c).I64() }
+func (h *hostCounter) Set(v int64) { _ = h.global.Set(h.c, wt.ValI64(v)) }
 
 // setView records the memory's current data pointer and size.
 func (i *instance) setView(data *C.uint8_t, size C.size_t) {
@@ -368,11 +433,18 @@ type instance struct {
 	args     *[maxStack]C.cb_val_raw_t
 	res      *C.cb_call_result_t // C memory, reused by every call
 
+	// Metered modules (a fuel budget): the budget global, and a copy of
+	// it in C memory for cb_call; hc serves host functions.
+	budget    *wt.Global
+	budgetRaw *C.cb_global_t
+	hc        hostCounter
+
 	// Per call, on the calling goroutine (the epoch callback runs on it).
-	callCtx   context.Context
-	unwatch   func() // stops watching callCtx; nil when not watching
-	fuelUsed  uint64
-	fuelKnown bool
+	callCtx     context.Context
+	unwatch     func() // stops watching callCtx; nil when not watching
+	fuelUsed    uint64
+	fuelKnown   bool
+	fuelCounter int64 // the counter's value at the call's start
 }
 
 // function is a resolved export.
@@ -380,6 +452,7 @@ type function struct {
 	fn      C.cb_wasmtime_func_t
 	params  int
 	results []sandbox.ValType
+	service bool // an ABI service export: runs under sandbox.LoadFuel
 }
 
 // Export implements sandbox.Instance.
@@ -398,7 +471,7 @@ func (i *instance) Export(name string, params, results []sandbox.ValType) (sandb
 	}
 	// wasmtime-go's Func is a single wasmtime_func_t value.
 	raw := *(*C.cb_wasmtime_func_t)(unsafe.Pointer(f))
-	return &function{fn: raw, params: len(params), results: results}, nil
+	return &function{fn: raw, params: len(params), results: results, service: sandbox.IsServiceExport(name)}, nil
 }
 
 func sameTypes(a []*wt.ValType, b []sandbox.ValType) bool {
@@ -441,26 +514,24 @@ func sandboxTypeString(p, r []sandbox.ValType) string {
 // guard, fuel and epoch deadline are armed in C, by cb_call in the same
 // crossing as the call (or cb_guard_begin and armStore, for
 // instantiation).
-func (i *instance) begin(ctx context.Context) (C.int64_t, C.int32_t) {
+func (i *instance) begin(ctx context.Context, service bool) (C.int64_t, C.int32_t) {
 	i.callCtx = ctx
 	i.state.Begin(ctx)
+	if i.m.metered {
+		i.fuelCounter = 0
+		if i.budgetRaw != nil {
+			fuel := i.m.cfg.Limits.Fuel
+			if service {
+				fuel = sandbox.LoadFuel
+			}
+			i.fuelCounter = i.state.Fuel.Begin(fuel, wasmtimeSlice)
+		}
+	}
 	var watch C.int32_t
 	if ctx.Done() != nil {
 		watch = 1
 	}
 	return C.int64_t(i.m.cfg.Limits.Timeout.Nanoseconds()), watch
-}
-
-// armStore sets fuel and the epoch deadline through wasmtime-go, for the
-// instantiation path that does not go through cb_call.
-func (i *instance) armStore() error {
-	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 {
-		if err := i.store.SetFuel(fuel); err != nil {
-			return fmt.Errorf("wasmtime: set fuel: %w", err)
-		}
-	}
-	i.store.SetEpochDeadline(1)
-	return nil
 }
 
 // end disarms the call and classifies its failure, if any: err is a
@@ -473,8 +544,8 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	i.state.End()
 	ctx := i.callCtx
 	i.callCtx = nil
-	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 && res != nil {
-		i.fuelUsed, i.fuelKnown = fuel-uint64(res.fuel_left), true
+	if i.m.metered && res != nil && i.budgetRaw != nil {
+		i.fuelUsed, i.fuelKnown = i.state.Fuel.Used(int64(res.counter)), true
 	}
 	var t *sandbox.Trap
 	switch {
@@ -509,12 +580,12 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 // skips wasmtime-go's per-call type reflection, in one cgo crossing.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(*function)
-	timeout, watch := i.begin(ctx)
+	timeout, watch := i.begin(ctx, f.service)
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), i.guard, timeout, watch, res)
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, timeout, watch, res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)
@@ -548,17 +619,18 @@ func (i *instance) Close(context.Context) error {
 		i.handle.Delete()
 		i.handle = 0
 	}
-	for _, p := range []unsafe.Pointer{unsafe.Pointer(i.args), unsafe.Pointer(i.res), unsafe.Pointer(i.mem)} {
+	for _, p := range []unsafe.Pointer{unsafe.Pointer(i.args), unsafe.Pointer(i.res), unsafe.Pointer(i.mem), unsafe.Pointer(i.budgetRaw)} {
 		if p != nil {
 			C.free(p)
 		}
 	}
-	i.args, i.res, i.mem = nil, nil, nil
+	i.args, i.res, i.mem, i.budgetRaw = nil, nil, nil, nil
 	if i.store != nil {
 		i.store.Close()
 		i.store = nil
 	}
 	if i.guard != nil {
+		i.m.e.ticker.unregister(i.guard)
 		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
 		i.guard = nil
 	}

@@ -25,6 +25,14 @@ import (
 // preemption slice, which is what a 1 ms timeout check must not depend on.
 // Calls mark themselves running inside the cgo crossing that makes them
 // (cb_call), so enter and exit cost no extra crossing.
+//
+// Besides every interval, the thread ticks at the earliest deadline of a
+// running call (it reads the deadline each registered instance's guard
+// holds while a call runs), so a timeout trips within the thread's wake-up
+// latency of the deadline, not up to an interval after it. Where the
+// process may (CAP_SYS_NICE or RLIMIT_RTPRIO), the thread runs at a
+// real-time priority (SCHED_FIFO 1), so that wake-up does not wait for
+// CPU-bound threads' time slices; it runs for microseconds per tick.
 type epochTicker struct {
 	mu     sync.Mutex
 	t      *C.cb_ticker_t
@@ -61,5 +69,28 @@ func (t *epochTicker) close() {
 	if !t.closed {
 		t.closed = true
 		C.cb_ticker_close(t.t)
+	}
+}
+
+// register lets the ticker tick at the deadlines of guard's calls.
+func (t *epochTicker) register(g *C.cb_guard_t) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errors.New("wasmtime: engine is closed")
+	}
+	if C.cb_ticker_register(t.t, g) == 0 {
+		return errors.New("wasmtime: out of memory registering an instance with the epoch ticker")
+	}
+	return nil
+}
+
+// unregister stops the ticker reading guard (a closed ticker reads
+// nothing).
+func (t *epochTicker) unregister(g *C.cb_guard_t) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		C.cb_ticker_unregister(t.t, g)
 	}
 }

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -7,6 +8,10 @@
 #include <time.h>
 
 #include "glue.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 typedef struct {
   size_t size;
@@ -37,10 +42,20 @@ extern wasmtime_error_t *wasmtime_func_call_unchecked(
     size_t nargs, wasm_trap_t **trap);
 extern void wasmtime_context_set_epoch_deadline(wasmtime_context_t *context,
                                                 uint64_t ticks_beyond_current);
-extern wasmtime_error_t *wasmtime_context_set_fuel(wasmtime_context_t *store,
-                                                   uint64_t fuel);
-extern wasmtime_error_t *wasmtime_context_get_fuel(
-    const wasmtime_context_t *context, uint64_t *fuel);
+// wasmtime_val_t: a kind byte, then a 16-byte union at offset 8.
+typedef struct {
+  uint8_t kind;
+  union {
+    int64_t i64;
+    uint8_t bytes[16];
+  } of;
+} cb_val_t;
+enum { CB_WASMTIME_I64 = 1 };
+extern void wasmtime_global_get(wasmtime_context_t *store,
+                                const cb_global_t *global, cb_val_t *out);
+extern wasmtime_error_t *wasmtime_global_set(wasmtime_context_t *store,
+                                             const cb_global_t *global,
+                                             const cb_val_t *val);
 typedef struct wasmtime_memory wasmtime_memory_t;
 extern uint8_t *wasmtime_memory_data(const wasmtime_context_t *store,
                                      const wasmtime_memory_t *memory);
@@ -82,24 +97,85 @@ struct cb_ticker {
   int closed;
   int64_t active;  // atomic: guest calls running
   int32_t running; // atomic: the thread is ticking (not parked)
+  // Every instance's guard, whose deadline_ns the thread reads to tick at
+  // the earliest deadline of a running call (guarded by mu).
+  cb_guard_t **guards;
+  size_t n_guards, cap_guards;
+  // atomic: when the thread last ticked for a call's deadline (0: never).
+  // Until that call has stopped (or an interval has passed), guests far
+  // from their own deadline get off their cores when cores are short.
+  int64_t urgent_since;
+  int64_t urgent_deadline; // atomic: the deadline ticked for at urgent_since
 };
 
+// earliest_deadline is the earliest deadline after `after` of a running
+// call, or INT64_MAX. Called with t->mu held.
+static int64_t earliest_deadline(cb_ticker_t *t, int64_t after) {
+  int64_t best = INT64_MAX;
+  for (size_t i = 0; i < t->n_guards; i++) {
+    int64_t d = __atomic_load_n(&t->guards[i]->deadline_ns, __ATOMIC_RELAXED);
+    if (d > after && d < best) {
+      best = d;
+    }
+  }
+  return best;
+}
+
+static void sleep_until(int64_t when) {
+  struct timespec ts = {when / 1000000000, when % 1000000000};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+// The thread ticks every interval, and also at the earliest deadline of a
+// running call: a call's deadline then trips within the wake-up latency of
+// this thread, not up to a whole interval late.
 static void *ticker_main(void *arg) {
   cb_ticker_t *t = arg;
+#ifdef __linux__
+  // The default timer slack (50 us) delays every wake-up by as much.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+#endif
+  // A real-time priority, where the process may take one (CAP_SYS_NICE or
+  // RLIMIT_RTPRIO), lets a tick preempt CPU-bound threads at once instead
+  // of waiting for the scheduler to give this thread a turn. The thread
+  // runs for microseconds per tick. Without the right it stays as it is.
+  struct sched_param sp = {.sched_priority = 1};
+  (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+  int64_t next_tick = 0;
+  int64_t ticked_until = 0; // deadlines up to here have had their tick
   for (;;) {
-    pthread_mutex_lock(&t->mu);
-    while (!t->closed && !__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
-      pthread_cond_wait(&t->cond, &t->mu);
-    }
-    if (t->closed) {
+    if (!__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
+      pthread_mutex_lock(&t->mu);
+      while (!t->closed && !__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
+        pthread_cond_wait(&t->cond, &t->mu);
+      }
       pthread_mutex_unlock(&t->mu);
+      next_tick = 0;
+    }
+    if (__atomic_load_n(&t->closed, __ATOMIC_ACQUIRE)) {
       return NULL;
     }
+    int64_t now = mono_ns();
+    if (next_tick == 0 || next_tick < now - t->interval_ns) {
+      next_tick = now + t->interval_ns; // (re)start the period
+    }
+    pthread_mutex_lock(&t->mu);
+    int64_t deadline = earliest_deadline(t, ticked_until);
     pthread_mutex_unlock(&t->mu);
-
-    struct timespec ts = {t->interval_ns / 1000000000,
-                          t->interval_ns % 1000000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    int64_t wake = deadline < next_tick ? deadline : next_tick;
+    if (wake > now) {
+      sleep_until(wake);
+      now = mono_ns();
+    }
+    if (now >= next_tick) {
+      next_tick += t->interval_ns;
+    }
+    if (deadline <= now) {
+      // A call's deadline is due: this tick is for it.
+      ticked_until = now;
+      __atomic_store_n(&t->urgent_deadline, deadline, __ATOMIC_RELEASE);
+      __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
     }
     if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) == 0) {
       // Idle: park. A call that entered after the load may have seen
@@ -150,13 +226,42 @@ int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine) {
 
 void cb_ticker_close(cb_ticker_t *t) {
   pthread_mutex_lock(&t->mu);
-  t->closed = 1;
+  __atomic_store_n(&t->closed, 1, __ATOMIC_RELEASE);
   pthread_cond_signal(&t->cond);
   pthread_mutex_unlock(&t->mu);
   pthread_join(t->thread, NULL);
   pthread_cond_destroy(&t->cond);
   pthread_mutex_destroy(&t->mu);
+  free(t->guards);
   free(t);
+}
+
+int cb_ticker_register(cb_ticker_t *t, cb_guard_t *g) {
+  pthread_mutex_lock(&t->mu);
+  if (t->n_guards == t->cap_guards) {
+    size_t cap = t->cap_guards ? 2 * t->cap_guards : 64;
+    cb_guard_t **grown = realloc(t->guards, cap * sizeof(*grown));
+    if (!grown) {
+      pthread_mutex_unlock(&t->mu);
+      return 0;
+    }
+    t->guards = grown;
+    t->cap_guards = cap;
+  }
+  t->guards[t->n_guards++] = g;
+  pthread_mutex_unlock(&t->mu);
+  return 1;
+}
+
+void cb_ticker_unregister(cb_ticker_t *t, cb_guard_t *g) {
+  pthread_mutex_lock(&t->mu);
+  for (size_t i = 0; i < t->n_guards; i++) {
+    if (t->guards[i] == g) {
+      t->guards[i] = t->guards[--t->n_guards];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
 }
 
 // ticker_enter marks a call as running, waking the thread if it is parked:
@@ -187,7 +292,11 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
   *kind = 0; // continue
   *delta = 1;
   int64_t now = mono_ns();
+  cb_ticker_t *t = g->ticker;
   if (g->deadline_ns && now >= g->deadline_ns) {
+    int64_t d = g->deadline_ns;
+    __atomic_compare_exchange_n(&t->urgent_deadline, &d, 0, false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     g->tripped = CB_TRIP_DEADLINE;
     return wasmtime_error_new("callbox: guest interrupted");
   }
@@ -201,16 +310,26 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
     g->tripped = CB_TRIP_STOP;
     return wasmtime_error_new("callbox: guest interrupted");
   }
-  if (__atomic_load_n(&g->ticker->active, __ATOMIC_ACQUIRE) > g->ticker->cpus &&
-      (g->deadline_ns == 0 || g->deadline_ns - now > 4 * g->ticker->interval_ns)) {
+  if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) > t->cpus &&
+      (g->deadline_ns == 0 || g->deadline_ns - now > 4 * t->interval_ns)) {
     // More guests running than cores, and this one's deadline is not
     // near: give the core to a waiting thread (a guest whose deadline may
     // be, the ticker), as the wazero engine yields its Go thread once per
     // slice. The OS otherwise time-slices CPU-bound threads at several
     // milliseconds, and a runaway guest waiting for a core overshoots its
-    // deadline by as much. (Measured with 2 burners on 2 cores: p90
-    // lateness 4 ms with the yield, 5-6 ms without; p99 about the same.)
-    sched_yield();
+    // deadline by as much.
+    if (__atomic_load_n(&t->urgent_deadline, __ATOMIC_ACQUIRE) != 0 &&
+        now - __atomic_load_n(&t->urgent_since, __ATOMIC_ACQUIRE) <
+            t->interval_ns) {
+      // A call's deadline has passed and it has not stopped yet: it may
+      // be waiting for a core. sched_yield only lets a thread queued on
+      // this core run; sleeping empties the core, and the scheduler then
+      // pulls a waiting thread to it from any core.
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    } else {
+      sched_yield();
+    }
   }
   return NULL;
 }
@@ -227,7 +346,8 @@ static void guard_arm(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
   if (++g->seq == 0) {
     g->seq = 1;
   }
-  g->deadline_ns = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+  __atomic_store_n(&g->deadline_ns, timeout_ns > 0 ? mono_ns() + timeout_ns : 0,
+                   __ATOMIC_RELAXED);
   g->watch = watch;
   g->tripped = CB_TRIP_NONE;
 }
@@ -237,33 +357,37 @@ void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
   ticker_enter(g->ticker);
 }
 
-void cb_guard_end(cb_guard_t *g) { ticker_exit(g->ticker); }
+void cb_guard_end(cb_guard_t *g) {
+  __atomic_store_n(&g->deadline_ns, 0, __ATOMIC_RELAXED); // no tick for it
+  ticker_exit(g->ticker);
+}
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
-             int32_t watch, cb_call_result_t *out) {
+             const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
+             int64_t timeout_ns, int32_t watch, cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
-  out->fuel_left = 0;
-  cb_guard_begin(guard, timeout_ns, watch);
-  if (fuel) {
-    wasmtime_error_t *err = wasmtime_context_set_fuel(ctx, fuel);
+  out->counter = 0;
+  if (budget) {
+    cb_val_t v = {0};
+    v.kind = CB_WASMTIME_I64;
+    v.of.i64 = counter;
+    wasmtime_error_t *err = wasmtime_global_set(ctx, budget, &v);
     if (err) {
-      cb_guard_end(guard);
       out->error = err;
       return;
     }
   }
+  cb_guard_begin(guard, timeout_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
   out->error = wasmtime_func_call_unchecked(ctx, (const wasmtime_func_t *)fn,
                                             args, nargs, &out->trap);
   cb_guard_end(guard);
-  if (fuel) {
-    wasmtime_error_t *err = wasmtime_context_get_fuel(ctx, &out->fuel_left);
-    if (err) {
-      wasmtime_error_delete(err);
-    }
+  if (budget) {
+    cb_val_t v = {0};
+    wasmtime_global_get(ctx, budget, &v);
+    out->counter = v.of.i64;
   }
   if (mem) {
     cb_memory_view(ctx, mem, &out->mem_data, &out->mem_size);
@@ -336,5 +460,7 @@ void cb_error_delete(wasmtime_error_t *err) { wasmtime_error_delete(err); }
 
 // The layouts copied from wasmtime's headers must match them exactly.
 _Static_assert(sizeof(cb_memory_t) == 24, "wasmtime_memory_t is 24 bytes");
+_Static_assert(sizeof(cb_global_t) == 24, "wasmtime_global_t is 24 bytes");
+_Static_assert(sizeof(cb_val_t) == 24, "wasmtime_val_t is 24 bytes");
 _Static_assert(sizeof(cb_wasmtime_func_t) == 16, "wasmtime_func_t is 16 bytes");
 _Static_assert(sizeof(cb_val_raw_t) == 16, "wasmtime_val_raw_t is 16 bytes");

@@ -37,13 +37,23 @@ typedef struct cb_memory {
   uint32_t private2;
 } cb_memory_t;
 
-// Outcome of one guest call, with the memory view and fuel after it.
+// wasmtime_global_t, laid out as wasmtime/extern.h declares it (20 bytes of
+// fields, padded to 24).
+typedef struct cb_global {
+  uint64_t store_id;
+  uint32_t private1;
+  uint32_t private2;
+  uint32_t private3;
+} cb_global_t;
+
+// Outcome of one guest call, with the memory view and the metered budget
+// counter after it.
 typedef struct cb_call_result {
   wasmtime_error_t *error;
   wasm_trap_t *trap;
   uint8_t *mem_data;
   size_t mem_size;
-  uint64_t fuel_left;
+  int64_t counter;
 } cb_call_result_t;
 
 // Frame information copied out of a trap.
@@ -79,12 +89,19 @@ enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
 typedef struct cb_guard {
   cb_ticker_t *ticker;
   uintptr_t handle;     // cgo handle of the Go instance
-  int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none
+  int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none (also between calls)
   uint32_t seq;         // the call's number, never 0
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
   int32_t watch;        // ask Go to watch the context at the first tick
   int32_t tripped;      // CB_TRIP_*: set by the callback when it stops a call
 } cb_guard_t;
+
+// cb_ticker_register adds a guard whose call deadlines the thread ticks
+// at (besides every interval); it returns 0 when out of memory.
+// cb_ticker_unregister removes it; after it returns the thread no longer
+// reads the guard.
+int cb_ticker_register(cb_ticker_t *t, cb_guard_t *g);
+void cb_ticker_unregister(cb_ticker_t *t, cb_guard_t *g);
 
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
@@ -92,14 +109,15 @@ void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
 // deadline timeout_ns from now (0: none), the ticker running.
 void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch);
 void cb_guard_end(cb_guard_t *g);
-// cb_call arms the call (fuel when non-zero, the guard's deadline, an epoch
-// deadline one tick ahead), calls fn with wasmtime's unchecked API, and
-// reads back the fuel left and the memory's data pointer and size: one cgo
-// crossing per call.
+// cb_call arms the call (the metered budget counter, when budget is not
+// NULL, to counter; the guard's deadline; an epoch deadline one tick
+// ahead), calls fn with wasmtime's unchecked API, and reads back the
+// counter and the memory's data pointer and size: one cgo crossing per
+// call.
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
-             int32_t watch, cb_call_result_t *out);
+             const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
+             int64_t timeout_ns, int32_t watch, cb_call_result_t *out);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
                     uint8_t **data, size_t *size);

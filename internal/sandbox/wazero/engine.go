@@ -168,6 +168,13 @@ func (e *Engine) adapt(hf sandbox.HostFunc) api.GoModuleFunction {
 			panic(abortSignal{}) // an instance we do not know: refuse to serve it
 		}
 		g := inst.state
+		if inst.metered() && g.Counter == nil {
+			// The start function's imports run before Instantiate
+			// returns: reach the counter through the calling module.
+			if b, ok := mod.ExportedGlobal(meter.BudgetExport).(api.MutableGlobal); ok {
+				g.Counter = counter{b}
+			}
+		}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -218,6 +225,16 @@ func (e *Engine) Supports(f sandbox.Feature) bool {
 	return e.metered
 }
 
+// MaxFunctionBlocks is the most blocks (block, loop, if, try, try_table)
+// one function may have on this engine. wazero's compile time grows with
+// their square: 120 KB of functions at the limit compile in about 6-8 µs a
+// byte (0.7-1 s), where 512-block functions take 0.9 µs a byte and
+// wasmtime 0.4 µs whatever the shape (BenchmarkCompileBlocks in
+// internal/sandbox); a single function of 60,000 took 14 s. Real compilers'
+// largest functions have a few hundred (Go's, whose resume points nest one
+// block each, 390 in the example guests; Rust's 340).
+const MaxFunctionBlocks = 4096
+
 // DefaultMaxStack is the stack limit of metered modules when the callback
 // sets none: wasm frames are estimated at 8 bytes per parameter and local
 // plus meter.FrameOverhead. wazero's own ceiling is 400 MB per instance.
@@ -233,6 +250,9 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	}
 	if e.metered {
 		metered, err := e.meter(wasm, cfg, m.stackLimit)
+		if errors.Is(err, meter.ErrTooManyBlocks) {
+			return nil, fmt.Errorf("%w: the wazero engine compiles a function in time that grows with the square of its blocks; use engine: wasmtime", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the wazero engine meters every module, and this one cannot be metered (%w); use engine: wasmtime", err)
 		}
@@ -272,7 +292,7 @@ func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) 
 			return b, nil
 		}
 	}
-	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true})
+	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks})
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +342,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	}
 	defer cancel()
 	ictx = context.WithValue(ictx, instanceKey{}, inst)
-	inst.begin(ctx)
+	inst.begin(ctx, true)
 	mod, err := m.e.rt.InstantiateModule(ictx, m.cm, m.e.modCfg)
 	inst.end()
 	if err != nil {
@@ -339,6 +359,7 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 			return nil, errors.New("instantiate: metered module lacks its meter globals")
 		}
 		inst.budget, inst.stack = budget, stack
+		inst.state.Counter = counter{budget}
 	}
 	m.e.states.Store(mod, inst)
 	return inst, nil
@@ -352,8 +373,18 @@ const yieldEvery = time.Millisecond
 // of its deadline and context: about 10-50µs of compiled code.
 const meterSlice = 20_000
 
-// begin arms one call (or the instantiation): its deadline and fuel.
-func (i *instance) begin(ctx context.Context) {
+// counter is the metered guest's budget global.
+type counter struct{ g api.MutableGlobal }
+
+func (c counter) Get() int64  { return int64(c.g.Get()) }
+func (c counter) Set(v int64) { c.g.Set(uint64(v)) }
+
+func (i *instance) metered() bool { return i.m.metered }
+
+// begin arms one call (or the instantiation, or a service export): its
+// deadline and fuel. A service call runs under sandbox.LoadFuel, not the
+// callback's budget.
+func (i *instance) begin(ctx context.Context, service bool) {
 	i.state.Begin(ctx)
 	lim := &i.m.cfg.Limits
 	i.callCtx = ctx
@@ -362,21 +393,18 @@ func (i *instance) begin(ctx context.Context) {
 	if lim.Timeout > 0 {
 		i.deadline = now.Add(lim.Timeout)
 	}
-	i.granted = i.grant(0)
-	i.usedAtRefill = 0
 	i.lastYield = now
+	fuel := lim.Fuel
+	if service && fuel > 0 {
+		fuel = sandbox.LoadFuel
+	}
 	if i.budget != nil {
-		i.budget.Set(uint64(i.granted))
+		i.budget.Set(uint64(i.state.Fuel.Begin(fuel, meterSlice)))
 		i.stack.Set(uint64(-i.m.stackLimit))
+	} else {
+		// Instantiation: the counter starts at its initial value, 0.
+		i.state.Fuel.Start(fuel, meterSlice, 0)
 	}
-}
-
-// grant is the next slice of budget, given the fuel used so far.
-func (i *instance) grant(used int64) int64 {
-	if fuel := int64(i.m.cfg.Limits.Fuel); fuel > 0 {
-		return min(meterSlice, fuel-used)
-	}
-	return meterSlice
 }
 
 // end disarms the call and records the fuel it used.
@@ -384,14 +412,7 @@ func (i *instance) end() {
 	i.state.End()
 	i.callCtx = nil
 	if i.budget != nil {
-		// A normal exit wrote the budget back to its global; a trap may
-		// have left it cached in a function's local, so the last refill's
-		// count is a floor.
-		used := max(i.granted-int64(i.budget.Get()), i.usedAtRefill)
-		if fuel := int64(i.m.cfg.Limits.Fuel); fuel > 0 && used > fuel {
-			used = fuel
-		}
-		i.fuelUsed = uint64(max(used, 0))
+		i.fuelUsed = i.state.Fuel.Used(int64(i.budget.Get()))
 	}
 }
 
@@ -418,15 +439,12 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 		inst.lastYield = now
 		runtime.Gosched()
 	}
-	used := inst.granted - budget
-	inst.usedAtRefill = used
-	if fuel := int64(inst.m.cfg.Limits.Fuel); fuel > 0 && used >= fuel {
-		inst.state.Fail(&sandbox.Trap{Class: sandbox.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", fuel)})
+	next, t := inst.state.Fuel.Refill(budget)
+	if t != nil {
+		inst.state.Fail(t)
 		panic(abortSignal{})
 	}
-	next := inst.grant(used)
-	inst.granted += next
-	stack[0] = uint64(budget + next)
+	stack[0] = uint64(next)
 }
 
 // overflow is the metered module's import for a call stack past the limit.
@@ -445,17 +463,14 @@ type instance struct {
 	mem   api.Memory
 	state *sandbox.GuestState
 
-	// Metering: the budget global, and per call the context, deadline,
-	// budget granted so far and fuel used.
-	budget   api.MutableGlobal
-	stack    api.MutableGlobal
-	callCtx  context.Context
-	deadline time.Time
-	granted  int64
-	fuelUsed uint64
-	// usedAtRefill is the budget used as of the last refill this call.
-	usedAtRefill int64
-	lastYield    time.Time
+	// Metering: the budget global, and per call the context, deadline
+	// and fuel used (state.Fuel accounts it).
+	budget    api.MutableGlobal
+	stack     api.MutableGlobal
+	callCtx   context.Context
+	deadline  time.Time
+	fuelUsed  uint64
+	lastYield time.Time
 }
 
 // Export implements sandbox.Instance.
@@ -468,8 +483,14 @@ func (i *instance) Export(name string, params, results []sandbox.ValType) (sandb
 	if !sameTypes(def.ParamTypes(), params) || !sameTypes(def.ResultTypes(), results) {
 		return nil, fmt.Errorf("export %q has type %s, want %s", name, sigString(def.ParamTypes(), def.ResultTypes()), sigString(valueTypes(params), valueTypes(results)))
 	}
+	if sandbox.IsServiceExport(name) {
+		return serviceFunc{fn}, nil
+	}
 	return fn, nil
 }
+
+// serviceFunc is an ABI service export, run under sandbox.LoadFuel.
+type serviceFunc struct{ api.Function }
 
 func sameTypes(a []api.ValueType, b []sandbox.ValType) bool {
 	if len(a) != len(b) {
@@ -496,12 +517,18 @@ func sigString(p, r []api.ValueType) string {
 
 // Call implements sandbox.Instance.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
-	f := fn.(api.Function)
+	var f api.Function
+	sf, service := fn.(serviceFunc) // before api.Function, which it embeds
+	if service {
+		f = sf.Function
+	} else {
+		f = fn.(api.Function)
+	}
 	cctx, cancel := ctx, context.CancelFunc(nil)
 	if t := i.m.cfg.Limits.Timeout; t > 0 && !i.m.metered {
 		cctx, cancel = context.WithTimeout(ctx, t)
 	}
-	i.begin(ctx)
+	i.begin(ctx, service)
 	err := f.CallWithStack(cctx, stack)
 	i.end()
 	if cancel != nil {
