@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/dustin/go-humanize v1.1.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/sbinet/npyio v0.6.0
 	github.com/spf13/cobra v1.10.2
@@ -24,7 +25,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
