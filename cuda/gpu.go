@@ -280,14 +280,14 @@ func (g *GPU) putEvent(e Event) {
 // sequence number.
 func (g *GPU) CallChain(ctx context.Context, ch *host.Chain, callback string, s Stream, inputs, outputs []Buffer) (Stats, error) {
 	var st Stats
+	var stepErr error
 	err := ch.Do(ctx, callback, func(ctx context.Context, cb *host.Callback) error {
-		var err error
-		st, err = g.Call(ctx, cb, s, inputs, outputs)
-		return err
+		st, stepErr = g.Call(ctx, cb, s, inputs, outputs)
+		return stepErr
 	})
 	var ge *Error
 	var ce *host.CallbackError
-	if errors.As(err, &ge) && errors.As(err, &ce) {
+	if errors.As(stepErr, &ge) && errors.As(err, &ce) {
 		ge.Chain, ge.Seq = ce.Chain, ce.Seq
 		return st, ge
 	}
