@@ -12,9 +12,12 @@ import (
 // OpenRuntime loads the CUDA runtime (RuntimeLibraries, in order) and binds
 // the functions Device needs. Without one it fails with a single error
 // naming every library it tried (matching ErrNoRuntime).
-func OpenRuntime() (*Runtime, error) {
+func OpenRuntime() (*Runtime, error) { return OpenRuntimeFrom(RuntimeLibraries...) }
+
+// OpenRuntimeFrom is OpenRuntime trying the given library names or paths.
+func OpenRuntimeFrom(libraries ...string) (*Runtime, error) {
 	var tried []string
-	for _, name := range RuntimeLibraries {
+	for _, name := range libraries {
 		lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			tried = append(tried, err.Error())
