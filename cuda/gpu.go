@@ -208,6 +208,9 @@ func New(dev Device, opts Options) *GPU {
 	}
 }
 
+// Mode is the GPU's copy mode.
+func (g *GPU) Mode() Mode { return g.mode }
+
 // Device is the device the GPU copies with.
 func (g *GPU) Device() Device { return g.dev }
 

@@ -65,6 +65,9 @@ func Uninstall() { installed.Store(nil) }
 // for registering it without the shared library's symbol table.
 func Handler() unsafe.Pointer { return unsafe.Pointer(C.callbox_xla_ffi_cuda) }
 
+// DLPackEntry is the address of callbox_cuda_call_dlpack.
+func DLPackEntry() unsafe.Pointer { return C.cbcuda_dlpack_entry() }
+
 // buf is one XLA buffer as the C side flattened it.
 type buf struct {
 	dtype int32

@@ -30,4 +30,7 @@ struct cbcuda_xla_call_frame;
 // (string, optional: the call is the named chain's next step).
 struct cbcuda_xla_error *callbox_xla_ffi_cuda(struct cbcuda_xla_call_frame *call_frame);
 
+// callbox_cuda_call_dlpack's address (tests call it through a pointer).
+void *cbcuda_dlpack_entry(void);
+
 #endif

@@ -264,3 +264,42 @@ void hx_free(hx_frame *f) {
 
 int64_t hx_live_errors(void) { return atomic_load(&live_errors); }
 int64_t hx_stream_gets(void) { return atomic_load(&stream_gets); }
+
+typedef struct dl_tensor {
+  void *data;
+  int32_t device_type, device_id;
+  int32_t ndim;
+  uint8_t code, bits;
+  uint16_t lanes;
+  int64_t *shape, *strides;
+  uint64_t byte_offset;
+} dl_tensor;
+_Static_assert(sizeof(dl_tensor) == 48, "DLTensor");
+
+void *hx_tensor(uintptr_t data, int32_t device_type, int32_t ndim, const int64_t *shape, uint8_t code, uint8_t bits) {
+  dl_tensor *t = calloc(1, sizeof *t);
+  t->data = (void *)data;
+  t->device_type = device_type;
+  t->ndim = ndim;
+  t->code = code;
+  t->bits = bits;
+  t->lanes = 1;
+  if (ndim > 0) {
+    t->shape = malloc(ndim * sizeof(int64_t));
+    memcpy(t->shape, shape, ndim * sizeof(int64_t));
+  }
+  return t;
+}
+
+void hx_free_tensor(void *p) {
+  dl_tensor *t = p;
+  free(t->shape);
+  free(t);
+}
+
+int hx_call_dlpack(void *entry, const char *callback, uintptr_t stream, void **ins, size_t nin, void **outs,
+                   size_t nout, char *msg, size_t cap) {
+  int (*fn)(const char *, uintptr_t, void *, size_t, void *, size_t, char *, size_t) =
+      (int (*)(const char *, uintptr_t, void *, size_t, void *, size_t, char *, size_t))entry;
+  return fn(callback, stream, ins, nin, outs, nout, msg, cap);
+}

@@ -137,3 +137,48 @@ func LiveErrors() int64 { return int64(C.hx_live_errors()) }
 
 // StreamGets is the number of Stream_Get calls so far.
 func StreamGets() int64 { return int64(C.hx_stream_gets()) }
+
+// Tensor is a DLPack tensor for CallDLPack.
+type Tensor struct {
+	Data       uintptr
+	DeviceType int32
+	Shape      []int64
+	Code, Bits uint8
+}
+
+// CallDLPack calls entry (shaped like callbox_cuda_call_dlpack) with
+// DLTensors built in C memory. It returns the code (0: success) and the
+// message.
+func CallDLPack(entry unsafe.Pointer, callback string, stream uintptr, ins, outs []Tensor) (int, string) {
+	build := func(ts []Tensor) (unsafe.Pointer, func()) {
+		if len(ts) == 0 {
+			return nil, func() {}
+		}
+		arr := (*[1 << 20]unsafe.Pointer)(C.malloc(C.size_t(8 * len(ts))))[:len(ts):len(ts)]
+		for i, t := range ts {
+			var shape *C.int64_t
+			if len(t.Shape) > 0 {
+				shape = (*C.int64_t)(C.malloc(C.size_t(8 * len(t.Shape))))
+				copy(unsafe.Slice((*int64)(unsafe.Pointer(shape)), len(t.Shape)), t.Shape)
+			}
+			arr[i] = C.hx_tensor(C.uintptr_t(t.Data), C.int32_t(t.DeviceType), C.int32_t(len(t.Shape)), shape, C.uint8_t(t.Code), C.uint8_t(t.Bits))
+			C.free(unsafe.Pointer(shape))
+		}
+		return unsafe.Pointer(&arr[0]), func() {
+			for _, p := range arr {
+				C.hx_free_tensor(p)
+			}
+			C.free(unsafe.Pointer(&arr[0]))
+		}
+	}
+	in, freeIn := build(ins)
+	defer freeIn()
+	out, freeOut := build(outs)
+	defer freeOut()
+	name := C.CString(callback)
+	defer C.free(unsafe.Pointer(name))
+	msg := (*C.char)(C.malloc(4096))
+	defer C.free(unsafe.Pointer(msg))
+	code := C.hx_call_dlpack(entry, name, C.uintptr_t(stream), (*unsafe.Pointer)(in), C.size_t(len(ins)), (*unsafe.Pointer)(out), C.size_t(len(outs)), msg, 4096)
+	return int(code), C.GoString(msg)
+}

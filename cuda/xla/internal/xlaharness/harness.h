@@ -39,3 +39,10 @@ int64_t hx_live_errors(void);
 int64_t hx_stream_gets(void);
 
 #endif
+
+// A DLTensor in C memory (freed with hx_free_tensor), and a call of a
+// callbox_cuda_call_dlpack-shaped entry with arrays of them.
+void *hx_tensor(uintptr_t data, int32_t device_type, int32_t ndim, const int64_t *shape, uint8_t code, uint8_t bits);
+void hx_free_tensor(void *t);
+int hx_call_dlpack(void *entry, const char *callback, uintptr_t stream, void **ins, size_t nin, void **outs,
+                   size_t nout, char *msg, size_t cap);
