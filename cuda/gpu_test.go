@@ -396,3 +396,23 @@ func TestNoRuntime(t *testing.T) {
 	_, err2 := dev.NewEvent()
 	assert.Equal(t, errors.Unwrap(err).Error(), err2.Error(), "one load error, every time")
 }
+
+// TestPinFailureFallsBack: an instance whose memory cannot be pinned
+// copies through the staging pool, and is not tried again.
+func TestPinFailureFallsBack(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "wazero", cuda.Options{})
+	cb := r.cb(t, "tap")
+	r.dev.FailNext(cuda.OpRegister, errors.New("injected: range includes an inaccessible page"))
+	for i := 0; i < 2; i++ {
+		in := r.upload(t, r.s, ramp(100, 1))
+		out := r.output(100, 0)
+		st, err := r.gpu.Call(ctx, cb, r.s, []cuda.Buffer{in}, []cuda.Buffer{out})
+		require.NoError(t, err)
+		assert.Equal(t, cuda.PathStaged, st.Path)
+		assert.Equal(t, ramp(100, 1), r.read(out))
+	}
+	tot := r.gpu.Totals()
+	assert.Zero(t, tot.Pins)
+	assert.Equal(t, 1, r.dev.Stats().Registers, "the staging buffer only; the instance was not tried again")
+}

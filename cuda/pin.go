@@ -56,9 +56,15 @@ func (p *pinCache) ensure(id uint64, base unsafe.Pointer, size uint64) (pinResul
 		return pinResult{}, pm.refused
 	}
 	if pm.base != base {
-		// The host promised stable memory; a moved base is a host bug.
-		// Refuse rather than DMA into memory that may be gone.
+		// The host promised stable memory; a moved base is a host bug
+		// (wazero's fallback when its reservation cannot be mapped).
+		// Unpin the old memory (no copy uses it: every call re-reads the
+		// base) and never pin this instance again.
 		pm.refused = fmt.Errorf("instance %d's memory moved from %p to %p although the engine reports it stable", id, pm.base, base)
+		for _, r := range pm.regions {
+			_ = p.dev.Unregister(r)
+		}
+		pm.regions, pm.size = nil, 0
 		return pinResult{}, pm.refused
 	}
 	if size <= pm.size {
