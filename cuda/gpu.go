@@ -193,7 +193,8 @@ type GPU struct {
 
 // New returns a GPU path over dev. Create it before the host and pass
 // Hooks() to host.New, so the host tells it before closing an instance
-// whose memory it pinned.
+// whose memory it pinned. A GPU serves one host: instance numbers are
+// unique within a host, and its pin cache is keyed on them.
 func New(dev Device, opts Options) *GPU {
 	if opts.StagingLimit == 0 {
 		opts.StagingLimit = DefaultStagingLimit

@@ -51,8 +51,20 @@ type rig struct {
 
 func newRig(t testing.TB, engine string, opts cuda.Options) *rig {
 	t.Helper()
-	ctx := context.Background()
 	dev := cuda.NewFake()
+	r := newRigWith(t, engine, dev, opts)
+	r.dev, r.s = dev, dev.NewStream()
+	return r
+}
+
+// newRigOn is a rig over another device (no Fake helpers).
+func newRigOn(t testing.TB, engine string, dev cuda.Device) *rig {
+	return newRigWith(t, engine, dev, cuda.Options{})
+}
+
+func newRigWith(t testing.TB, engine string, dev cuda.Device, opts cuda.Options) *rig {
+	t.Helper()
+	ctx := context.Background()
 	opts.Logger = slog.New(slog.DiscardHandler)
 	gpu := cuda.New(dev, opts)
 	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), gpu.Hooks())
@@ -73,7 +85,7 @@ func newRig(t testing.TB, engine string, opts cuda.Options) *rig {
 		}
 		require.NoError(t, h.LoadModule(ctx, cb, wasm), name)
 	}
-	r := &rig{h: h, gpu: gpu, dev: dev, s: dev.NewStream()}
+	r := &rig{h: h, gpu: gpu}
 	t.Cleanup(func() {
 		_ = h.Close(context.Background())
 		_ = gpu.Close()

@@ -3,6 +3,7 @@
 package cuda_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
 )
 
@@ -19,13 +22,8 @@ import (
 // the CUDA runtime's signatures (testdata/fakecudart.c): arguments arrive
 // in order and with their types, results and error names come back.
 func TestRuntimeBindings(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler")
-	}
-	lib := filepath.Join(t.TempDir(), "libcudart.so.13")
-	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/fakecudart.c").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	lib := buildFakeCudart(t)
+	var err error
 
 	_, err = cuda.OpenRuntimeFrom(filepath.Join(t.TempDir(), "libcudart.so.99"))
 	require.ErrorIs(t, err, cuda.ErrNoRuntime)
@@ -43,8 +41,9 @@ func TestRuntimeBindings(t *testing.T) {
 	purego.RegisterLibFunc(&lastStream, h, "last_stream_used")
 	purego.RegisterLibFunc(&lastFlags, h, "last_register_flags")
 
-	// "Device" memory is host memory to this stand-in.
-	devMem := make([]byte, 8)
+	// "Device" memory is host memory to this stand-in; mapped, because
+	// only its address is kept (a Go slice could live on a moving stack).
+	devMem := mapped(t, 8)
 	dev := cuda.DevicePtr(unsafe.Pointer(&devMem[0]))
 	host := []byte("12345678")
 	require.NoError(t, rt.CopyH2D(dev, unsafe.Pointer(&host[0]), 8, 0x51))
@@ -76,7 +75,7 @@ func TestRuntimeBindings(t *testing.T) {
 	require.Error(t, rt.SyncEvent(ev+1))
 	require.NoError(t, rt.DestroyEvent(ev))
 
-	pinned := make([]byte, 64)
+	pinned := mapped(t, 64)
 	require.NoError(t, rt.Register(unsafe.Pointer(&pinned[0]), 64))
 	assert.Zero(t, lastFlags(), "cudaHostRegisterDefault")
 	err = rt.Register(unsafe.Pointer(&pinned[0]), 64)
@@ -84,11 +83,79 @@ func TestRuntimeBindings(t *testing.T) {
 	mt, err := rt.PointerType(uintptr(unsafe.Pointer(&pinned[10])))
 	require.NoError(t, err)
 	assert.Equal(t, cuda.MemoryHost, mt)
-	mt, err = rt.PointerType(0x7f0000000d00)
+	var setDevice func(lo, hi uintptr)
+	purego.RegisterLibFunc(&setDevice, h, "fake_set_device")
+	setDevice(uintptr(dev), uintptr(dev)+8)
+	mt, err = rt.PointerType(uintptr(dev) + 7)
 	require.NoError(t, err)
 	assert.Equal(t, cuda.MemoryDevice, mt)
+	mt, err = rt.PointerType(uintptr(dev) + 8)
+	require.NoError(t, err)
+	assert.Equal(t, cuda.MemoryUnregistered, mt)
 	_, err = rt.PointerType(0)
 	assert.Error(t, err)
 	require.NoError(t, rt.Unregister(unsafe.Pointer(&pinned[0])))
 	assert.Error(t, rt.Unregister(unsafe.Pointer(&pinned[0])))
+}
+
+// buildFakeCudart compiles testdata/fakecudart.c into a fresh library (a
+// new file per test: dlopen shares a path's state across opens).
+func buildFakeCudart(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	lib := filepath.Join(t.TempDir(), "libcudart.so.13")
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/fakecudart.c").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return lib
+}
+
+// TestRuntimeDrivesTheGPUPath: the GPU path over the purego runtime (with
+// the C stand-in, whose copies are immediate memcpys): guest memory is
+// registered through the real bindings, results come back, and closing
+// the host unregisters it.
+func TestRuntimeDrivesTheGPUPath(t *testing.T) {
+	lib := buildFakeCudart(t)
+	rt, err := cuda.OpenRuntimeFrom(lib)
+	require.NoError(t, err)
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	require.NoError(t, err)
+	var setDevice func(lo, hi uintptr)
+	var registrations func() int32
+	purego.RegisterLibFunc(&setDevice, h, "fake_set_device")
+	purego.RegisterLibFunc(&registrations, h, "registrations")
+
+	// "Device memory": x (4 floats), factor, y.
+	devMem := mapped(t, 64)
+	base := uintptr(unsafe.Pointer(&devMem[0]))
+	setDevice(base, base+64)
+	copy(devMem, f32bytes([]float32{1, 2, 3, 4, 3}))
+	r := newRigOn(t, "wazero", rt)
+	ctx := context.Background()
+	x := cuda.Buffer{Ptr: cuda.DevicePtr(base), DType: abi.F32, Shape: abi.Shape{4}}
+	f := cuda.Buffer{Ptr: cuda.DevicePtr(base + 16), DType: abi.F32, Shape: abi.Shape{}}
+	y := cuda.Buffer{Ptr: cuda.DevicePtr(base + 32), DType: abi.F32, Shape: abi.Shape{4}}
+	for i := 0; i < 2; i++ {
+		st, err := r.gpu.Call(ctx, r.cb(t, "scale"), 0x77, []cuda.Buffer{x, f}, []cuda.Buffer{y})
+		require.NoError(t, err)
+		assert.Equal(t, cuda.PathPinned, st.Path)
+		assert.Equal(t, i == 0, st.Pinned)
+		assert.Equal(t, []float32{3, 6, 9, 12}, f32s(devMem[32:48]))
+	}
+	assert.Equal(t, int32(1), registrations(), "the instance's memory, registered once")
+	_, err = r.gpu.Call(ctx, r.cb(t, "scale"), 0x77, []cuda.Buffer{{Ptr: cuda.DevicePtr(base + 64), DType: abi.F32, Shape: abi.Shape{4}}, f}, []cuda.Buffer{y})
+	assert.ErrorContains(t, err, "is pageable host memory, not device memory")
+	require.NoError(t, r.h.Close(ctx))
+	assert.Zero(t, registrations(), "unregistered when the host closed the instance")
+}
+
+// mapped is n bytes outside the Go heap and stacks.
+func mapped(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Munmap(b) })
+	return b
 }

@@ -9,12 +9,16 @@
 static int last_kind;
 static uintptr_t last_stream, last_event;
 static unsigned last_flags;
-static uintptr_t registered;
-static size_t registered_len;
+static struct { uintptr_t p; size_t n; } regs[64];
+static int nregs;
+static uintptr_t dev_lo, dev_hi;
 
 int last_memcpy_kind(void) { return last_kind; }
 uintptr_t last_stream_used(void) { return last_stream; }
 unsigned last_register_flags(void) { return last_flags; }
+int registrations(void) { return nregs; }
+// fake_set_device makes [lo, hi) "device memory" for cudaPointerGetAttributes.
+void fake_set_device(uintptr_t lo, uintptr_t hi) { dev_lo = lo; dev_hi = hi; }
 
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, uintptr_t stream) {
   if (kind < 1 || kind > 3) return 21;  // cudaErrorInvalidMemcpyDirection
@@ -29,23 +33,32 @@ int cudaEventRecord(uintptr_t ev, uintptr_t s) { last_event = ev; last_stream = 
 int cudaEventSynchronize(uintptr_t ev) { return ev == last_event ? 0 : 400; }
 int cudaEventDestroy(uintptr_t ev) { return 0; }
 int cudaHostRegister(void *p, size_t n, unsigned flags) {
-  if (registered != 0) return 712;
-  registered = (uintptr_t)p;
-  registered_len = n;
+  uintptr_t a = (uintptr_t)p;
+  if (n == 0 || nregs == 64) return 1;
+  for (int i = 0; i < nregs; i++)
+    if (a < regs[i].p + regs[i].n && regs[i].p < a + n) return 712;
+  regs[nregs].p = a;
+  regs[nregs].n = n;
+  nregs++;
   last_flags = flags;
   return 0;
 }
 int cudaHostUnregister(void *p) {
-  if ((uintptr_t)p != registered) return 713;
-  registered = 0;
-  return 0;
+  for (int i = 0; i < nregs; i++) {
+    if (regs[i].p == (uintptr_t)p) {
+      regs[i] = regs[--nregs];
+      return 0;
+    }
+  }
+  return 713;
 }
 struct attrs { int type; int device; void *dptr; void *hptr; };
 int cudaPointerGetAttributes(struct attrs *a, uintptr_t p) {
   if (p == 0) return 1;
   memset(a, 0, sizeof *a);
-  if (registered != 0 && p >= registered && p < registered + registered_len) a->type = 1;
-  else if ((p & 0xFFF) == 0xD00) a->type = 2;
+  if (p >= dev_lo && p < dev_hi) a->type = 2;
+  for (int i = 0; i < nregs; i++)
+    if (p >= regs[i].p && p < regs[i].p + regs[i].n) a->type = 1;
   return 0;
 }
 int cudaGetLastError(void) { return 0; }
