@@ -330,7 +330,8 @@ func (g *GPU) Call(ctx context.Context, cb *host.Callback, s Stream, inputs, out
 	c := gpuCall{g: g, cb: cb, s: s, call: call, st: &st}
 	err = c.run(ctx, specs, inputs, outputs)
 	call.Close(ctx)
-	if c.stg != nil {
+	if c.stg != nil && !c.unsettled {
+		// A buffer whose copies could not be waited for is never reused.
 		g.staging.put(c.stg)
 	}
 	st.Stats = call.Stats()
@@ -396,6 +397,9 @@ type gpuCall struct {
 	st   *Stats
 	stg  *stagingBuf
 	path CopyPath
+	// unsettled: a wait for the call's copies failed, so they may still
+	// be in flight (after a failed sync the device is as good as dead).
+	unsettled bool
 }
 
 func (c *gpuCall) deviceErr(msg string, err error) error {
@@ -472,13 +476,16 @@ func (c *gpuCall) run(ctx context.Context, specs []abi.OutputSpec, inputs, outpu
 		if err := g.dev.CopyD2H(p, in.Ptr, n, c.s); err != nil {
 			// Earlier copies may be queued into guest memory: wait for
 			// them before the instance can be released.
-			_ = g.dev.SyncStream(c.s)
+			if serr := g.dev.SyncStream(c.s); serr != nil {
+				c.unsettled = true
+			}
 			return c.deviceErr(fmt.Sprintf("copying argument %d (%d bytes) to the host", i, n), err)
 		}
 		st.D2HBytes += n
 	}
 	if st.D2HBytes > 0 {
 		if err := g.dev.SyncStream(c.s); err != nil {
+			c.unsettled = true
 			return c.deviceErr("waiting for the arguments to reach the host", err)
 		}
 	}
@@ -561,6 +568,7 @@ func (c *gpuCall) wait() error {
 	// The event failed; the copies may still be in flight, and the
 	// instance must not be released before they complete.
 	if serr := g.dev.SyncStream(c.s); serr != nil {
+		c.unsettled = true
 		return c.deviceErr("waiting for the results' copies", errors.Join(err, serr))
 	}
 	return nil

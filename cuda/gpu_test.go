@@ -416,3 +416,25 @@ func TestPinFailureFallsBack(t *testing.T) {
 	assert.Zero(t, tot.Pins)
 	assert.Equal(t, 1, r.dev.Stats().Registers, "the staging buffer only; the instance was not tried again")
 }
+
+// TestUnsettledStagingIsNotReused: a staging buffer whose copies could not
+// be waited for is never handed to another call.
+func TestUnsettledStagingIsNotReused(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "wazero", cuda.Options{})
+	cb := r.cb(t, "scale_fresh")
+	call := func() error {
+		in := r.upload(t, r.s, ramp(64, 1))
+		f := r.upload(t, r.s, []float32{1})
+		f.Shape = abi.Shape{}
+		_, err := r.gpu.Call(ctx, cb, r.s, []cuda.Buffer{in, f}, []cuda.Buffer{r.output(64, 0)})
+		return err
+	}
+	r.dev.FailNext(cuda.OpSyncStream, errors.New("injected: sticky device error"))
+	require.Error(t, call())
+	require.NoError(t, r.dev.SyncStream(r.s))
+	require.NoError(t, call())
+	assert.Equal(t, 2, r.dev.Stats().Registers, "a second staging buffer; the first is never reused")
+	require.NoError(t, call())
+	assert.Equal(t, 2, r.dev.Stats().Registers, "the healthy buffer is reused")
+}
