@@ -63,8 +63,10 @@ type Fake struct {
 	violations []string
 }
 
+// fakeOp is one queued copy: src is read, and dst written, when it
+// completes. For a kernel (Produce) src is a private copy of its bytes.
 type fakeOp struct {
-	dst, src []byte // src is a kernel's bytes (Produce), copied when queued
+	dst, src []byte
 }
 
 type fakeStream struct {
