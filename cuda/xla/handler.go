@@ -16,7 +16,16 @@
 // code is the failure kind's absl code (abi.Kind.Code).
 //
 // The C ABI gives a handler no user data, so the host and GPU path it
-// serves are installed process-wide with Install.
+// serves are installed process-wide with Install. A shared library wires
+// it in three steps: import this package (its C symbols,
+// callbox_xla_ffi_cuda, callbox_cuda_call_dlpack and callbox_cuda_stats,
+// are then exported); create each host with a GPU path,
+//
+//	gpu, err := xla.NewGPU(os.Getenv, logger) // CALLBOX_CUDA_COPY
+//	h, err := host.New(ctx, cfg, host.WithLogger(logger), gpu.Hooks())
+//
+// and Install(h, gpu) when h becomes the default host (Uninstall when it
+// is cleared or closed). One GPU path serves one host.
 package xla
 
 /*
