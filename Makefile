@@ -15,15 +15,15 @@ test: guests lint nocgo unit race check-prebuilt fuzz
 unit:
 	$(GO) test -count=1 ./...
 
-# The race detector on the concurrent parts: host (pools, chains, taps) and
-# the engines.
+# The race detector on the concurrent parts: host (pools, chains, taps),
+# the engines, and the GPU path (concurrent streams, on the fake device).
 race:
-	$(GO) test -count=1 -race ./host/... ./internal/sandbox/...
+	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
-	CGO_ENABLED=0 $(GO) vet ./internal/sandbox/... ./host/...
+	CGO_ENABLED=0 $(GO) vet ./internal/sandbox/... ./host/... ./cuda/
 
 toolchains:
 	scripts/install-toolchains.sh

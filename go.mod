@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/dustin/go-humanize v1.1.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/sbinet/npyio v0.6.0
 	github.com/spf13/cobra v1.10.2

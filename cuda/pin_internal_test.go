@@ -1,0 +1,52 @@
+package cuda
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPinCacheGrowthAndMove: growth registers only the new part; a base
+// that moves although reported stable unpins the old memory and the
+// instance is never pinned again.
+func TestPinCacheGrowthAndMove(t *testing.T) {
+	dev := NewFake()
+	p := pinCache{dev: dev, m: map[uint64]*pinnedMemory{}}
+	mem := make([]byte, 3<<16)
+	base := unsafe.Pointer(&mem[0])
+	res, err := p.ensure(7, base, 1<<16)
+	require.NoError(t, err)
+	assert.True(t, res.pinned)
+	assert.Equal(t, uint64(1<<16), res.bytes)
+	res, err = p.ensure(7, base, 1<<16)
+	require.NoError(t, err)
+	assert.False(t, res.pinned, "nothing new to pin")
+	res, err = p.ensure(7, base, 3<<16)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2<<16), res.bytes)
+	regs := dev.Registrations()
+	assert.Equal(t, map[uintptr]uint64{uintptr(base): 1 << 16, uintptr(base) + 1<<16: 2 << 16}, regs)
+	assert.Equal(t, 1, p.instances())
+
+	moved := make([]byte, 4<<16)
+	_, err = p.ensure(7, unsafe.Pointer(&moved[0]), 4<<16)
+	require.ErrorContains(t, err, "memory moved")
+	assert.Empty(t, dev.Registrations(), "the old memory is unpinned at once")
+	assert.True(t, p.refused(7))
+	_, err = p.ensure(7, unsafe.Pointer(&moved[0]), 4<<16)
+	require.Error(t, err, "never pinned again")
+	n, regions, err := p.release(7)
+	require.NoError(t, err)
+	assert.Zero(t, n+uint64(regions))
+	assert.False(t, p.refused(7), "forgotten once the instance is closed")
+
+	// A failed registration is not retried.
+	dev.FailNext(OpRegister, &RuntimeError{Call: "cudaHostRegister", Code: 1, Name: "cudaErrorInvalidValue", Msg: "invalid argument"})
+	_, err = p.ensure(8, base, 1<<16)
+	require.ErrorContains(t, err, "pinning 65536 bytes of instance 8's memory")
+	_, err = p.ensure(8, base, 1<<16)
+	require.Error(t, err)
+	assert.Equal(t, 2, dev.Stats().Registers, "only the two earlier registrations succeeded")
+}
