@@ -92,7 +92,9 @@ func (b *Builder) Constant(t abi.Tensor) *Value {
 }
 
 // Binary adds an elementwise add, sub, mul, div, max or min.
-func (b *Builder) Binary(k Kind, x, y *Value) *Value { return b.one(&Op{Kind: k, Args: []*Value{x, y}}) }
+func (b *Builder) Binary(k Kind, x, y *Value) *Value {
+	return b.one(&Op{Kind: k, Args: []*Value{x, y}})
+}
 
 // Add adds x + y.
 func (b *Builder) Add(x, y *Value) *Value { return b.Binary(OpAdd, x, y) }
