@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,7 +50,7 @@ func newHost(t testing.TB, engine string) *host.Host {
 		cfg.Callbacks[i].Engine = engine
 	}
 	ctx := context.Background()
-	h, err := host.New(ctx, cfg)
+	h, err := host.New(ctx, cfg, host.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(ctx) })
 	return h

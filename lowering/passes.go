@@ -427,7 +427,7 @@ func (t *threader) region(r *Region, cur map[string]*Value) {
 // lays them out; and tokens flow nowhere else.
 func VerifyTokens(p *Program) error {
 	eff := analyze(p)
-	v := &verifier{eff: eff, consumed: map[*Value]bool{}}
+	v := &verifier{eff: eff}
 	cur := map[string]*Value{}
 	var fresh []*Value
 	var chains []string
@@ -453,9 +453,12 @@ func VerifyTokens(p *Program) error {
 	return v.region(p.Body, cur)
 }
 
+// verifier walks the program in order keeping each chain's current token.
+// Taking the current token and replacing it with the op's result makes a
+// second use of a token on the same path impossible; the branches of a
+// cond each start from the token before it.
 type verifier struct {
-	eff      effectTable
-	consumed map[*Value]bool
+	eff effectTable
 }
 
 func (v *verifier) take(op *Op, tok *Value, chain string, cur map[string]*Value) error {
@@ -466,10 +469,6 @@ func (v *verifier) take(op *Op, tok *Value, chain string, cur map[string]*Value)
 		}
 		return opError(op, "ordered effect on chain %q must take the chain's current token %%%s, takes %s", chain, nameOf(cur[chain]), got)
 	}
-	if v.consumed[tok] {
-		return opError(op, "token %%%s is consumed twice", tok.Name)
-	}
-	v.consumed[tok] = true
 	return nil
 }
 
