@@ -313,24 +313,27 @@ func inferCallback(op *Op, cat Catalog) ([]Type, *Error) {
 // naming the op, its position, the operand and the expected and actual
 // types.
 func Check(p *Program, cat Catalog) error {
-	c := checker{cat: cat, visible: map[*Value]bool{}}
+	c := checker{cat: cat}
 	if err := c.region(p.Body, nil); err != nil {
 		return err
 	}
 	return nil
 }
 
+// checker tracks which values are visible with a mark on each value (set
+// while its scope is open), which keeps the check linear without a map.
 type checker struct {
-	cat     Catalog
-	visible map[*Value]bool
+	cat Catalog
 }
 
-func (c *checker) use(op *Op, pos Pos, v *Value, what string) *Error {
+// use checks that v is visible; what and i name it in the error
+// ("operand", 2).
+func (c *checker) use(op *Op, pos Pos, v *Value, what string, i int) *Error {
 	if v == nil {
-		return &Error{Pos: pos, Op: descOp(op), Msg: what + " is missing"}
+		return &Error{Pos: pos, Op: descOp(op), Msg: fmt.Sprintf("%s %d is missing", what, i)}
 	}
-	if !c.visible[v] {
-		return &Error{Pos: pos, Op: descOp(op), Msg: fmt.Sprintf("%s %%%s is not defined here", what, v.Name)}
+	if v.visible != c {
+		return &Error{Pos: pos, Op: descOp(op), Msg: fmt.Sprintf("%s %d (%%%s) is not defined here", what, i, v.Name)}
 	}
 	return nil
 }
@@ -345,10 +348,10 @@ func descOp(op *Op) string {
 // region checks r; owner is the op whose region it is (nil for the body).
 func (c *checker) region(r *Region, owner *Op) error {
 	var defined []*Value
-	define := func(v *Value) { c.visible[v] = true; defined = append(defined, v) }
+	define := func(v *Value) { v.visible = c; defined = append(defined, v) }
 	defer func() {
 		for _, v := range defined {
-			delete(c.visible, v)
+			v.visible = nil
 		}
 	}()
 	for _, v := range r.Params {
@@ -356,7 +359,7 @@ func (c *checker) region(r *Region, owner *Op) error {
 	}
 	for _, op := range r.Ops {
 		for i, a := range op.Args {
-			if err := c.use(op, op.Pos, a, fmt.Sprintf("operand %d", i)); err != nil {
+			if err := c.use(op, op.Pos, a, "operand", i); err != nil {
 				return err
 			}
 		}
@@ -390,7 +393,7 @@ func (c *checker) region(r *Region, owner *Op) error {
 		}
 	}
 	for i, v := range r.Yield {
-		if err := c.use(owner, r.Pos, v, fmt.Sprintf("yielded value %d", i)); err != nil {
+		if err := c.use(owner, r.Pos, v, "yielded value", i); err != nil {
 			return err
 		}
 	}

@@ -28,8 +28,10 @@ func Emit(p *Program, cat Catalog) (string, error) {
 	if err := VerifyTokens(p); err != nil {
 		return "", fmt.Errorf("emit: the program's tokens are not threaded (run Lower first): %w", err)
 	}
-	e := &emitter{cat: cat, refs: map[*Value]string{}, callees: map[string]Callee{}}
 	var out strings.Builder
+	n := p.number()
+	e := &emitter{cat: cat, refs: make([]string, n), types: make([]string, n), callees: map[string]Callee{}, attrs: map[callAttrKey]string{}}
+	out.Grow(160 * n)
 	// Resolve callees first, for the header.
 	var err error
 	p.Walk(func(op *Op) {
@@ -59,7 +61,7 @@ func Emit(p *Program, cat Catalog) (string, error) {
 	var params []string
 	for i, v := range p.Body.Params {
 		ref := "%arg" + strconv.Itoa(i)
-		e.refs[v] = ref
+		e.refs[v.id] = ref
 		params = append(params, ref+": "+mlirType(v.Type))
 	}
 	var results []string
@@ -71,7 +73,7 @@ func Emit(p *Program, cat Catalog) (string, error) {
 	if err := e.region(p.Body, 2); err != nil {
 		return "", err
 	}
-	e.line(2, "\"func.return\"(%s) : (%s) -> ()", e.refList(p.Body.Yield), typesOf(p.Body.Yield))
+	e.line(2, "\"func.return\"(%s) : (%s) -> ()", e.refList(p.Body.Yield), e.typesOf(p.Body.Yield))
 	out.WriteString("  }\n}\n")
 	return out.String(), nil
 }
@@ -94,7 +96,9 @@ func mlirName(s string) string {
 type emitter struct {
 	cat     Catalog
 	callees map[string]Callee
-	refs    map[*Value]string
+	refs    []string // by value id
+	types   []string // MLIR type of each value, by id, computed once
+	attrs   map[callAttrKey]string
 	next    int
 	out     *strings.Builder
 }
@@ -113,23 +117,53 @@ func (e *emitter) line(depth int, format string, args ...any) {
 	e.out.WriteByte('\n')
 }
 
-func (e *emitter) ref(v *Value) string { return e.refs[v] }
+func (e *emitter) ref(v *Value) string { return e.refs[v.id] }
 
 func (e *emitter) refList(vs []*Value) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = e.ref(v)
+	switch len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return e.refs[vs[0].id]
 	}
-	return strings.Join(s, ", ")
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.refs[v.id])
+	}
+	return b.String()
 }
 
-func typesOf(vs []*Value) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = mlirType(v.Type)
+// ty is the MLIR type of v.
+func (e *emitter) ty(v *Value) string {
+	if s := e.types[v.id]; s != "" {
+		return s
 	}
-	return strings.Join(s, ", ")
+	s := mlirType(v.Type)
+	e.types[v.id] = s
+	return s
 }
+
+// typesOf lists the MLIR types of vs.
+func (e *emitter) typesOf(vs []*Value) string {
+	switch len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return e.ty(vs[0])
+	}
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.ty(v))
+	}
+	return b.String()
+}
+
 
 // resultTypes formats a result type list: a single type bare, else in
 // parentheses.
@@ -148,12 +182,12 @@ func (e *emitter) define(vs []*Value) string {
 		return ""
 	case 1:
 		r := e.fresh()
-		e.refs[vs[0]] = r
+		e.refs[vs[0].id] = r
 		return r + " = "
 	}
 	r := e.fresh()
 	for i, v := range vs {
-		e.refs[v] = r + "#" + strconv.Itoa(i)
+		e.refs[v.id] = r + "#" + strconv.Itoa(i)
 	}
 	return r + ":" + strconv.Itoa(len(vs)) + " = "
 }
@@ -200,11 +234,47 @@ func (e *emitter) generic(depth int, name string, op *Op, attrs string) {
 	if attrs != "" {
 		attrs = " " + attrs
 	}
-	rt := make([]string, len(op.Results))
-	for i, v := range op.Results {
-		rt[i] = mlirType(v.Type)
+	rt := e.typesOf(op.Results)
+	if len(op.Results) != 1 {
+		rt = "(" + rt + ")"
 	}
-	e.line(depth, "%s\"stablehlo.%s\"(%s)%s : (%s) -> %s", lhs, name, e.refList(op.Args), attrs, typesOf(op.Args), resultTypes(rt))
+	e.write(depth, lhs, "\"stablehlo.", name, "\"(", e.refList(op.Args), ")", attrs, " : (", e.typesOf(op.Args), ") -> ", rt)
+}
+
+// write writes one line from its pieces (the hot path: no formatting).
+func (e *emitter) write(depth int, parts ...string) {
+	for i := 0; i < depth; i++ {
+		e.out.WriteString("  ")
+	}
+	for _, s := range parts {
+		e.out.WriteString(s)
+	}
+	e.out.WriteByte('\n')
+}
+
+// callAttrs is a custom call's attribute dictionary, made once per
+// callee, kind and chain.
+func (e *emitter) callAttrs(op *Op, callee Callee) string {
+	key := callAttrKey{callee: op.Callee, pure: op.Kind == OpCall, chain: op.Chain, ordered: op.Ordered}
+	if s, ok := e.attrs[key]; ok {
+		return s
+	}
+	attrs := "api_version = 4 : i32"
+	if !key.pure {
+		attrs += ", has_side_effect = true"
+	}
+	cfg := "callback = " + strconv.Quote(callee.ID)
+	if op.Ordered {
+		cfg += ", chain = " + strconv.Quote(op.Chain)
+	}
+	attrs += ", backend_config = {" + cfg + "}"
+	e.attrs[key] = attrs
+	return attrs
+}
+
+type callAttrKey struct {
+	callee, chain string
+	pure, ordered bool
 }
 
 func i64Array(xs []int64) string {
@@ -288,32 +358,32 @@ func (e *emitter) callback(op *Op, depth int) error {
 	}
 	// The custom call's results are the callback's results (for a tap too:
 	// the handler writes them; the program discards them), then the token.
-	metas := make([]abi.TensorMeta, len(args))
-	for i, a := range args {
-		metas[i] = a.Type.Meta()
-	}
-	specs, err := callee.Signature.Bind(metas)
-	if err != nil {
-		return opError(op, "%v", err)
-	}
 	var rt []string
-	for _, s := range specs {
-		rt = append(rt, mlirType(TensorType(s.DType, s.Shape...)))
+	if op.Kind == OpTap {
+		metas := make([]abi.TensorMeta, len(args))
+		for i, a := range args {
+			metas[i] = a.Type.Meta()
+		}
+		specs, err := callee.Signature.Bind(metas)
+		if err != nil {
+			return opError(op, "%v", err)
+		}
+		for _, s := range specs {
+			rt = append(rt, mlirType(TensorType(s.DType, s.Shape...)))
+		}
+	} else {
+		for _, v := range op.Results {
+			if !v.Type.Token {
+				rt = append(rt, e.ty(v))
+			}
+		}
 	}
 	operands := append([]*Value{}, args...)
 	if tokIn != nil {
 		operands = append(operands, tokIn)
 		rt = append(rt, mlirType(TokenType))
 	}
-	attrs := "api_version = 4 : i32"
-	if op.Kind != OpCall {
-		attrs += ", has_side_effect = true"
-	}
-	cfg := fmt.Sprintf("callback = %q", callee.ID)
-	if op.Ordered {
-		cfg += fmt.Sprintf(", chain = %q", op.Chain)
-	}
-	attrs += ", backend_config = {" + cfg + "}"
+	attrs := e.callAttrs(op, callee)
 	// Name the custom call's results.
 	n := len(rt)
 	var lhs, base string
@@ -335,17 +405,17 @@ func (e *emitter) callback(op *Op, depth int) error {
 	if op.Kind == OpTap {
 		for i, v := range op.Results {
 			if v.Type.Token {
-				e.refs[v] = resRef(n - 1)
+				e.refs[v.id] = resRef(n - 1)
 			} else {
-				e.refs[v] = e.ref(args[i])
+				e.refs[v.id] = e.ref(args[i])
 			}
 		}
 	} else {
 		for i, v := range op.Results {
-			e.refs[v] = resRef(i)
+			e.refs[v.id] = resRef(i)
 		}
 	}
-	e.line(depth, "%sstablehlo.custom_call @%s(%s) {%s} : (%s) -> %s", lhs, FFITarget, e.refList(operands), attrs, typesOf(operands), resultTypes(rt))
+	e.write(depth, lhs, "stablehlo.custom_call @"+FFITarget+"(", e.refList(operands), ") {", attrs, "} : (", e.typesOf(operands), ") -> ", resultTypes(rt))
 	return nil
 }
 
@@ -368,7 +438,7 @@ func (e *emitter) cond(op *Op, depth int) error {
 		if err := e.region(r, depth+1); err != nil {
 			return err
 		}
-		e.line(depth+1, "\"stablehlo.return\"(%s) : (%s) -> ()", e.refList(r.Yield), typesOf(r.Yield))
+		e.line(depth+1, "\"stablehlo.return\"(%s) : (%s) -> ()", e.refList(r.Yield), e.typesOf(r.Yield))
 	}
 	e.line(depth, "}) : (%s) -> (%s)", mlirType(op.Args[0].Type), strings.Join(rt, ", "))
 	return nil
@@ -415,7 +485,7 @@ func captures(op *Op) []*Value {
 func (e *emitter) while(op *Op, depth int) error {
 	caps := captures(op)
 	operands := append(append([]*Value{}, op.Args...), caps...)
-	types := typesOf(operands)
+	types := e.typesOf(operands)
 	var tl []string
 	for _, v := range operands {
 		tl = append(tl, mlirType(v.Type))
@@ -431,9 +501,9 @@ func (e *emitter) while(op *Op, depth int) error {
 	}
 	operandRefs := e.refList(operands)
 	e.line(depth, "%s\"stablehlo.while\"(%s) ({", lhs, operandRefs)
-	saved := map[*Value]string{}
-	for _, v := range caps {
-		saved[v] = e.refs[v]
+	saved := make([]string, len(caps))
+	for i, v := range caps {
+		saved[i] = e.refs[v.id]
 	}
 	for ri, r := range op.Regions {
 		if ri > 0 {
@@ -443,12 +513,12 @@ func (e *emitter) while(op *Op, depth int) error {
 		var capRefs []string
 		for _, v := range r.Params {
 			ref := e.fresh()
-			e.refs[v] = ref
-			params = append(params, ref+": "+mlirType(v.Type))
+			e.refs[v.id] = ref
+			params = append(params, ref+": "+e.ty(v))
 		}
 		for _, v := range caps {
 			ref := e.fresh()
-			e.refs[v] = ref
+			e.refs[v.id] = ref
 			capRefs = append(capRefs, ref)
 			params = append(params, ref+": "+mlirType(v.Type))
 		}
@@ -457,30 +527,30 @@ func (e *emitter) while(op *Op, depth int) error {
 			return err
 		}
 		if ri == 0 {
-			e.line(depth+1, "\"stablehlo.return\"(%s) : (%s) -> ()", e.refList(r.Yield), typesOf(r.Yield))
+			e.line(depth+1, "\"stablehlo.return\"(%s) : (%s) -> ()", e.refList(r.Yield), e.typesOf(r.Yield))
 		} else {
 			refs := e.refList(r.Yield)
-			ys := typesOf(r.Yield)
+			ys := e.typesOf(r.Yield)
 			if len(caps) > 0 {
 				if refs != "" {
 					refs += ", "
 					ys += ", "
 				}
 				refs += strings.Join(capRefs, ", ")
-				ys += typesOf(caps)
+				ys += e.typesOf(caps)
 			}
 			e.line(depth+1, "\"stablehlo.return\"(%s) : (%s) -> ()", refs, ys)
 		}
-		for _, v := range caps {
-			e.refs[v] = saved[v]
+		for i, v := range caps {
+			e.refs[v.id] = saved[i]
 		}
 	}
 	e.line(depth, "}) : (%s) -> %s", types, "("+strings.Join(tl, ", ")+")")
 	for i, v := range op.Results {
 		if n == 1 {
-			e.refs[v] = base
+			e.refs[v.id] = base
 		} else {
-			e.refs[v] = base + "#" + strconv.Itoa(i)
+			e.refs[v.id] = base + "#" + strconv.Itoa(i)
 		}
 	}
 	return nil

@@ -83,6 +83,8 @@ type Value struct {
 	// Index is the result index in Def, or the parameter index.
 	Index int
 	id    int // dense number, assigned by number()
+	// visible is the checker whose open scope defines the value.
+	visible *checker
 }
 
 // Kind is an op's kind.
@@ -177,6 +179,7 @@ type Op struct {
 	Regions []*Region
 
 	pending *pendingConst // parser only: the literal before its type
+	eff     Effects       // set by analyze
 }
 
 // Region is a block of ops with parameters and yielded values. Regions may

@@ -18,7 +18,7 @@ const maxNesting = 256
 
 // maxConstElements bounds a constant's element count (its data is
 // allocated at parse time).
-const maxConstElements = 1 << 24
+const maxConstElements = 1 << 20
 
 type tokKind uint8
 
@@ -246,8 +246,10 @@ func (p *parser) expect(kind tokKind, text, what string) (token, *Error) {
 }
 
 func (p *parser) punct(s string) *Error {
-	_, err := p.expect(tPunct, s, strconv.Quote(s))
-	return err
+	if p.is(tPunct, s) {
+		return p.fill()
+	}
+	return p.errf("expected %q, got %s", s, p.tok)
 }
 
 func (p *parser) program() (*Program, *Error) {

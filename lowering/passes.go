@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Effects is what an op (with its regions) does besides computing.
@@ -40,12 +41,16 @@ func EffectsOf(op *Op) Effects {
 	return e
 }
 
-// effectTable caches EffectsOf for every op of a program, bottom-up, so
-// the analysis is linear in the program size.
-type effectTable map[*Op]Effects
+// effectTable gives the effects analyze computed for every op of a
+// program, bottom-up, so the analysis is linear in the program size. They
+// are kept on the ops themselves (no map lookups on the hot path) and are
+// valid until the program changes.
+type effectTable struct{}
+
+func (effectTable) of(op *Op) Effects { return op.eff }
 
 func analyze(p *Program) effectTable {
-	t := effectTable{}
+	var t effectTable
 	var region func(r *Region) Effects
 	region = func(r *Region) Effects {
 		set := map[string]bool{}
@@ -72,7 +77,7 @@ func analyze(p *Program) effectTable {
 				}
 				sort.Strings(e.Chains)
 			}
-			t[op] = e
+			op.eff = e
 			any = any || e.Any
 			for _, c := range e.Chains {
 				set[c] = true
@@ -234,7 +239,7 @@ type dce struct {
 func (d *dce) region(r *Region) {
 	for i := len(r.Ops) - 1; i >= 0; i-- {
 		op := r.Ops[i]
-		needed := d.eff[op].Any
+		needed := d.eff.of(op).Any
 		for _, v := range op.Results {
 			needed = needed || d.live[v.id]
 		}
@@ -309,23 +314,31 @@ func (d *dce) pruneCond(op *Op) {
 // _rewrite_jaxpr does for ordered effects.
 func ThreadTokens(p *Program) {
 	eff := analyze(p)
-	t := &threader{eff: eff, used: map[string]bool{}}
+	// Fresh names: tok<N> above every tok<N> the program already has.
+	t := &threader{eff: eff}
+	note := func(v *Value) {
+		if rest, ok := strings.CutPrefix(v.Name, "tok"); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= t.next {
+				t.next = n + 1
+			}
+		}
+	}
+	for _, v := range p.Body.Params {
+		note(v)
+	}
 	p.Walk(func(op *Op) {
 		for _, v := range op.Results {
-			t.used[v.Name] = true
+			note(v)
 		}
 		for _, r := range op.Regions {
 			for _, v := range r.Params {
-				t.used[v.Name] = true
+				note(v)
 			}
 		}
 	})
-	for _, v := range p.Body.Params {
-		t.used[v.Name] = true
-	}
 	chains := map[string]bool{}
 	for _, op := range p.Body.Ops {
-		for _, c := range eff[op].Chains {
+		for _, c := range eff.of(op).Chains {
 			chains[c] = true
 		}
 	}
@@ -349,19 +362,13 @@ func ThreadTokens(p *Program) {
 
 type threader struct {
 	eff  effectTable
-	used map[string]bool
 	next int
 }
 
 func (t *threader) fresh() string {
-	for {
-		n := "tok" + strconv.Itoa(t.next)
-		t.next++
-		if !t.used[n] {
-			t.used[n] = true
-			return n
-		}
-	}
+	n := "tok" + strconv.Itoa(t.next)
+	t.next++
+	return n
 }
 
 func (t *threader) newToken(def *Op) *Value {
@@ -372,7 +379,7 @@ func (t *threader) newToken(def *Op) *Value {
 
 func (t *threader) region(r *Region, cur map[string]*Value) {
 	for _, op := range r.Ops {
-		chains := t.eff[op].Chains
+		chains := t.eff.of(op).Chains
 		if len(chains) == 0 {
 			continue
 		}
@@ -436,7 +443,7 @@ func VerifyTokens(p *Program) error {
 		if op.Kind == OpCreateToken {
 			fresh = append(fresh, op.Results[0])
 		}
-		for _, c := range eff[op].Chains {
+		for _, c := range eff.of(op).Chains {
 			set[c] = true
 		}
 	}
@@ -494,7 +501,7 @@ func lastTokens(vs []*Value, n int) ([]*Value, bool) {
 
 func (v *verifier) region(r *Region, cur map[string]*Value) error {
 	for _, op := range r.Ops {
-		chains := v.eff[op].Chains
+		chains := v.eff.of(op).Chains
 		switch {
 		case op.Kind == OpIOCall || op.Kind == OpTap:
 			if !op.Ordered {

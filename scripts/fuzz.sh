@@ -24,6 +24,7 @@ targets=(
   "./config FuzzLoad"
   "./config FuzzLoadEnv"
   "./host FuzzGuest"
+  "./lowering FuzzParse"
 )
 failed=()
 start=$(date +%s)
