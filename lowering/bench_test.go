@@ -177,7 +177,6 @@ func BenchmarkCallbackOp(b *testing.B) {
 	})
 }
 
-
 // cpuTime is the process's user+system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage

@@ -164,7 +164,6 @@ func (e *emitter) typesOf(vs []*Value) string {
 	return b.String()
 }
 
-
 // resultTypes formats a result type list: a single type bare, else in
 // parentheses.
 func resultTypes(ts []string) string {
