@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 	"github.com/seed4b3e0ccb/callbox/lowering"
@@ -42,6 +44,11 @@ func newExecCmd() *cobra.Command {
 				if inputs[i], err = tensorfile.ReadFile(p); err != nil {
 					return usageErr(fmt.Errorf("--in %w", err))
 				}
+			}
+			// Load only the callbacks the program calls: faster, and a
+			// broken sibling in the same config does not stop it.
+			if err := onlyCalled(cfg, args[0]); err != nil {
+				return err
 			}
 			h, err := host.New(ctx, cfg, host.WithLogger(guestLogger(cmd.ErrOrStderr(), verbose)))
 			if err != nil {
@@ -109,6 +116,33 @@ func newExecCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.NoCSE, "no-cse", false, "skip common-subexpression elimination")
 	cmd.Flags().BoolVar(&opts.NoDCE, "no-dce", false, "skip dead-code elimination")
 	return cmd
+}
+
+// onlyCalled keeps the config's callbacks the program names. A name the
+// config lacks is left for the type checker to report with its position.
+func onlyCalled(cfg *config.Config, path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	p, err := lowering.Parse(path, src)
+	if err != nil {
+		return usageErr(err)
+	}
+	called := map[string]bool{}
+	p.Walk(func(op *lowering.Op) {
+		if op.Callee != "" {
+			called[op.Callee] = true
+		}
+	})
+	kept := cfg.Callbacks[:0]
+	for _, cb := range cfg.Callbacks {
+		if called[cb.Name] {
+			kept = append(kept, cb)
+		}
+	}
+	cfg.Callbacks = kept
+	return nil
 }
 
 func paramTypes(p *lowering.Program) string {
