@@ -19,7 +19,8 @@ const FFITarget = "callbox_xla_ffi"
 // StableHLO module. Callbacks become stablehlo.custom_call @callbox_xla_ffi
 // with api_version = 4 and backend_config = {callback = "<content id>"}
 // (plus chain = "<name>" and has_side_effect = true for effects); tokens
-// are !stablehlo.token operands and results; cond becomes "stablehlo.if"
+// are !stablehlo.token operands and results (a chain starts at
+// "stablehlo.after_all"() with no operands); cond becomes "stablehlo.if"
 // (pred) or "stablehlo.case" (s32 index); while becomes "stablehlo.while",
 // whose regions get every captured value as an extra loop-carried value.
 // The text is a function of the program and the callees' ids only, so the
@@ -315,7 +316,9 @@ func (e *emitter) op(op *Op, depth int) error {
 		return e.callback(op, depth)
 	case OpCreateToken:
 		lhs := e.define(op.Results)
-		e.line(depth, "%s\"stablehlo.create_token\"() : () -> !stablehlo.token", lhs)
+		// StableHLO 0.20 removed create_token; after_all of no tokens is
+		// its replacement (XLA's CreateToken).
+		e.line(depth, "%s\"stablehlo.after_all\"() : () -> !stablehlo.token", lhs)
 	case OpCond:
 		return e.cond(op, depth)
 	case OpWhile:

@@ -3,7 +3,7 @@
 //   tap_print = cb1-2f0d32384fe70e5b9f366a4334682b7f44f485e9a2bf81287e4dfc7a55924a7d (x: f32[n]) -> $0
 module @trap_loop attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {
-    %0 = "stablehlo.create_token"() : () -> !stablehlo.token
+    %0 = "stablehlo.after_all"() : () -> !stablehlo.token
     %1 = stablehlo.constant dense<0> : tensor<i32>
     %2 = stablehlo.constant dense<1> : tensor<i32>
     %3 = stablehlo.constant dense<5> : tensor<i32>
