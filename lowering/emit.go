@@ -32,7 +32,7 @@ func Emit(p *Program, cat Catalog) (string, error) {
 	var out strings.Builder
 	n := p.number()
 	e := &emitter{cat: cat, refs: make([]string, n), types: make([]string, n), callees: map[string]Callee{}, attrs: map[callAttrKey]string{}}
-	out.Grow(160 * n)
+	out.Grow(256 * n)
 	// Resolve callees first, for the header.
 	var err error
 	p.Walk(func(op *Op) {

@@ -359,11 +359,13 @@ func (p *parser) block(r *Region, term string) *Error {
 		return err
 	}
 	var local []string
-	defer func() {
-		for _, n := range local {
-			delete(p.scope, n)
-		}
-	}()
+	if p.depth > 1 { // the program body's names never go out of scope
+		defer func() {
+			for _, n := range local {
+				delete(p.scope, n)
+			}
+		}()
+	}
 	for _, v := range r.Params {
 		local = append(local, v.Name)
 	}
@@ -446,8 +448,8 @@ func (p *parser) typ() (Type, *Error) {
 	if t.text == "token" {
 		return TokenType, nil
 	}
-	d, derr := abi.ParseDType(t.text)
-	if derr != nil || t.text != d.String() {
+	d := dtypeByName(t.text)
+	if d == abi.Invalid {
 		return Type{}, &Error{Pos: t.pos, Msg: fmt.Sprintf("unknown type %q (want a dtype such as f32, s32, pred, or token)", t.text)}
 	}
 	dims, err := p.intList("a dimension")
@@ -876,4 +878,42 @@ func parseFloat(text string) (float64, error) {
 		return 0, fmt.Errorf("%q is not a number", text)
 	}
 	return f, nil
+}
+
+// dtypeByName maps the canonical dtype names (only those: the text format
+// has no aliases) to dtypes.
+func dtypeByName(s string) abi.DType {
+	switch s {
+	case "pred":
+		return abi.PRED
+	case "s8":
+		return abi.S8
+	case "s16":
+		return abi.S16
+	case "s32":
+		return abi.S32
+	case "s64":
+		return abi.S64
+	case "u8":
+		return abi.U8
+	case "u16":
+		return abi.U16
+	case "u32":
+		return abi.U32
+	case "u64":
+		return abi.U64
+	case "f16":
+		return abi.F16
+	case "bf16":
+		return abi.BF16
+	case "f32":
+		return abi.F32
+	case "f64":
+		return abi.F64
+	case "c64":
+		return abi.C64
+	case "c128":
+		return abi.C128
+	}
+	return abi.Invalid
 }

@@ -376,3 +376,10 @@ func TestBuilder(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "call @scale: argument 1 (factor): expected f32[], got f32[4]")
 }
+
+func TestDTypeNames(t *testing.T) {
+	for _, d := range abi.DTypes() {
+		assert.Equal(t, d, dtypeByName(d.String()))
+	}
+	assert.Equal(t, abi.Invalid, dtypeByName("i32"), "no aliases in the text format")
+}
