@@ -51,47 +51,70 @@ func (effectTable) of(op *Op) Effects { return op.eff }
 
 func analyze(p *Program) effectTable {
 	var t effectTable
+	single := map[string][]string{} // one shared []string{chain} per chain
 	var region func(r *Region) Effects
 	region = func(r *Region) Effects {
-		set := map[string]bool{}
-		any := false
+		var out Effects
 		for _, op := range r.Ops {
 			e := Effects{}
 			switch {
 			case op.Kind == OpIOCall || op.Kind == OpTap:
 				e.Any = true
 				if op.Ordered {
-					e.Chains = []string{op.Chain}
+					s, ok := single[op.Chain]
+					if !ok {
+						s = []string{op.Chain}
+						single[op.Chain] = s
+					}
+					e.Chains = s
 				}
 			case len(op.Regions) > 0:
-				sub := map[string]bool{}
 				for _, rr := range op.Regions {
 					re := region(rr)
 					e.Any = e.Any || re.Any
-					for _, c := range re.Chains {
-						sub[c] = true
-					}
+					e.Chains = unionChains(e.Chains, re.Chains)
 				}
-				for c := range sub {
-					e.Chains = append(e.Chains, c)
-				}
-				sort.Strings(e.Chains)
 			}
 			op.eff = e
-			any = any || e.Any
-			for _, c := range e.Chains {
-				set[c] = true
-			}
+			out.Any = out.Any || e.Any
+			out.Chains = unionChains(out.Chains, e.Chains)
 		}
-		out := Effects{Any: any}
-		for c := range set {
-			out.Chains = append(out.Chains, c)
-		}
-		sort.Strings(out.Chains)
 		return out
 	}
 	region(p.Body)
 	return t
+}
+
+// unionChains merges two sorted chain lists. It returns a when b adds
+// nothing, so the common cases (no chains, one chain) allocate nothing;
+// the result is never modified in place.
+func unionChains(a, b []string) []string {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	i, j := 0, 0
+	var out []string
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	if len(out) == len(a) {
+		return a
+	}
+	return out
 }
 
 // Options select the passes Lower runs.

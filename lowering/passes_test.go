@@ -393,3 +393,11 @@ func TestPassesPreserveSemantics(t *testing.T) {
 	assert.Positive(t, removed, "DCE removed nothing in any program")
 	assert.Positive(t, merged, "CSE merged no call in any program")
 }
+
+func TestUnionChains(t *testing.T) {
+	assert.Equal(t, []string{"a", "b", "c"}, unionChains([]string{"a", "c"}, []string{"b", "c"}))
+	a := []string{"a", "b"}
+	assert.Equal(t, a, unionChains(a, []string{"b"}))
+	assert.Equal(t, []string{"x"}, unionChains(nil, []string{"x"}))
+	assert.Nil(t, unionChains(nil, nil))
+}
