@@ -311,7 +311,8 @@ func inferCallback(op *Op, cat Catalog) ([]Type, *Error) {
 // result type against the derived one. It also checks that every value is
 // defined before use and visible where used. The first error is returned,
 // naming the op, its position, the operand and the expected and actual
-// types.
+// types. Check marks values while it runs: do not check one program from
+// two goroutines at once.
 func Check(p *Program, cat Catalog) error {
 	c := checker{cat: cat}
 	if err := c.region(p.Body, nil); err != nil {

@@ -40,7 +40,8 @@ type EvalOptions struct {
 // an *EvalError wrapping the callback's *host.CallbackError (or the
 // *host.ChainError of an ordered call that did not run).
 //
-// An Evaluator may run concurrently from several goroutines.
+// An Evaluator may run concurrently from several goroutines; the program
+// must not change while it is in use.
 type Evaluator struct {
 	h    *host.Host
 	p    *Program
