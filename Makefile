@@ -59,7 +59,7 @@ security-doc:
 # About 6 minutes on the 2-core development machine (see the report).
 bench:
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ | tee bin/bench-lowering.txt
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ > bin/bench-host.txt; status=$$?; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
