@@ -18,7 +18,7 @@ unit:
 # The race detector on the concurrent parts: host (pools, chains, taps),
 # the engines, and the GPU path (concurrent streams, on the fake device).
 race:
-	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/...
+	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/... ./lowering/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
@@ -59,6 +59,7 @@ security-doc:
 # About 6 minutes on the 2-core development machine (see the report).
 bench:
 	@mkdir -p bin
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ > bin/bench-host.txt; status=$$?; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \

@@ -24,6 +24,7 @@ targets=(
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
   "./host FuzzGuest"
+  "./lowering FuzzParse"
 )
 failed=()
 start=$(date +%s)

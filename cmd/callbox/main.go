@@ -86,7 +86,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
-	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newBenchCmd(), newNpyCmd())
+	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newBenchCmd(), newNpyCmd(), newLowerCmd(), newExecCmd())
 	return root
 }
 

@@ -1,0 +1,108 @@
+package lowering
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
+)
+
+// Callee is what lowering needs to know about a callback: its content id
+// (abi.CallbackID) and its signature.
+type Callee struct {
+	Name      string
+	ID        string
+	Signature *abi.Signature
+}
+
+// Catalog resolves callback names to callees.
+type Catalog interface {
+	Callee(name string) (Callee, bool)
+	// Names lists the callbacks, sorted, for error messages.
+	Names() []string
+}
+
+// StaticCatalog is a fixed name -> callee map.
+type StaticCatalog map[string]Callee
+
+// Callee implements Catalog.
+func (c StaticCatalog) Callee(name string) (Callee, bool) {
+	e, ok := c[name]
+	return e, ok
+}
+
+// Names implements Catalog.
+func (c StaticCatalog) Names() []string {
+	out := make([]string, 0, len(c))
+	for n := range c {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HostCatalog is the catalog of a running host's loaded callbacks: ids and
+// signatures as host.Info reports them.
+func HostCatalog(h *host.Host) Catalog {
+	c := StaticCatalog{}
+	for _, info := range h.Callbacks() {
+		c[info.Name] = Callee{Name: info.Name, ID: info.ID, Signature: info.Signature}
+	}
+	return c
+}
+
+// ConfigCatalog builds the catalog from a config without starting a host:
+// it reads every module, hashes it and takes the signature from the config
+// or from the module's signature custom section. A callback whose signature
+// is only available from the module's callbox_signatures export (which
+// needs an instance to run) is an error: use HostCatalog for it.
+func ConfigCatalog(cfg *config.Config) (Catalog, error) {
+	c := StaticCatalog{}
+	for _, cb := range cfg.Callbacks {
+		wasm, err := os.ReadFile(cb.Module)
+		if err != nil {
+			return nil, fmt.Errorf("callback %q: %w", cb.Name, err)
+		}
+		export := cb.Export
+		if export == "" {
+			export = cb.Name
+		}
+		var sig *abi.Signature
+		if cb.Signature != "" {
+			if sig, err = abi.ParseSignature(cb.Signature); err != nil {
+				return nil, fmt.Errorf("callbacks.%s.signature: %w", cb.Name, err)
+			}
+		}
+		info, err := wasmbin.Parse(wasm)
+		if err != nil {
+			return nil, fmt.Errorf("callback %q: module %s: %w", cb.Name, cb.Module, err)
+		}
+		if secs := info.Custom[abi.SignatureSection]; len(secs) > 0 {
+			var joined []byte
+			for _, s := range secs {
+				joined = append(joined, s...)
+				joined = append(joined, '\n')
+			}
+			table, err := abi.ParseSignatureTable(joined)
+			if err != nil {
+				return nil, fmt.Errorf("callback %q: module %s: custom section %s: %w", cb.Name, cb.Module, abi.SignatureSection, err)
+			}
+			if emb := table[export]; emb != nil {
+				if sig != nil && !sig.Equal(emb) {
+					return nil, fmt.Errorf("callback %q: the config's signature %s differs from the module's %s", cb.Name, sig, emb)
+				}
+				sig = emb
+			}
+		}
+		if sig == nil {
+			return nil, fmt.Errorf("callback %q: module %s has no signature section and the config gives none; lower with a running host (HostCatalog)", cb.Name, cb.Module)
+		}
+		c[cb.Name] = Callee{Name: cb.Name, ID: abi.CallbackID(sha256.Sum256(wasm), export, sig), Signature: sig}
+	}
+	return c, nil
+}
