@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen)
+# mlir-16-tools: mlir-opt checks the syntax of the StableHLO that lowering/ emits.
+packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen mlir-16-tools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
