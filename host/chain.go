@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"errors"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"sync"
 )
 
@@ -149,7 +151,8 @@ func (ch *Chain) InvokeInto(ctx context.Context, callback string, inputs, output
 // the chain: for callers that drive the phases of a call themselves
 // (Callback.Start and Call: the GPU path stages inputs with device
 // copies). A *CallbackError from step fails the chain as a failed call
-// does; any other error is recorded as a HostPanic of that callback. If
+// does; any other error is recorded with its own Kind (abi.KindOf), or as
+// a HostPanic of that callback when it has none. If
 // the chain has already failed, step does not run and Do returns the
 // *ChainError.
 func (ch *Chain) Do(ctx context.Context, callback string, step func(context.Context, *Callback) error) error {
@@ -322,7 +325,11 @@ func (ch *Chain) run(f *Future, first *CallbackError) {
 		if err := f.step(f.ctx, c); err != nil {
 			var ce *CallbackError
 			if !errors.As(err, &ce) {
-				ce = c.fail(HostPanic, err.Error(), err)
+				kind := abi.KindOf(err)
+				if kind == abi.KindNone {
+					kind = HostPanic
+				}
+				ce = c.fail(kind, err.Error(), err)
 			}
 			ce.Chain, ce.Seq = ch.name, f.seq
 			ch.failWith(ce)

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -344,4 +345,17 @@ func TestChainDoSteps(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, host.HostPanic, ce.Kind())
 	assert.Contains(t, err.Error(), "device copy failed")
+}
+
+func TestChainDoKeepsForeignKind(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", nil)
+	ch := h.Chain("dev")
+	err := ch.Do(ctx, "scale", func(context.Context, *host.Callback) error {
+		return fmt.Errorf("device: %w", abi.Timeout)
+	})
+	var ce *host.CallbackError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, host.Timeout, ce.Kind(), "an error that has a kind keeps it")
+	assert.Equal(t, host.Timeout, abi.KindOf(ch.Err()))
 }
