@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen)
+# NumPy (Debian's, for /usr/bin/python3) writes the reference .npy files internal/tensorfile is
+# tested against; Debian's cargo builds the Rust SDK recipe tested from outside the repository.
+packages+=(python3-numpy cargo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzDecode feeds arbitrary bytes to the .npy reader the CLI uses for
-// `callbox run --in`. It must not panic (npyio's panics are contained),
+// `callbox run --in`. It must not panic,
 // must not allocate by a header's claims before checking them against the
 // file, and a tensor it accepts must be valid and survive a write/read
 // round trip unchanged.
