@@ -19,6 +19,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
 // demoCallback is one embedded module the demo loads.
@@ -91,7 +92,7 @@ func (l *logTap) Enabled(_ context.Context, level slog.Level) bool { return leve
 func (l *logTap) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, r.Message)
+	l.lines = append(l.lines, termsafe.Text(r.Message)) // guest text
 	return nil
 }
 func (l *logTap) WithAttrs([]slog.Attr) slog.Handler { return l }
@@ -208,7 +209,7 @@ func runDemo(ctx context.Context, w io.Writer, engine string) error {
 			return fmt.Errorf("%s: want a %s error, got %v", c.name, c.kind.Ident(), err)
 		}
 		contained++
-		fmt.Fprintf(w, "  %-9s %-32s -> %-13s in %-9v %s\n", c.name, c.what, c.kind.Ident(), took.Round(time.Millisecond/10), err)
+		fmt.Fprintf(w, "  %-9s %-32s -> %-13s in %-9v %s\n", c.name, c.what, c.kind.Ident(), took.Round(time.Millisecond/10), termsafe.Text(err.Error()))
 		// The same host keeps serving normal calls.
 		if _, err := h.Invoke(ctx, "scale", small, abi.Scalar[float32](2)); err != nil {
 			return fmt.Errorf("host stopped serving after %s: %w", c.name, err)

@@ -242,6 +242,20 @@ func swapBytes(b []byte, d abi.DType) {
 	}
 }
 
+// Supports returns nil when a .npy file can hold elements of d, and
+// otherwise an error saying what to do instead (bf16 has no NumPy dtype).
+func Supports(d abi.DType) error {
+	for _, nt := range npyTypes {
+		if nt.dtype == d {
+			return nil
+		}
+	}
+	if d == abi.BF16 {
+		return fmt.Errorf("dtype bf16 cannot be stored in a .npy file: %s", bf16Advice)
+	}
+	return fmt.Errorf("dtype %s has no NumPy equivalent", d)
+}
+
 // WriteFile writes a tensor as a .npy file.
 func WriteFile(path string, t abi.Tensor) error {
 	var b bytes.Buffer
@@ -260,17 +274,14 @@ func Encode(w io.Writer, t abi.Tensor) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
+	if err := Supports(t.DType); err != nil {
+		return err
+	}
 	descr := ""
 	for _, nt := range npyTypes {
 		if nt.dtype == t.DType {
 			descr = nt.descr
 		}
-	}
-	if descr == "" {
-		if t.DType == abi.BF16 {
-			return fmt.Errorf("dtype bf16 cannot be written as .npy: %s", bf16Advice)
-		}
-		return fmt.Errorf("dtype %s has no NumPy equivalent", t.DType)
 	}
 	var shape strings.Builder
 	shape.WriteByte('(')

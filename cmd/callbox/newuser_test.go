@@ -1,0 +1,329 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+)
+
+// textWorkspace writes testdata/text.wat as text.wasm and a config with one
+// callback per export into a temporary directory.
+func textWorkspace(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("testdata/text.wat")
+	require.NoError(t, err)
+	wasm, err := wat.Compile(string(src))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "text.wasm"), wasm, 0o644))
+	cfg := `defaults:
+  timeout: 1s
+  wasi: minimal
+callbacks:
+  copy16:
+    module: text.wasm
+    export: copy
+    signature: "(x: f16[n]) -> f16[n]"
+  copybf16:
+    module: text.wasm
+    export: copy
+    signature: "(x: f32[n]) -> bf16[n]"
+  pass:
+    module: text.wasm
+    signature: "(x: f32[n]) -> $x"
+  evil_error:
+    module: text.wasm
+    signature: "(x: f32[n]) -> $x"
+  evil_log:
+    module: text.wasm
+    signature: "(x: f32[n]) -> $x"
+  evil_stdout:
+    module: text.wasm
+    signature: "(x: f32[n]) -> $x"
+    wasi: minimal
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644))
+	return dir
+}
+
+// TestRunF16EndToEnd: an f16 tensor made by npy make goes through a
+// callback and comes back as a float16 .npy file that npy show prints.
+func TestRunF16EndToEnd(t *testing.T) {
+	dir := textWorkspace(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	code, _, stderr := cli(t, "npy", "make", p("h.npy"), "--dtype", "f16", "0.1", "-2.5", "65504", "inf", "-0")
+	require.Equal(t, exitOK, code, stderr)
+	code, _, stderr = cli(t, "run", "-c", p("config.yaml"), "copy16", "--in", p("h.npy"), "--out", p("y.npy"))
+	require.Equal(t, exitOK, code, stderr)
+	y, err := tensorfile.ReadFile(p("y.npy"))
+	require.NoError(t, err)
+	assert.Equal(t, "f16[5]", y.Type())
+	assert.Equal(t, []uint16{0x2e66, 0xc100, 0x7bff, 0x7c00, 0x8000}, abi.MustView[uint16](y))
+	code, stdout, stderr := cli(t, "npy", "show", p("y.npy"))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "f16[5] [0.1 -2.5 65500 inf -0]\n", stdout, "the shortest decimal that reads back as the same float16, as NumPy prints it")
+}
+
+// TestNumPyReadsCLIOutput: what npy make writes, NumPy reads as the same
+// values, for every dtype npy make writes (when NumPy is installed).
+func TestNumPyReadsCLIOutput(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run(); err != nil {
+		t.Skipf("/usr/bin/python3 with numpy is not installed (scripts/install-toolchains.sh installs python3-numpy): %v", err)
+	}
+	dir := t.TempDir()
+	cases := map[string][]string{
+		"pred": {"true", "false", "1"}, "s8": {"-128", "127"}, "s16": {"-5", "300"}, "s32": {"-7"}, "s64": {"-9223372036854775808", "5"},
+		"u8": {"255"}, "u16": {"65535"}, "u32": {"4294967295"}, "u64": {"18446744073709551615"},
+		"f16": {"0.1", "-2.5", "65520"}, "f32": {"1.5", "-inf", "nan"}, "f64": {"1e300", "-0.25"}, "c64": {"1+2j", "-3.5j"}, "c128": {"-1-1j"},
+	}
+	want := map[string]string{
+		"pred": "[True, False, True]", "s8": "[-128, 127]", "s16": "[-5, 300]", "s32": "[-7]", "s64": "[-9223372036854775808, 5]",
+		"u8": "[255]", "u16": "[65535]", "u32": "[4294967295]", "u64": "[18446744073709551615]",
+		"f16": "[0.0999755859375, -2.5, inf]", "f32": "[1.5, -inf, nan]", "f64": "[1e+300, -0.25]", "c64": "[(1+2j), -3.5j]", "c128": "[(-1-1j)]",
+	}
+	var script strings.Builder
+	script.WriteString("import numpy as np\n")
+	for d, vals := range cases {
+		path := filepath.Join(dir, d+".npy")
+		code, _, stderr := cli(t, append([]string{"npy", "make", path, "--dtype", d}, vals...)...)
+		require.Equal(t, exitOK, code, stderr)
+		script.WriteString("print('" + d + "', np.load('" + path + "').tolist())\n")
+	}
+	out, err := exec.Command("/usr/bin/python3", "-c", script.String()).CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		d, got, _ := strings.Cut(line, " ")
+		assert.Equal(t, want[d], got, d)
+	}
+}
+
+// TestNpyMakeShowEveryDType: npy make accepts negative numbers, npy show
+// prints values (not a byte count) for every dtype .npy can hold.
+func TestNpyMakeShowEveryDType(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ dtype, show string }{
+		{"pred", "pred[3] [true false true]"},
+		{"s8", "s8[3] [-1 2 -128]"},
+		{"s16", "s16[3] [-1 2 -128]"},
+		{"s32", "s32[3] [-1 2 -128]"},
+		{"s64", "s64[3] [-1 2 -128]"},
+		{"u8", "u8[3] [1 2 128]"},
+		{"u16", "u16[3] [1 2 128]"},
+		{"u32", "u32[3] [1 2 128]"},
+		{"u64", "u64[3] [1 2 128]"},
+		{"f16", "f16[3] [-1.5 2 -128]"},
+		{"f32", "f32[3] [-1.5 2 -128]"},
+		{"f64", "f64[3] [-1.5 2 -128]"},
+		{"c64", "c64[3] [-1.5+0j 2-3j 0-128j]"},
+		{"c128", "c128[3] [-1.5+0j 2-3j 0-128j]"},
+	} {
+		t.Run(tc.dtype, func(t *testing.T) {
+			vals := map[string][]string{
+				"pred": {"true", "0", "1"}, "c64": {"-1.5", "2-3j", "-128j"}, "c128": {"-1.5", "2-3j", "-128j"},
+				"f16": {"-1.5", "2", "-128"}, "f32": {"-1.5", "2", "-128"}, "f64": {"-1.5", "2", "-128"},
+				"u8": {"1", "2", "128"}, "u16": {"1", "2", "128"}, "u32": {"1", "2", "128"}, "u64": {"1", "2", "128"},
+			}[tc.dtype]
+			if vals == nil {
+				vals = []string{"-1", "2", "-128"}
+			}
+			path := filepath.Join(dir, tc.dtype+".npy")
+			// The flag after the values, and a negative number first:
+			// "-1" must be a value, not a shorthand flag.
+			code, _, stderr := cli(t, append(append([]string{"npy", "make", path}, vals...), "--dtype", tc.dtype)...)
+			require.Equal(t, exitOK, code, stderr)
+			code, stdout, stderr := cli(t, "npy", "show", path)
+			require.Equal(t, exitOK, code, stderr)
+			assert.Equal(t, tc.show+"\n", stdout)
+		})
+	}
+	code, _, stderr := cli(t, "npy", "make", filepath.Join(dir, "x.npy"), "--dtype", "bf16", "1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "NumPy has no bfloat16 dtype")
+	code, _, stderr = cli(t, "npy", "make", filepath.Join(dir, "x.npy"), "-x", "1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "unknown shorthand flag: 'x'")
+}
+
+// TestNpyShowSummarises: a 2048×2048 array prints as NumPy summarises it
+// (three items each side of "..."), not 45 MB of values.
+func TestNpyShowSummarises(t *testing.T) {
+	dir := t.TempDir()
+	n := 2048
+	vals := make([]float32, n*n)
+	for i := range vals {
+		vals[i] = float32(i)
+	}
+	path := filepath.Join(dir, "big.npy")
+	require.NoError(t, tensorfile.WriteFile(path, abi.From(vals, int64(n), int64(n))))
+	code, stdout, stderr := cli(t, "npy", "show", path)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Less(t, len(stdout), 1000)
+	assert.Equal(t, `f32[2048,2048]
+[[0 1 2 ... 2045 2046 2047]
+ [2048 2049 2050 ... 4093 4094 4095]
+ [4096 4097 4098 ... 6141 6142 6143]
+ ...
+ [4.18816e+06 4.188161e+06 4.188162e+06 ... 4.190205e+06 4.190206e+06 4.190207e+06]
+ [4.190208e+06 4.190209e+06 4.19021e+06 ... 4.192253e+06 4.192254e+06 4.192255e+06]
+ [4.192256e+06 4.192257e+06 4.192258e+06 ... 4.194301e+06 4.194302e+06 4.194303e+06]]
+`, stdout)
+	// Small arrays are printed in full.
+	require.NoError(t, tensorfile.WriteFile(path, abi.From([]int8{1, 2, 3, 4, 5, 6}, 2, 1, 3)))
+	_, stdout, _ = cli(t, "npy", "show", path)
+	assert.Equal(t, "s8[2,1,3]\n[[[1 2 3]]\n\n [[4 5 6]]]\n", stdout)
+}
+
+// TestBoolNpyNonZeroIsTrue: the CLI reads a bool .npy whose bytes are not
+// 0/1 as NumPy does (issue 12's silent misread), from a file NumPy wrote.
+func TestBoolNpyNonZeroIsTrue(t *testing.T) {
+	code, stdout, stderr := cli(t, "npy", "show", "../../internal/tensorfile/testdata/numpy/bool_bytes.npy")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "pred[6] [false true true true true false]\n", stdout)
+}
+
+// TestRunWithoutOut: a pass-through callback needs no --out; results are
+// printed instead, and "--out -" prints one.
+func TestRunWithoutOut(t *testing.T) {
+	dir := textWorkspace(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	require.NoError(t, tensorfile.WriteFile(p("x.npy"), abi.From([]float32{1, -2, 3})))
+	code, stdout, stderr := cli(t, "run", "-c", p("config.yaml"), "pass", "--in", p("x.npy"))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "result 0: f32[3] [1 -2 3]\n", stdout)
+	assert.True(t, strings.HasPrefix(stderr, "callbox: INFO saw input callback=pass "), stderr)
+	code, stdout, stderr = cli(t, "run", "-c", p("config.yaml"), "pass", "--in", p("x.npy"), "--out", "-")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "result 0: f32[3] [1 -2 3]\n", stdout)
+}
+
+// TestExitStatuses: every exit status the README documents, each from a
+// real failure.
+func TestExitStatuses(t *testing.T) {
+	dir := textWorkspace(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	require.NoError(t, tensorfile.WriteFile(p("x.npy"), abi.From([]float32{1, 2})))
+	run := func(args ...string) (int, string) {
+		code, _, stderr := cli(t, append([]string{"run", "-c", p("config.yaml")}, args...)...)
+		return code, stderr
+	}
+	code, stderr := run("copy16", "--in", p("x.npy"), "--out", p("y.npy"))
+	assert.Equal(t, exitUsage, code, "a wrong input dtype is refused before running: %s", stderr)
+
+	code, stderr = run("pass", "--in", p("x.npy"), "--out", p("missing/y.npy"))
+	assert.Equal(t, exitUsage, code, "--out into a missing directory is refused before running: %s", stderr)
+	assert.Contains(t, stderr, "missing")
+
+	code, stderr = run("copybf16", "--in", p("x.npy"), "--out", p("y.npy"))
+	assert.Equal(t, exitUsage, code, "a bf16 result cannot be written as .npy: refused before running: %s", stderr)
+	assert.Contains(t, stderr, "NumPy has no bfloat16 dtype")
+
+	code, stderr = run("evil_error", "--in", p("x.npy"))
+	assert.Equal(t, exitCallback, code, stderr)
+
+	// An output that cannot be written after the call succeeded: the
+	// directory is made read-only after the check (root ignores modes,
+	// so a file in the way of the temporary name's rename is used: a
+	// directory named like the output).
+	require.NoError(t, os.Mkdir(p("taken.npy"), 0o755))
+	require.NoError(t, os.WriteFile(p("taken.npy/keep"), nil, 0o644))
+	code, stderr = run("pass", "--in", p("x.npy"), "--out", p("taken.npy"))
+	assert.Equal(t, exitOutput, code, stderr)
+	leftovers, _ := filepath.Glob(p(".taken.npy.*"))
+	assert.Empty(t, leftovers, "no temporary file is left behind")
+
+	code, _, stderr = cli(t, "bogus-command")
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Equal(t, exitOK, func() int { c, _, _ := cli(t, "npy", "show", p("x.npy")); return c }())
+}
+
+// forged lists what the hostile text in testdata/text.wat tries to put on
+// the terminal; none of it may reach the output raw.
+func assertNoTerminalControl(t *testing.T, what, out string) {
+	t.Helper()
+	for _, r := range strings.TrimSuffix(out, "\n") {
+		if r == '\n' {
+			continue // the CLI's own line ends, checked per line below
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || !unicode.IsPrint(r) {
+			t.Errorf("%s: raw %U reached the output: %q", what, r, out)
+			return
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		assert.False(t, strings.HasPrefix(line, "callbox: callback \"scale\" ok"), "%s: a forged line: %q", what, out)
+		assert.False(t, strings.HasPrefix(line, "callbox: forged"), "%s: a forged line: %q", what, out)
+	}
+}
+
+// TestGuestTextCannotForgeOutput (issue 13 item 2): guest text with
+// terminal escapes, a newline and a fake "ok" line, carriage return,
+// backspaces, a C1 CSI and bidi overrides, through callbox.error,
+// callbox.log, WASI stdout and stderr and an export name, is printed
+// escaped on the guest's own line; the raw text stays in the error.
+func TestGuestTextCannotForgeOutput(t *testing.T) {
+	dir := textWorkspace(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	require.NoError(t, tensorfile.WriteFile(p("x.npy"), abi.From([]float32{1, 2})))
+	const escaped = `\x1b[2J\x1b[31mPWNED\x1b[0m\ncallbox: callback "scale" ok\r\b\b\u009b31m\u202eevil\u202c\x1b]0;title\x07 end`
+
+	code, _, stderr := cli(t, "run", "-c", p("config.yaml"), "evil_error", "--in", p("x.npy"))
+	assert.Equal(t, exitCallback, code)
+	assertNoTerminalControl(t, "error line", stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	assert.Contains(t, stderr, escaped)
+
+	code, _, stderr = cli(t, "run", "-c", p("config.yaml"), "evil_log", "--in", p("x.npy"))
+	assert.Equal(t, exitOK, code, stderr)
+	assertNoTerminalControl(t, "log line", stderr)
+	assert.True(t, strings.HasPrefix(stderr, "callbox: INFO "+escaped+" callback=evil_log "), stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+
+	code, _, stderr = cli(t, "run", "-c", p("config.yaml"), "evil_stdout", "--in", p("x.npy"))
+	assert.Equal(t, exitOK, code, stderr)
+	assertNoTerminalControl(t, "WASI output", stderr)
+	// The guest's newline splits its stream into lines (each a record);
+	// each is escaped and starts with the CLI's own prefix.
+	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		assert.Regexp(t, `^callbox: (INFO|WARN) `, line)
+	}
+	assert.Contains(t, stderr, `\x1b[2J\x1b[31mPWNED\x1b[0m`)
+	assert.Contains(t, stderr, `\u202eevil\u202c`)
+
+	code, stdout, stderr := cli(t, "inspect", p("text.wasm"))
+	assertNoTerminalControl(t, "inspect", stdout+stderr)
+	assert.Contains(t, stdout, `name\x1b[2J\ncallbox: forged\u202e`)
+	_ = code
+
+	// Programs still get the raw text.
+	h, err := host.New(t.Context(), nil)
+	require.NoError(t, err)
+	defer h.Close(t.Context())
+	wasm, err := os.ReadFile(p("text.wasm"))
+	require.NoError(t, err)
+	cb := defaultCallback("evil_error", "(x: f32[n]) -> $x")
+	require.NoError(t, h.LoadModule(t.Context(), cb, wasm))
+	_, err = h.Invoke(t.Context(), "evil_error", abi.From([]float32{1}))
+	var ce *host.CallbackError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, ce.GuestMessage, "\x1b[2J\x1b[31mPWNED\x1b[0m\ncallbox: callback \"scale\" ok\r\b\b")
+}
+
+func defaultCallback(name, sig string) config.Callback {
+	cb := config.DefaultCallback()
+	cb.Name, cb.Signature, cb.Module = name, sig, "text.wasm"
+	cb.WASI = config.WASIMinimal
+	return cb
+}
