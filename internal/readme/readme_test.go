@@ -1,0 +1,126 @@
+// Package readme tests the code blocks of the project's Markdown files:
+// every fenced go block is compiled. A complete file (starting with
+// "package") is built as it is, guest SDK examples for GOOS=wasip1; a
+// fragment is built as the body of a func(ctx context.Context) error with
+// the host packages imported. Shell blocks' callbox command lines are
+// checked by cmd/callbox's TestReadmeCommandLines.
+package readme
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Block is one fenced code block.
+type Block struct {
+	File, Lang, Text string
+	Line             int // of the opening fence
+}
+
+// Blocks returns the fenced code blocks of a Markdown file.
+func Blocks(path string) ([]Block, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Block
+	var cur *Block
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "```") {
+			if cur == nil {
+				cur = &Block{File: path, Lang: strings.TrimSpace(line[3:]), Line: n}
+			} else {
+				out = append(out, *cur)
+				cur = nil
+			}
+			continue
+		}
+		if cur != nil {
+			cur.Text += line + "\n"
+		}
+	}
+	return out, sc.Err()
+}
+
+// root is the repository root.
+func root(t *testing.T) string {
+	dir, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	return dir
+}
+
+func markdownFiles(t *testing.T) []string {
+	out, err := exec.Command("git", "-C", root(t), "ls-files", "*.md").Output()
+	require.NoError(t, err)
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		files = append(files, filepath.Join(root(t), f))
+	}
+	require.NotEmpty(t, files)
+	return files
+}
+
+// fragmentImports are the packages a README fragment may use.
+const fragmentImports = `import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+var _ = errors.Is
+var _ = fmt.Sprint
+var _ = abi.From[float32]
+var _ = config.Load
+var _ host.Kind
+`
+
+func TestGoBlocksCompile(t *testing.T) {
+	var blocks []Block
+	for _, f := range markdownFiles(t) {
+		bs, err := Blocks(f)
+		require.NoError(t, err)
+		for _, b := range bs {
+			if b.Lang == "go" {
+				blocks = append(blocks, b)
+			}
+		}
+	}
+	require.NotEmpty(t, blocks)
+	for i, b := range blocks {
+		rel, _ := filepath.Rel(root(t), b.File)
+		t.Run(fmt.Sprintf("%s:%d", rel, b.Line), func(t *testing.T) {
+			// Inside the module, so its imports resolve.
+			dir, err := os.MkdirTemp(root(t), ".readme-block-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			src := b.Text
+			env := os.Environ()
+			if !strings.HasPrefix(strings.TrimSpace(src), "package ") && !strings.HasPrefix(strings.TrimSpace(src), "//") {
+				src = "package block\n\n" + fragmentImports + fmt.Sprintf("\nfunc block%d(ctx context.Context) error {\n%s}\n", i, src)
+			}
+			if strings.Contains(src, "callbox/guests/go/callbox") {
+				env = append(env, "GOOS=wasip1", "GOARCH=wasm")
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "block.go"), []byte(src), 0o644))
+			cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
+			cmd.Dir = root(t)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "the go block at %s:%d does not compile:\n%s\n%s", rel, b.Line, out, src)
+		})
+	}
+}
