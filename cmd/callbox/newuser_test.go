@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,4 +327,52 @@ func defaultCallback(name, sig string) config.Callback {
 	cb.Name, cb.Signature, cb.Module = name, sig, "text.wasm"
 	cb.WASI = config.WASIMinimal
 	return cb
+}
+
+// TestReadmeCommandLines parses every callbox command line in the shell
+// blocks of the Markdown files against the real command tree: the
+// subcommand exists, its flags exist and take the values given, and the
+// positional arguments are accepted. (Running them needs files the
+// examples only name.)
+func TestReadmeCommandLines(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.md").Output()
+	require.NoError(t, err)
+	checked := 0
+	for _, file := range strings.Fields(string(out)) {
+		data, err := os.ReadFile(filepath.Join("../..", file))
+		require.NoError(t, err)
+		inBlock, inSh := false, false
+		for n, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "```") {
+				lang := strings.TrimSpace(line[3:])
+				inBlock = !inBlock
+				inSh = inBlock && (lang == "sh" || lang == "")
+				continue
+			}
+			if !inSh {
+				continue
+			}
+			line, _, _ = strings.Cut(line, "#")
+			fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "$ "))
+			if len(fields) < 2 || !strings.HasSuffix(fields[0], "callbox") || strings.Contains(fields[0], ".") && fields[0] != "./callbox" {
+				continue
+			}
+			args := fields[1:]
+			t.Run(fmt.Sprintf("%s:%d", file, n+1), func(t *testing.T) {
+				root := newRoot()
+				cmd, rest, err := root.Find(args)
+				require.NoError(t, err, "%q", line)
+				require.NotEqual(t, root, cmd, "%q names no subcommand", line)
+				if cmd.DisableFlagParsing {
+					_, _, err = parseValueArgs(cmd, rest)
+					require.NoError(t, err, "%q", line)
+					return
+				}
+				require.NoError(t, cmd.ParseFlags(rest), "%q", line)
+				require.NoError(t, cmd.ValidateArgs(cmd.Flags().Args()), "%q", line)
+			})
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 10)
 }
