@@ -1,0 +1,84 @@
+package guests_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// readmeBlock returns the first fenced block of language lang in a README
+// that contains marker, so a test runs exactly the recipe the README shows.
+func readmeBlock(t *testing.T, readme, lang, marker string) string {
+	t.Helper()
+	data, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	parts := strings.Split(string(data), "```")
+	for i := 1; i < len(parts); i += 2 {
+		if strings.HasPrefix(parts[i], lang+"\n") && strings.Contains(parts[i], marker) {
+			return strings.TrimPrefix(parts[i], lang+"\n")
+		}
+	}
+	t.Fatalf("%s has no %s block containing %q", readme, lang, marker)
+	return ""
+}
+
+// loadAndScale loads a scale module built outside the repository and
+// checks one call.
+func loadAndScale(t *testing.T, wasm []byte) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := host.New(ctx, nil)
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	cb := config.DefaultCallback()
+	cb.Name, cb.Module = "scale", "<recipe>"
+	require.NoError(t, h.LoadModule(ctx, cb, wasm))
+	out, err := h.Invoke(ctx, "scale", abi.From([]float32{1, 2, 3}), abi.Scalar[float32](2))
+	require.NoError(t, err)
+	assert.Equal(t, []float32{2, 4, 6}, abi.MustView[float32](out[0]))
+}
+
+// TestRustCargoRecipe builds the Rust SDK's scale example the way
+// guests/rust/README.md tells a user to, from a crate in a temporary
+// directory outside the repository: its Cargo.toml block (the path
+// dependency pointed at this checkout) and its cargo command, with
+// Debian's cargo and rustc, offline. Skipped only when they are missing
+// (scripts/install-toolchains.sh installs them; make test runs it).
+func TestRustCargoRecipe(t *testing.T) {
+	for _, tool := range []string{"/usr/bin/cargo", "/usr/bin/rustc", "/usr/lib/rustlib/wasm32-unknown-unknown"} {
+		if _, err := os.Stat(tool); err != nil {
+			t.Skipf("Debian's cargo, rustc and wasm32 std are needed (apt install cargo rustc libstd-rust-dev-wasm32; scripts/install-toolchains.sh): %v", err)
+		}
+	}
+	sdk, err := filepath.Abs("rust/callbox")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	toml := readmeBlock(t, "rust/README.md", "toml", "[dependencies]")
+	require.Contains(t, toml, `path = "../callbox/guests/rust/callbox"`)
+	toml = strings.ReplaceAll(toml, "../callbox/guests/rust/callbox", sdk)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte(toml), 0o644))
+	src, err := os.ReadFile("rust/examples/scale.rs")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scale.rs"), src, 0o644))
+
+	script := readmeBlock(t, "rust/README.md", "sh", "cargo build")
+	cmd := exec.Command("sh", "-euc", script)
+	cmd.Dir = dir
+	// A clean environment: no rustup cargo on PATH first, no user config.
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CARGO_HOME=" + filepath.Join(dir, ".cargo")}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the README's cargo recipe failed:\n%s\n%s", script, out)
+	wasm, err := os.ReadFile(filepath.Join(dir, "target/wasm32-unknown-unknown/release/scale.wasm"))
+	require.NoError(t, err)
+	loadAndScale(t, wasm)
+}
