@@ -41,7 +41,9 @@ func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host
 	p("module       %s", termsafe.Text(path))
 	p("size         %d bytes", r.Size)
 	p("sha256       %s", r.SHA256)
-	if r.ABIVersion != 0 {
+	if r.ABIVersion != 0 && r.Stubbed {
+		p("abi version  %d (read with the imports the host does not provide stubbed out; see problems)", r.ABIVersion)
+	} else if r.ABIVersion != 0 {
 		p("abi version  %d", r.ABIVersion)
 	} else {
 		p("abi version  unknown")

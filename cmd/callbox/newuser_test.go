@@ -376,3 +376,42 @@ func TestReadmeCommandLines(t *testing.T) {
 	}
 	assert.Greater(t, checked, 10)
 }
+
+// TestInspectWithoutAbortHook: a module that imports env.abort (an
+// AssemblyScript build without the SDK's abort hook) is reported with its
+// ABI version and signatures, and the problem says how to fix it.
+func TestInspectWithoutAbortHook(t *testing.T) {
+	src, err := os.ReadFile("testdata/noabort.wat")
+	require.NoError(t, err)
+	wasm, err := wat.Compile(string(src))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "noabort.wasm")
+	require.NoError(t, os.WriteFile(path, wasm, 0o644))
+	code, stdout, stderr := cli(t, "inspect", path)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.NotContains(t, stdout, "abi version  unknown")
+	assert.Contains(t, stdout, "abi version  1 (read with the imports the host does not provide stubbed out")
+	assert.Regexp(t, `scale +\(x: f32\[n\], factor: f32\[\]\) -> f32\[n\]`, stdout)
+	assert.Contains(t, stdout, "imports env.abort, which the host does not provide: an AssemblyScript module built without the SDK's abort hook")
+	assert.Contains(t, stdout, "asconfig.callbox.json")
+}
+
+// TestInspectStubbedProbeIsBounded: the stubbed probe runs guest code (a
+// start function) under the callback defaults' timeout: an endless start
+// function in a module with an unprovided import ends, and reports.
+func TestInspectStubbedProbeIsBounded(t *testing.T) {
+	wasm, err := wat.Compile(`(module
+  (import "env" "x" (func $x))
+  (memory (export "memory") 1)
+  (func $s (loop $l (br $l)))
+  (start $s)
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 0)))`)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "loop.wasm")
+	require.NoError(t, os.WriteFile(path, wasm, 0o644))
+	code, stdout, _ := cli(t, "inspect", path)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stdout, "abi version  unknown")
+	assert.Contains(t, stdout, "imports env.x, which the host does not provide")
+}
