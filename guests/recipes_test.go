@@ -82,3 +82,73 @@ func TestRustCargoRecipe(t *testing.T) {
 	require.NoError(t, err)
 	loadAndScale(t, wasm)
 }
+
+// TestAssemblyScriptNpmRecipe builds a callback the way
+// guests/assemblyscript/README.md ("From your own project") tells a user
+// to, in a temporary directory outside the repository: npm pack the SDK,
+// npm install the tarball with the compiler, the README's scale.ts and
+// asconfig.json, and its asc command. The compiler comes from tarballs of
+// the repository's locked node_modules (npm ci, which
+// scripts/install-toolchains.sh runs), so the test needs no registry.
+func TestAssemblyScriptNpmRecipe(t *testing.T) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skipf("npm is not installed (scripts/install-toolchains.sh needs node and npm): %v", err)
+	}
+	sdk, err := filepath.Abs("assemblyscript")
+	require.NoError(t, err)
+	deps := filepath.Join(sdk, "node_modules")
+	if _, err := os.Stat(filepath.Join(deps, "assemblyscript", "package.json")); err != nil {
+		t.Skipf("the AssemblyScript compiler is not installed in guests/assemblyscript (npm ci; scripts/install-toolchains.sh): %v", err)
+	}
+	dir := t.TempDir()
+	project := filepath.Join(dir, "my-callbacks")
+	packs := filepath.Join(dir, "packs")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	require.NoError(t, os.MkdirAll(packs, 0o755))
+	env := append(os.Environ(), "npm_config_cache="+filepath.Join(dir, "npm-cache"), "npm_config_update_notifier=false")
+	sh := func(wd, script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-euc", script)
+		cmd.Dir, cmd.Env = wd, env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s:\n%s", script, out)
+		return string(out)
+	}
+	// The compiler and its two dependencies as tarballs, in place of
+	// "assemblyscript@0.28.20" from the registry.
+	var compiler []string
+	for _, p := range []string{"assemblyscript", "binaryen", "long"} {
+		name := strings.TrimSpace(sh(packs, npm+" pack --silent "+filepath.Join(deps, p)))
+		compiler = append(compiler, filepath.Join(packs, name))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"name": "my-callbacks", "version": "1.0.0", "private": true, "type": "module"}`+"\n"), 0o644))
+	readme := "assemblyscript/README.md"
+	src := readmeBlock(t, readme, "ts", `from "@callbox/guest-assemblyscript"`)
+	require.NoError(t, os.WriteFile(filepath.Join(project, "scale.ts"), []byte(src), 0o644))
+	asconfig := readmeBlock(t, readme, "json", "asconfig.callbox.json")
+	require.NoError(t, os.WriteFile(filepath.Join(project, "asconfig.json"), []byte(asconfig), 0o644))
+
+	recipe := readmeBlock(t, readme, "sh", "npm pack ../callbox/guests/assemblyscript")
+	var lines []string
+	for _, line := range strings.Split(recipe, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "cd "):
+			continue
+		case strings.HasPrefix(line, "npm pack "):
+			require.Equal(t, "npm pack ../callbox/guests/assemblyscript", line)
+			line = "npm pack --silent " + sdk
+		case strings.HasPrefix(line, "npm install "):
+			require.Contains(t, line, "assemblyscript@0.28.20")
+			line = strings.Replace(line, "assemblyscript@0.28.20", strings.Join(compiler, " "), 1) + " --offline --no-audit --no-fund"
+		}
+		lines = append(lines, line)
+	}
+	require.Len(t, lines, 3, "the README recipe: npm pack, npm install, npx asc")
+	sh(project, strings.Join(lines, "\n"))
+	wasm, err := os.ReadFile(filepath.Join(project, "scale.wasm"))
+	require.NoError(t, err)
+	loadAndScale(t, wasm)
+}
