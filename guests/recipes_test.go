@@ -152,3 +152,47 @@ func TestAssemblyScriptNpmRecipe(t *testing.T) {
 	require.NoError(t, err)
 	loadAndScale(t, wasm)
 }
+
+// TestCWasiGrant pins down guests/c/README.md's rule for wasi: minimal: a
+// wasi-libc build that calls nothing reaching the outside world imports
+// nothing from WASI and loads without the grant; one that calls printf
+// imports fd_write and is refused without it, with a message naming the
+// setting, and loads with it.
+func TestCWasiGrant(t *testing.T) {
+	ctx := context.Background()
+	load := func(wasm []byte, wasi string) error {
+		h, err := host.New(ctx, nil)
+		require.NoError(t, err)
+		defer h.Close(ctx)
+		cb := config.DefaultCallback()
+		cb.Name, cb.Module, cb.WASI = "scale", "<c>", wasi
+		return h.LoadModule(ctx, cb, wasm)
+	}
+	shipped, err := os.ReadFile("build/c/scale.wasm")
+	if err != nil {
+		t.Skipf("guests/build/c/scale.wasm is not built (guests/build.sh): %v", err)
+	}
+	require.NoError(t, load(shipped, config.WASINone), "the shipped wasi-libc scale imports no WASI")
+
+	if _, err := exec.LookPath("clang"); err != nil {
+		t.Skipf("clang is not installed (scripts/install-toolchains.sh): %v", err)
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile("c/examples/scale.c")
+	require.NoError(t, err)
+	printing := strings.Replace(string(src), "#include", "#include <stdio.h>\n#include", 1)
+	printing += "\n__attribute__((export_name(\"hello\"))) int hello(void) { return printf(\"hi\\n\"); }\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scale.c"), []byte(printing), 0o644))
+	inc, err := filepath.Abs("c")
+	require.NoError(t, err)
+	cmd := exec.Command("clang", "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-I", inc, "-Wl,--strip-all", "scale.c", "-o", "scale.wasm")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	wasm, err := os.ReadFile(filepath.Join(dir, "scale.wasm"))
+	require.NoError(t, err)
+	err = load(wasm, config.WASINone)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "imports wasi_snapshot_preview1.fd_write, but WASI is not granted to this callback (set wasi: minimal)")
+	require.NoError(t, load(wasm, config.WASIMinimal))
+}
