@@ -415,3 +415,55 @@ func TestInspectStubbedProbeIsBounded(t *testing.T) {
 	assert.Contains(t, stdout, "abi version  unknown")
 	assert.Contains(t, stdout, "imports env.x, which the host does not provide")
 }
+
+// TestCheckShowsEveryLimit: check prints every effective limit, fuel
+// included, so a user can confirm the budget they set.
+func TestCheckShowsEveryLimit(t *testing.T) {
+	dir := workspace(t, "    fuel: 123456\n    max_log: 8KiB\n")
+	code, stdout, stderr := cli(t, "check", "-c", filepath.Join(dir, "config.yaml"))
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(stdout, "\n")
+	assert.Regexp(t, `^CALLBACK +ENGINE +TIMEOUT +MEMORY +FUEL +STACK +OUTPUT +ERROR +LOG +ISOLATION +WASI +SIGNATURE`, lines[0])
+	assert.Regexp(t, `^scale +wazero +50ms +64MiB +unlimited +default +1GiB +4KiB +64KiB +pooled +none +\(x: f32\[n\]`, lines[1])
+	assert.Regexp(t, `^spin +wazero +50ms +64MiB +123456 +default +1GiB +4KiB +8KiB +pooled +none `, lines[2])
+}
+
+// TestDemoSaysWhereThingsComeFrom: the demo names each module's source,
+// prints the config it uses as YAML that loads (check accepts it, pointed
+// at the embedded modules), shows pass-through signatures as "$x", and
+// ends with where to go next.
+func TestDemoSaysWhereThingsComeFrom(t *testing.T) {
+	code, stdout, stderr := cli(t, "demo", "--engine", "wazero")
+	require.Equal(t, exitOK, code, stderr)
+	for _, want := range []string{"guests/rust/examples/scale.rs", "guests/assemblyscript/examples/tap_print.ts",
+		"guests/assemblyscript/README.md", "callbox run -c config.yaml NAME --in x.npy"} {
+		assert.Contains(t, stdout, want)
+	}
+	assert.Regexp(t, `tap_print +assemblyscript +\(x: f32\[n\]\) -> \$x `, stdout)
+	// The YAML block: from "  callbacks:" to the blank line after it.
+	_, rest, ok := strings.Cut(stdout, "\n  callbacks:\n")
+	require.True(t, ok)
+	block, _, _ := strings.Cut(rest, "\n\n")
+	prebuilt, err := filepath.Abs("../../guests/prebuilt")
+	require.NoError(t, err)
+	yaml := "callbacks:\n" + strings.ReplaceAll(block, "guests/prebuilt", prebuilt) + "\n"
+	path := filepath.Join(t.TempDir(), "demo.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o644))
+	code, out, stderr := cli(t, "check", "-c", path)
+	require.Equal(t, exitOK, code, "%s\n%s", stderr, yaml)
+	assert.Contains(t, out, "ok, 9 callback(s) loaded")
+	assert.Regexp(t, `spin +wazero +50ms `, out)
+}
+
+// TestNpyFileKinds: a version-3.0 .npy file (NumPy writes one when the
+// header needs UTF-8) reads; an .npz archive is named as such, with what
+// to do; both files written by NumPy.
+func TestNpyFileKinds(t *testing.T) {
+	vec := "../../internal/tensorfile/testdata/numpy/"
+	code, stdout, stderr := cli(t, "npy", "show", vec+"float32_v3.npy")
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "f32[12] [0 -0 1 -2.5 inf -inf nan "), stdout)
+	code, _, stderr = cli(t, "npy", "show", vec+"archive.npz")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "this is a zip archive (an .npz file from numpy.savez?), not a .npy file: extract the array you want")
+}
