@@ -21,6 +21,7 @@ targets=(
   "./internal/sandbox FuzzImports"
   "./internal/wasmbin FuzzParse"
   "./internal/tensorfile FuzzDecode"
+  "./internal/termsafe FuzzText"
   "./config FuzzLoad"
   "./config FuzzLoadEnv"
   "./host FuzzGuest"

@@ -42,6 +42,10 @@ callbacks:
     module: text.wasm
     export: copy
     signature: "(x: f32[n]) -> bf16[n]"
+  takebf16:
+    module: text.wasm
+    export: pass
+    signature: "(x: bf16[n]) -> $x"
   pass:
     module: text.wasm
     signature: "(x: f32[n]) -> $x"
@@ -230,6 +234,11 @@ func TestExitStatuses(t *testing.T) {
 	code, stderr = run("copybf16", "--in", p("x.npy"), "--out", p("y.npy"))
 	assert.Equal(t, exitUsage, code, "a bf16 result cannot be written as .npy: refused before running: %s", stderr)
 	assert.Contains(t, stderr, "NumPy has no bfloat16 dtype")
+
+	code, stderr = run("takebf16", "--in", p("x.npy"))
+	assert.Equal(t, exitUsage, code, "a bf16 parameter cannot come from a .npy file: refused before running: %s", stderr)
+	assert.Contains(t, stderr, "parameter 0 (x) is bf16[n], which no --in file can hold")
+	assert.Contains(t, stderr, "x.astype(np.float32)")
 
 	code, stderr = run("evil_error", "--in", p("x.npy"))
 	assert.Equal(t, exitCallback, code, stderr)

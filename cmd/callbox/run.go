@@ -91,10 +91,16 @@ func newRunCmd() *cobra.Command {
 	return cmd
 }
 
-// checkOuts refuses, before the call runs, --out lists that cannot work:
-// a count other than zero or the number of results, a directory that does
-// not exist, a result dtype .npy cannot hold.
+// checkOuts refuses, before the call runs, what cannot work from .npy
+// files: a parameter dtype .npy cannot hold (bf16), an --out count other
+// than zero or the number of results, a directory that does not exist, a
+// result dtype .npy cannot hold.
 func checkOuts(outs []string, info host.Info) error {
+	for i, p := range info.Signature.Params {
+		if err := tensorfile.Supports(p.DType); err != nil {
+			return fmt.Errorf("parameter %d (%s) is %s, which no --in file can hold: %w", i, p.Name, p, err)
+		}
+	}
 	results := info.Signature.Results
 	if len(outs) == 0 {
 		return nil
