@@ -1,5 +1,6 @@
 // Package readme tests the code blocks of the project's Markdown files:
-// every fenced go block is compiled. A complete file (starting with
+// every fenced go block is compiled, and every yaml block is loaded as a
+// config file. A complete file (starting with
 // "package") is built as it is, guest SDK examples for GOOS=wasip1; a
 // fragment is built as the body of a func(ctx context.Context) error with
 // the host packages imported. Shell blocks' callbox command lines are
@@ -16,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // Block is one fenced code block.
@@ -123,4 +126,29 @@ func TestGoBlocksCompile(t *testing.T) {
 			require.NoError(t, err, "the go block at %s:%d does not compile:\n%s\n%s", rel, b.Line, out, src)
 		})
 	}
+}
+
+// TestYAMLBlocksLoad loads every yaml block of the Markdown files as a
+// config file: the keys, units and values the READMEs show are accepted.
+// (Module files are not opened by config.Load.)
+func TestYAMLBlocksLoad(t *testing.T) {
+	n := 0
+	for _, f := range markdownFiles(t) {
+		bs, err := Blocks(f)
+		require.NoError(t, err)
+		for _, b := range bs {
+			if b.Lang != "yaml" {
+				continue
+			}
+			n++
+			rel, _ := filepath.Rel(root(t), b.File)
+			t.Run(fmt.Sprintf("%s:%d", rel, b.Line), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "config.yaml")
+				require.NoError(t, os.WriteFile(path, []byte(b.Text), 0o644))
+				_, err := config.Load(path)
+				require.NoError(t, err, "the yaml block at %s:%d does not load:\n%s", rel, b.Line, b.Text)
+			})
+		}
+	}
+	require.Greater(t, n, 3)
 }
