@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -151,4 +152,42 @@ func TestYAMLBlocksLoad(t *testing.T) {
 		}
 	}
 	require.Greater(t, n, 3)
+}
+
+// TestExampleBlocksAreTheExamples: a rust, c or ts block whose first line
+// names an example file ("// scale.rs", "/* scale.c */", "//
+// examples/scale.ts") shows that file's code verbatim, so it is the code
+// guests/build.sh compiles and the conformance suite runs. Other blocks of
+// these languages are whole files compiled by a test of their own (the
+// AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go); API
+// listings are fenced as text.
+func TestExampleBlocksAreTheExamples(t *testing.T) {
+	dirs := map[string]string{"rust": "guests/rust/examples", "c": "guests/c/examples", "ts": "guests/assemblyscript/examples"}
+	name := regexp.MustCompile(`^(?://|/\*) *(?:examples/)?([a-z_]+\.(?:rs|c|ts))\b`)
+	n := 0
+	for _, f := range markdownFiles(t) {
+		bs, err := Blocks(f)
+		require.NoError(t, err)
+		for _, b := range bs {
+			dir, ok := dirs[b.Lang]
+			if !ok {
+				continue
+			}
+			rel, _ := filepath.Rel(root(t), b.File)
+			first, rest, _ := strings.Cut(b.Text, "\n")
+			if b.Lang == "ts" && strings.Contains(b.Text, `from "@callbox/guest-assemblyscript"`) {
+				continue // compiled by TestAssemblyScriptNpmRecipe
+			}
+			m := name.FindStringSubmatch(first)
+			if m == nil {
+				t.Errorf("%s:%d: a %s block that names no example file (first line %q) is compiled by no test; name the file or fence an API listing as text", rel, b.Line, b.Lang, first)
+				continue
+			}
+			src, err := os.ReadFile(filepath.Join(root(t), dir, m[1]))
+			require.NoError(t, err, "%s:%d names %s", rel, b.Line, m[1])
+			require.Contains(t, string(src), rest, "%s:%d differs from %s/%s", rel, b.Line, dir, m[1])
+			n++
+		}
+	}
+	require.GreaterOrEqual(t, n, 3)
 }
