@@ -27,8 +27,11 @@ const maxRank = 64
 // in any order, single- or double-quoted strings, spaces anywhere, an
 // optional trailing comma, and padding after the closing brace. Each of the
 // three keys must appear exactly once and no other key may.
-func parseHeader(s string) (header, error) {
-	p := &litParser{s: s}
+//
+// longs accepts Python 2's "3L" in the shape, as NumPy does for version 1.0
+// and 2.0 files (which Python 2 wrote), not for 3.0.
+func parseHeader(s string, longs bool) (header, error) {
+	p := &litParser{s: s, longs: longs}
 	var h header
 	seen := map[string]bool{}
 	p.space()
@@ -104,8 +107,9 @@ func parseHeader(s string) (header, error) {
 
 // litParser scans a Python literal.
 type litParser struct {
-	s string
-	i int
+	s     string
+	i     int
+	longs bool // accept a trailing L on integers
 }
 
 func (p *litParser) errorf(format string, args ...any) error {
@@ -164,7 +168,9 @@ func (p *litParser) str() (string, error) {
 	return v, nil
 }
 
-// shape reads a tuple of non-negative integers: (), (3,), (2, 3).
+// shape reads a tuple of non-negative integers: (), (3,), (2, 3). As
+// NumPy does, it refuses "(3)" (the integer 3 in Python, not a tuple), and
+// Python 2's "3L" unless p.longs.
 func (p *litParser) shape() ([]int64, error) {
 	if !p.eat('(') {
 		return nil, p.errorf("want a tuple")
@@ -173,13 +179,16 @@ func (p *litParser) shape() ([]int64, error) {
 	for {
 		p.space()
 		if p.eat(')') {
-			return dims, nil
+			return dims, nil // (), or after a trailing comma
 		}
 		start := p.i
-		for p.i < len(p.s) && (isDigit(p.s[p.i]) || p.s[p.i] == 'L') {
+		for p.i < len(p.s) && isDigit(p.s[p.i]) {
 			p.i++
 		}
-		tok := strings.TrimSuffix(p.s[start:p.i], "L") // Python 2 longs
+		tok := p.s[start:p.i]
+		if p.longs && tok != "" && p.peek() == 'L' {
+			p.i++
+		}
 		if tok == "" {
 			return nil, p.errorf("want a non-negative dimension")
 		}
@@ -195,12 +204,12 @@ func (p *litParser) shape() ([]int64, error) {
 		if p.eat(',') {
 			continue
 		}
-		p.space()
 		if !p.eat(')') {
 			return nil, p.errorf("want ',' or ')' in the shape")
 		}
-		// "(3)" (the integer 3 in Python) is accepted as (3,): NumPy always
-		// writes the comma, and the meaning is not in doubt.
+		if len(dims) == 1 {
+			return nil, p.errorf("(%d) is not a tuple; a 1-d shape is written (%d,)", dims[0], dims[0])
+		}
 		return dims, nil
 	}
 }

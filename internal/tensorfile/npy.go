@@ -69,7 +69,7 @@ func ReadFile(path string) (abi.Tensor, error) {
 	if err != nil {
 		return abi.Tensor{}, err
 	}
-	t, err := Decode(data)
+	t, err := decode(data, true)
 	if err != nil {
 		return abi.Tensor{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -77,8 +77,13 @@ func ReadFile(path string) (abi.Tensor, error) {
 }
 
 // Decode reads a .npy image (the whole file's bytes) as a tensor. Errors
-// name the byte offset or header key at fault.
-func Decode(data []byte) (abi.Tensor, error) {
+// name the byte offset or header key at fault. The tensor's data is a copy:
+// data is not modified or retained.
+func Decode(data []byte) (abi.Tensor, error) { return decode(data, false) }
+
+// decode is Decode; with owned, the tensor's data aliases data (which it
+// may rewrite in place: byte order, bools) instead of copying it.
+func decode(data []byte, owned bool) (abi.Tensor, error) {
 	if len(data) > MaxFileBytes {
 		return abi.Tensor{}, fmt.Errorf("file of %d bytes exceeds %d", len(data), MaxFileBytes)
 	}
@@ -120,7 +125,7 @@ func Decode(data []byte) (abi.Tensor, error) {
 			}
 		}
 	}
-	h, err := parseHeader(string(hdr))
+	h, err := parseHeader(string(hdr), data[6] < 3)
 	if err != nil {
 		return abi.Tensor{}, fmt.Errorf("malformed .npy header (offset %d): %w", hdrStart, err)
 	}
@@ -141,7 +146,11 @@ func Decode(data []byte) (abi.Tensor, error) {
 		// sign of a damaged file or a header that misdescribes its data.
 		return abi.Tensor{}, fmt.Errorf("shape %v of %s needs %d data bytes after the header (offset %d), the file has %d", t.Shape, t.DType, want, hdrEnd, have)
 	}
-	t.Data = bytes.Clone(data[hdrEnd:])
+	if owned {
+		t.Data = data[hdrEnd:]
+	} else {
+		t.Data = bytes.Clone(data[hdrEnd:])
+	}
 	if t.Data == nil {
 		t.Data = []byte{}
 	}
