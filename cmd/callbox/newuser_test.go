@@ -476,3 +476,27 @@ func TestNpyFileKinds(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "this is a zip archive (an .npz file from numpy.savez?), not a .npy file: extract the array you want")
 }
+
+// TestInspectEscapesSignatureText: signature text from the module's
+// callbox_signatures export that tries terminal escapes, a newline with a
+// forged line and a bidi override reaches inspect's output escaped.
+func TestInspectEscapesSignatureText(t *testing.T) {
+	table := "ok = (x: f32[n]) -> $x\nevil\x1b[2J = (x: f32[n]) -> $x\ncallbox: forged \u202e\r\b"
+	data := ""
+	for _, c := range []byte(fmt.Sprintf("%c%c%c%c%s", len(table), 0, 0, 0, table)) {
+		data += fmt.Sprintf(`\%02x`, c)
+	}
+	wasm, err := wat.Compile(`(module
+  (memory (export "memory") 1)
+  (data (i32.const 64) "` + data + `")
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 0))
+  (func (export "callbox_signatures") (result i32) (i32.const 64))
+  (func (export "ok") (param i32) (result i32) (i32.const 0)))`)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "sigs.wasm")
+	require.NoError(t, os.WriteFile(path, wasm, 0o644))
+	_, stdout, stderr := cli(t, "inspect", path)
+	assertNoTerminalControl(t, "inspect", stdout+stderr)
+	assert.Contains(t, stdout, `callbox: forged \u202e\r\b`, "the bad line is quoted, escaped, inside a problem")
+}
