@@ -29,7 +29,8 @@ func TestParseSignature(t *testing.T) {
 	cases := map[string]string{
 		"(x: f32[n,m], v: f32[m]) -> f32[n]":          "(x: f32[n,m], v: f32[m]) -> f32[n]",
 		"(f32[b,n])->f32[b,n]":                        "(f32[b,n]) -> f32[b,n]",
-		"(x: f32[n]) -> $x":                           "(x: f32[n]) -> $0",
+		"(x: f32[n]) -> $x":                           "(x: f32[n]) -> $x",
+		"(x: f32[n]) -> $0":                           "(x: f32[n]) -> $x",
 		"(f32[n]) -> ($0)":                            "(f32[n]) -> $0",
 		"() -> (a: f32[], b: u8[16])":                 "() -> (a: f32[], b: u8[16])",
 		"( values : f32 [ n ] , e: f32[k]) -> s64[k]": "(values: f32[n], e: f32[k]) -> s64[k]",
@@ -236,7 +237,7 @@ func TestStridesMustFitWasm32(t *testing.T) {
 func TestSignatureTableTrailingComment(t *testing.T) {
 	table, err := ParseSignatureTable([]byte("tap = (x: f32[n]) -> $x   # passes x through\n"))
 	require.NoError(t, err)
-	assert.Equal(t, "(x: f32[n]) -> $0", table["tap"].String())
+	assert.Equal(t, "(x: f32[n]) -> $x", table["tap"].String())
 }
 
 func TestPredBytesAreZeroOrOne(t *testing.T) {

@@ -137,7 +137,13 @@ func (s *Signature) String() string {
 			b.WriteString(", ")
 		}
 		if r.Alias >= 0 {
-			b.WriteString("$" + strconv.Itoa(r.Alias))
+			// By the parameter's name where it has one, as the SDK
+			// READMEs write it ("-> $x"); "$0" otherwise.
+			if r.Alias < len(s.Params) && s.Params[r.Alias].Name != "" {
+				b.WriteString("$" + s.Params[r.Alias].Name)
+			} else {
+				b.WriteString("$" + strconv.Itoa(r.Alias))
+			}
 			continue
 		}
 		if r.Name != "" {

@@ -31,6 +31,11 @@ type ModuleReport struct {
 	SignatureSource string
 	// Problems are ABI rule violations found: what would make a load fail.
 	Problems []string
+	// Stubbed is set when the module could not be instantiated as the host
+	// would (it imports something the host does not provide) and
+	// ABIVersion and the signatures were read from an instance whose
+	// imports are stubs that trap.
+	Stubbed bool
 }
 
 // ModuleImport is one import of a module.
@@ -126,7 +131,7 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	if err := checkModule(m, cb, wasi); err != nil {
 		r.Problems = append(r.Problems, splitErrors(err)...)
 	}
-	r.probe(ctx, wasm, cb, sigs == nil, &sigs)
+	r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
 	for _, name := range exports {
 		r.Callbacks = append(r.Callbacks, CallbackReport{Export: name, Signature: sigs[name]})
 	}
@@ -135,7 +140,7 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 
 // probe instantiates the module to call callbox_abi_version and, when
 // wanted, callbox_signatures.
-func (r *ModuleReport) probe(ctx context.Context, wasm []byte, cb config.Callback, wantSigs bool, sigs *map[string]*abi.Signature) {
+func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module, cb config.Callback, wantSigs bool, sigs *map[string]*abi.Signature) {
 	eng, err := wazero.New(ctx, wazero.Options{})
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
@@ -150,8 +155,14 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, cb config.Callbac
 	defer mod.Close(ctx)
 	inst, err := mod.Instantiate(ctx)
 	if err != nil {
-		r.Problems = append(r.Problems, err.Error())
-		return
+		// Still read the version and signatures when only the imports
+		// stand in the way (the problem is already listed).
+		stub, serr := stubbedInstance(ctx, wasm, m, cb)
+		if serr != nil {
+			r.Problems = append(r.Problems, err.Error())
+			return
+		}
+		inst, r.Stubbed = stub, true
 	}
 	g := &guest{inst: inst}
 	defer g.close(ctx)

@@ -285,6 +285,10 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 		case !ok && imp.Module == sandbox.WASIModule && !wasi:
 			errs = append(errs, fmt.Errorf("imports %s, but WASI is not granted to this callback (set wasi: minimal)", full))
 			continue
+		case !ok && full == "env.abort":
+			errs = append(errs, fmt.Errorf("imports %s, which the host does not provide: an AssemblyScript module built without the SDK's abort hook; "+
+				"build with the SDK's asconfig.callbox.json or --use abort=<the SDK's host/callboxAbort> (guests/assemblyscript/README.md)", full))
+			continue
 		case !ok:
 			errs = append(errs, fmt.Errorf("imports %s, which the host does not provide", full))
 			continue

@@ -23,6 +23,7 @@ targets=(
   "./internal/tensorfile FuzzDecode"
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
+  "./internal/termsafe FuzzText"
   "./host FuzzGuest"
   "./lowering FuzzParse"
 )

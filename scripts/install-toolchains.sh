@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 
 # mlir-16-tools: mlir-opt checks the syntax of the StableHLO that lowering/ emits.
 packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen mlir-16-tools)
+# NumPy (Debian's, for /usr/bin/python3) writes the reference .npy files internal/tensorfile is
+# tested against; Debian's cargo builds the Rust SDK recipe tested from outside the repository.
+packages+=(python3-numpy cargo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

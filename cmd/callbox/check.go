@@ -11,6 +11,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -34,10 +35,19 @@ func newCheckCmd() *cobra.Command {
 			}
 			defer h.Close(ctx)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tISOLATION\tSIGNATURE")
+			// Every effective limit, defaults applied, so a user can confirm
+			// what they set.
+			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tFUEL\tSTACK\tOUTPUT\tERROR\tLOG\tISOLATION\tWASI\tSIGNATURE")
 			for _, info := range h.Callbacks() {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", info.Name, info.Engine, info.Limits.Timeout,
-					sandbox.FormatBytes(info.Limits.MaxMemory), info.Isolation, info.Signature)
+				l := info.Limits
+				wasi := "none"
+				if info.WASI {
+					wasi = "minimal"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout,
+					sandbox.FormatBytes(l.MaxMemory), orWord(l.Fuel, "unlimited", fmt.Sprint(l.Fuel)),
+					orWord(l.MaxStack, "default", sandbox.FormatBytes(l.MaxStack)), sandbox.FormatBytes(l.MaxOutput),
+					sandbox.FormatBytes(l.MaxError), sandbox.FormatBytes(l.MaxLog), info.Isolation, wasi, termsafe.Text(info.Signature.String()))
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))
@@ -46,4 +56,12 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (YAML, TOML or JSON)")
 	return cmd
+}
+
+// orWord is word when v is zero, else s.
+func orWord(v uint64, word, s string) string {
+	if v == 0 {
+		return word
+	}
+	return s
 }

@@ -18,8 +18,25 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
+
+// demoSource is the source file an embedded module was built from.
+func (d demoCallback) source() string {
+	switch d.lang {
+	case "rust":
+		return "guests/rust/examples/" + d.module + ".rs"
+	case "assemblyscript":
+		return "guests/assemblyscript/examples/" + d.module + ".ts"
+	case "c-freestanding":
+		return "guests/c/examples/" + d.module + ".c"
+	case "go":
+		return "guests/go/examples/" + d.module + "/main.go"
+	}
+	return "guests/wat/" + d.module + ".wat"
+}
 
 // demoCallback is one embedded module the demo loads.
 type demoCallback struct {
@@ -63,6 +80,7 @@ func newDemoCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintln(w, "callbox demo: untrusted tensor callbacks in WebAssembly sandboxes")
+			printDemoConfig(w)
 			var failed []string
 			for _, e := range engines {
 				if err := runDemo(cmd.Context(), w, e); err != nil {
@@ -72,6 +90,7 @@ func newDemoCmd() *cobra.Command {
 			if len(failed) > 0 {
 				return errors.New("demo failed: " + strings.Join(failed, "; "))
 			}
+			fmt.Fprint(w, demoNext)
 			return nil
 		},
 	}
@@ -91,7 +110,7 @@ func (l *logTap) Enabled(_ context.Context, level slog.Level) bool { return leve
 func (l *logTap) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, r.Message)
+	l.lines = append(l.lines, termsafe.Text(r.Message)) // guest text
 	return nil
 }
 func (l *logTap) WithAttrs([]slog.Attr) slog.Handler { return l }
@@ -208,7 +227,7 @@ func runDemo(ctx context.Context, w io.Writer, engine string) error {
 			return fmt.Errorf("%s: want a %s error, got %v", c.name, c.kind.Ident(), err)
 		}
 		contained++
-		fmt.Fprintf(w, "  %-9s %-32s -> %-13s in %-9v %s\n", c.name, c.what, c.kind.Ident(), took.Round(time.Millisecond/10), err)
+		fmt.Fprintf(w, "  %-9s %-32s -> %-13s in %-9v %s\n", c.name, c.what, c.kind.Ident(), took.Round(time.Millisecond/10), termsafe.Text(err.Error()))
 		// The same host keeps serving normal calls.
 		if _, err := h.Invoke(ctx, "scale", small, abi.Scalar[float32](2)); err != nil {
 			return fmt.Errorf("host stopped serving after %s: %w", c.name, err)
@@ -231,6 +250,51 @@ func runDemo(ctx context.Context, w io.Writer, engine string) error {
 	fmt.Fprintf(w, "\nsummary (%s): 6 chained calls ok, %d hostile calls contained, host still serving\n", engine, contained)
 	return nil
 }
+
+// printDemoConfig says where the demo's modules come from and prints the
+// config it builds in code, as the YAML a user would write.
+func printDemoConfig(w io.Writer) {
+	fmt.Fprint(w, "\nThe modules are embedded in this binary (guests/prebuilt/*.wasm, built from the sources\n"+
+		"named below by guests/build.sh). The config the demo uses, built in code, is this YAML\n"+
+		"(run once per engine, with engine: set to it):\n\n  callbacks:\n")
+	def := config.DefaultCallback()
+	for _, d := range demoCallbacks {
+		cb := def
+		if d.tweak != nil {
+			d.tweak(&cb)
+		}
+		fmt.Fprintf(w, "    %-12s # %s, from %s\n", d.name+":", d.lang, d.source())
+		fmt.Fprintf(w, "      module: guests/prebuilt/%s-%s.wasm\n", d.lang, d.module)
+		if d.export != "" {
+			fmt.Fprintf(w, "      export: %s\n", d.export)
+		}
+		if d.signature != "" {
+			fmt.Fprintf(w, "      signature: %q\n", d.signature)
+		}
+		if cb.Limits.Timeout != def.Limits.Timeout {
+			fmt.Fprintf(w, "      timeout: %v\n", cb.Limits.Timeout)
+		}
+		if cb.Limits.MaxMemory != def.Limits.MaxMemory {
+			fmt.Fprintf(w, "      max_memory: %s\n", sandbox.FormatBytes(cb.Limits.MaxMemory))
+		}
+		if cb.WASI != def.WASI {
+			fmt.Fprintf(w, "      wasi: %s\n", cb.WASI)
+		}
+	}
+	fmt.Fprintf(w, "\n  Everything else is the default: timeout %v, max_memory %s, isolation %s (callbox check -c\n"+
+		"  config.yaml prints every effective limit).\n", def.Limits.Timeout, sandbox.FormatBytes(def.Limits.MaxMemory), def.Isolation)
+}
+
+// demoNext tells a user where to go after the demo.
+const demoNext = `
+Next: write your own callback with an SDK, each README from a first callback to running it:
+  guests/rust/README.md  guests/assemblyscript/README.md  guests/c/README.md  guests/go/README.md
+then list it in a config file and try it from the shell:
+  callbox check -c config.yaml
+  callbox npy make x.npy 1 2 3
+  callbox run -c config.yaml NAME --in x.npy
+Pass-through signatures read "-> $x": the result is input x itself (abi/ABI.md).
+`
 
 func step(w io.Writer, f *host.Future, name, what string, out abi.Tensor, notes ...string) {
 	st := f.Stats()

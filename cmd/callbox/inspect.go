@@ -5,12 +5,12 @@ import (
 
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -38,10 +38,12 @@ func newInspectCmd() *cobra.Command {
 
 func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host.ModuleReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("module       %s", path)
+	p("module       %s", termsafe.Text(path))
 	p("size         %d bytes", r.Size)
 	p("sha256       %s", r.SHA256)
-	if r.ABIVersion != 0 {
+	if r.ABIVersion != 0 && r.Stubbed {
+		p("abi version  %d (read with the imports the host does not provide stubbed out; see problems)", r.ABIVersion)
+	} else if r.ABIVersion != 0 {
 		p("abi version  %d", r.ABIVersion)
 	} else {
 		p("abi version  unknown")
@@ -69,23 +71,25 @@ func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host
 		if c.Signature != nil {
 			sig = c.Signature.String()
 		}
-		p("  %-20s %s", c.Export, sig)
+		p("  %-20s %s", termsafe.Text(c.Export), termsafe.Text(sig))
 	}
 	p("imports")
 	if len(r.Imports) == 0 {
 		p("  (none)")
 	}
 	for _, imp := range r.Imports {
-		p("  %-40s %s", imp.Module+"."+imp.Name, imp.Type)
+		p("  %-40s %s", termsafe.Text(imp.Module+"."+imp.Name), imp.Type)
 	}
 	p("exports")
 	for _, e := range r.Exports {
-		p("  %-40s %s", e.Name, e.Type)
+		p("  %-40s %s", termsafe.Text(e.Name), e.Type)
 	}
 	if len(r.Problems) > 0 {
 		p("problems")
 		for _, pr := range r.Problems {
-			p("  - %s", strings.ReplaceAll(pr, "\n", "\n    "))
+			// Problems can quote guest text (export and import names):
+			// escaped, on one line each.
+			p("  - %s", termsafe.Text(pr))
 		}
 	}
 }

@@ -6,9 +6,17 @@
 //	callbox demo
 //	callbox bench --write docs/PERFORMANCE.md
 //
-// Exit status: 0 on success, 2 for usage, config and input-file errors, 3
-// when a callback fails (the one line on stderr names it and the kind), 1
-// for anything else.
+// Exit status (README.md, "Exit status"):
+//
+//	0  success
+//	1  an internal error: a bug in callbox (please report it)
+//	2  usage, config, module or input-file errors, and a call refused
+//	   before it ran (bad arguments, an --out path or dtype that cannot be
+//	   written): nothing ran
+//	3  the callback ran and failed (the one line on stderr names it and
+//	   the kind)
+//	4  the callback succeeded but an output file could not be written
+//	   (disk full, permissions); no --out file is left half-written
 package main
 
 import (
@@ -20,6 +28,8 @@ import (
 	"os/signal"
 
 	"github.com/spf13/cobra"
+
+	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
 // Exit statuses.
@@ -28,6 +38,7 @@ const (
 	exitInternal = 1
 	exitUsage    = 2
 	exitCallback = 3
+	exitOutput   = 4
 )
 
 // exitError carries an exit status with the message to print.
@@ -41,6 +52,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error    { return &exitError{exitUsage, err} }
 func callbackErr(err error) error { return &exitError{exitCallback, err} }
+func outputErr(err error) error   { return &exitError{exitOutput, err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -66,8 +78,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if isUsage(err) {
 		code = exitUsage
 	}
-	fmt.Fprintf(stderr, "callbox: %v\n", err)
+	for _, line := range errorLines(err) {
+		fmt.Fprintf(stderr, "callbox: %s\n", line)
+	}
 	return code
+}
+
+// errorLines is the error as lines for a person: one per error of a
+// joined error (a config with several mistakes), each escaped with
+// termsafe.Text, since an error can carry guest-controlled text (a
+// guest's error message, an export name). A guest cannot start a line of
+// its own or send a terminal escape; the raw text stays in the error's
+// fields (host.CallbackError.GuestMessage) for programs.
+func errorLines(err error) []string {
+	var xe *exitError
+	if errors.As(err, &xe) && xe == err {
+		err = xe.err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var lines []string
+		for _, e := range j.Unwrap() {
+			lines = append(lines, errorLines(e)...)
+		}
+		return lines
+	}
+	return []string{termsafe.Text(err.Error())}
 }
 
 // isUsage recognises cobra's own argument and flag errors.
@@ -86,6 +121,14 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	// An unknown command is a usage error (exit 2), not an internal one.
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr(fmt.Errorf("unknown command %q for %q (run callbox --help)", args[0], cmd.Name()))
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newBenchCmd(), newNpyCmd(), newLowerCmd(), newExecCmd())
 	return root
 }

@@ -84,7 +84,7 @@ func TestRunUsageErrors(t *testing.T) {
 		"bad flag":     {[]string{"run", "--bogus"}, "unknown flag: --bogus"},
 		"missing file": {[]string{"run", "-c", p("config.yaml"), "scale", "--in", p("none.npy"), "--out", p("y.npy")}, "none.npy"},
 		"wrong shape":  {[]string{"run", "-c", p("config.yaml"), "scale", "--in", p("x.npy"), "--in", p("x.npy"), "--out", p("y.npy")}, "argument 1 (factor): expected f32[], got f32[3]"},
-		"outs count":   {[]string{"run", "-c", p("config.yaml"), "scale", "--in", p("x.npy"), "--in", p("f.npy")}, "has 1 results"},
+		"outs count":   {[]string{"run", "-c", p("config.yaml"), "scale", "--in", p("x.npy"), "--in", p("f.npy"), "--out", p("y.npy"), "--out", p("z.npy")}, "1 results ((x: f32[n], factor: f32[]) -> f32[n]) but 2 --out files were given"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -24,14 +22,25 @@ func newNpyCmd() *cobra.Command {
 	mk := &cobra.Command{
 		Use:   "make FILE.npy VALUE...",
 		Short: "Write VALUEs as a tensor: callbox npy make x.npy --shape 2,2 1 2 3 4",
-		Args: func(cmd *cobra.Command, args []string) error {
+		Long: "Write VALUEs as a tensor. Negative numbers are values, not flags (npy make x.npy --dtype s64 1 -5).\n" +
+			"Floats accept inf, -inf and nan; complex values are written 1+2j; pred values true/false or 1/0.",
+		// Flags are parsed by hand so that "-5" is a value, not a flag.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, raw []string) error {
+			args, help, err := parseValueArgs(cmd, raw)
+			if err != nil {
+				return &flagError{err}
+			}
+			if help {
+				return cmd.Help()
+			}
 			if len(args) < 1 {
 				return usageErr(fmt.Errorf("npy make: want FILE.npy and values"))
 			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := abi.ParseDType(dtype)
+			if err == nil {
+				err = tensorfile.Supports(d)
+			}
 			if err != nil {
 				return usageErr(fmt.Errorf("--dtype: %w", err))
 			}
@@ -53,10 +62,13 @@ func newNpyCmd() *cobra.Command {
 					return usageErr(fmt.Errorf("value %d (%q): %w", i, v, err))
 				}
 			}
-			return tensorfile.WriteFile(args[0], t)
+			if err := tensorfile.WriteFile(args[0], t); err != nil {
+				return outputErr(err)
+			}
+			return nil
 		},
 	}
-	mk.Flags().StringVar(&dtype, "dtype", "f32", "element type (f32, f64, s32, s64, u8, pred, ...)")
+	mk.Flags().StringVar(&dtype, "dtype", "f32", "element type (pred, s8..s64, u8..u64, f16, f32, f64, c64, c128)")
 	mk.Flags().StringVar(&shape, "shape", "", `comma-separated dimensions; "" is [len(values)], "scalar" is rank 0`)
 	show := &cobra.Command{
 		Use:   "show FILE.npy",
@@ -67,12 +79,57 @@ func newNpyCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", t.Type(), formatValues(t))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s%s\n", t.Type(), indentRows(formatValues(t)))
 			return nil
 		},
 	}
 	cmd.AddCommand(mk, show)
 	return cmd
+}
+
+// parseValueArgs parses cmd's flags in raw and returns the positional
+// arguments: anything that reads as a number, a negative one included, is
+// positional. help reports -h or --help.
+func parseValueArgs(cmd *cobra.Command, raw []string) (args []string, help bool, err error) {
+	var flags []string
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		switch {
+		case a == "--":
+			args = append(args, raw[i+1:]...)
+			i = len(raw)
+		case a == "-h" || a == "--help":
+			help = true
+		case isNumber(a) || !strings.HasPrefix(a, "-") || a == "-":
+			args = append(args, a)
+		default:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if f := cmd.Flags().Lookup(name); f != nil && !strings.Contains(a, "=") && f.Value.Type() != "bool" && i+1 < len(raw) {
+				i++
+				flags = append(flags, raw[i])
+			}
+		}
+	}
+	return args, help, cmd.Flags().Parse(flags)
+}
+
+// isNumber reports whether s is a value npy make reads rather than a flag:
+// an integer or float (-5, -1.5e3, -inf, -nan) or a complex number (-1+2j).
+func isNumber(s string) bool {
+	if _, err := strconv.ParseFloat(s, 64); err == nil || isRange(err) {
+		return true
+	}
+	if _, err := strconv.ParseInt(s, 0, 64); err == nil || isRange(err) {
+		return true
+	}
+	_, err := strconv.ParseComplex(strings.ReplaceAll(s, "j", "i"), 128)
+	return err == nil || isRange(err)
+}
+
+func isRange(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
 }
 
 func parseShape(s string, n int) ([]int64, error) {
@@ -91,61 +148,4 @@ func parseShape(s string, n int) ([]int64, error) {
 		dims = append(dims, d)
 	}
 	return dims, nil
-}
-
-// putValue encodes one element little-endian.
-func putValue(b []byte, d abi.DType, v string) error {
-	le := binary.LittleEndian
-	switch d {
-	case abi.F32:
-		f, err := strconv.ParseFloat(v, 32)
-		le.PutUint32(b, math.Float32bits(float32(f)))
-		return err
-	case abi.F64:
-		f, err := strconv.ParseFloat(v, 64)
-		le.PutUint64(b, math.Float64bits(f))
-		return err
-	case abi.PRED:
-		x, err := strconv.ParseBool(v)
-		if x {
-			b[0] = 1
-		}
-		return err
-	case abi.S8, abi.S16, abi.S32, abi.S64:
-		x, err := strconv.ParseInt(v, 10, int(d.Size())*8)
-		putInt(b, uint64(x))
-		return err
-	case abi.U8, abi.U16, abi.U32, abi.U64:
-		x, err := strconv.ParseUint(v, 10, int(d.Size())*8)
-		putInt(b, x)
-		return err
-	}
-	return fmt.Errorf("npy make does not write %s", d)
-}
-
-func putInt(b []byte, x uint64) {
-	for i := range b {
-		b[i] = byte(x >> (8 * i))
-	}
-}
-
-func formatValues(t abi.Tensor) string {
-	var v any
-	switch t.DType {
-	case abi.F32:
-		v = abi.MustView[float32](t)
-	case abi.F64:
-		v = abi.MustView[float64](t)
-	case abi.S32:
-		v = abi.MustView[int32](t)
-	case abi.S64:
-		v = abi.MustView[int64](t)
-	case abi.U8:
-		v = abi.MustView[uint8](t)
-	case abi.PRED:
-		v = abi.MustView[bool](t)
-	default:
-		return fmt.Sprintf("(%d bytes)", len(t.Data))
-	}
-	return fmt.Sprint(v)
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,9 +27,11 @@ func newRunCmd() *cobra.Command {
 		verbose bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run -c CONFIG NAME --in A.npy [--in B.npy] --out C.npy [--out D.npy]",
+		Use:   "run -c CONFIG NAME --in A.npy [--in B.npy] [--out C.npy [--out D.npy]]",
 		Short: "Call one callback on .npy inputs and write its outputs as .npy",
-		Args:  exactArgs(1),
+		Long: "Call one callback on .npy inputs and write its outputs as .npy files, one --out per result in\n" +
+			"order. Without --out the results are printed (as npy show does); --out - prints that one.",
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfgPath == "" {
 				return usageErr(errors.New("run: -c CONFIG is required"))
@@ -57,8 +61,8 @@ func newRunCmd() *cobra.Command {
 			}
 			defer h.Close(ctx)
 			info, _ := h.Callback(name)
-			if len(outs) != len(info.Signature.Results) {
-				return usageErr(fmt.Errorf("callback %q has %d results (%s) but %d --out files were given", name, len(info.Signature.Results), info.Signature, len(outs)))
+			if err := checkOuts(outs, info); err != nil {
+				return usageErr(fmt.Errorf("callback %q: %w", name, err))
 			}
 			results, st, err := h.InvokeStats(ctx, name, inputs...)
 			if err != nil {
@@ -68,10 +72,11 @@ func newRunCmd() *cobra.Command {
 				}
 				return callbackErr(err)
 			}
-			for i, p := range outs {
-				if err := tensorfile.WriteFile(p, results[i]); err != nil {
-					return fmt.Errorf("--out %w", err)
-				}
+			if len(outs) == 0 {
+				outs = slices.Repeat([]string{"-"}, len(results))
+			}
+			if err := writeOuts(cmd.OutOrStdout(), outs, results); err != nil {
+				return outputErr(err)
 			}
 			if stats {
 				printStats(cmd.OutOrStdout(), name, info, st)
@@ -87,6 +92,90 @@ func newRunCmd() *cobra.Command {
 	return cmd
 }
 
+// checkOuts refuses, before the call runs, what cannot work from .npy
+// files: a parameter dtype .npy cannot hold (bf16), an --out count other
+// than zero or the number of results, a directory that does not exist, a
+// result dtype .npy cannot hold.
+func checkOuts(outs []string, info host.Info) error {
+	for i, p := range info.Signature.Params {
+		if err := tensorfile.Supports(p.DType); err != nil {
+			return fmt.Errorf("parameter %d (%s) is %s, which no --in file can hold: %w", i, p.Name, p, err)
+		}
+	}
+	results := info.Signature.Results
+	if len(outs) == 0 {
+		return nil
+	}
+	if len(outs) != len(results) {
+		return fmt.Errorf("%d results (%s) but %d --out files were given: give one per result, or none to print them", len(results), info.Signature, len(outs))
+	}
+	for i, p := range outs {
+		if p == "-" {
+			continue
+		}
+		if err := tensorfile.Supports(results[i].DType); err != nil {
+			return fmt.Errorf("--out %s: result %d: %w", p, i, err)
+		}
+		dir := filepath.Dir(p)
+		if st, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("--out %s: directory %s: %w", p, dir, err)
+		} else if !st.IsDir() {
+			return fmt.Errorf("--out %s: %s is not a directory", p, dir)
+		}
+	}
+	return nil
+}
+
+// writeOuts writes results[i] to outs[i] ("-" prints it to w). Every file
+// is written to a temporary name beside it first and renamed into place
+// only once all of them are written, so a failure while writing (disk
+// full, permissions) leaves every --out path as it was.
+func writeOuts(w io.Writer, outs []string, results []abi.Tensor) (err error) {
+	var temps []string
+	defer func() {
+		for _, t := range temps {
+			os.Remove(t)
+		}
+	}()
+	for i, p := range outs {
+		if p == "-" {
+			continue
+		}
+		f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", p, err)
+		}
+		temps = append(temps, f.Name())
+		err = tensorfile.Encode(f, results[i])
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(f.Name(), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", p, err)
+		}
+	}
+	k := 0
+	for _, p := range outs {
+		if p == "-" {
+			continue
+		}
+		if err := os.Rename(temps[k], p); err != nil {
+			return fmt.Errorf("--out %s: %w", p, err)
+		}
+		k++
+	}
+	temps = nil
+	for i, p := range outs {
+		if p == "-" {
+			fmt.Fprintf(w, "result %d: %s%s\n", i, results[i].Type(), indentRows(formatValues(results[i])))
+		}
+	}
+	return nil
+}
+
 func callbackNames(cfg *config.Config) string {
 	s := ""
 	for i, cb := range cfg.Callbacks {
@@ -99,20 +188,6 @@ func callbackNames(cfg *config.Config) string {
 		return "none"
 	}
 	return s
-}
-
-// guestLogger prints guest log lines to w, at info and above unless verbose.
-func guestLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if a.Key == slog.TimeKey && len(groups) == 0 {
-			return slog.Attr{}
-		}
-		return a
-	}}))
 }
 
 func printStats(w io.Writer, name string, info host.Info, st host.Stats) {

@@ -38,14 +38,16 @@ func TestRejects(t *testing.T) {
 	require.NoError(t, Encode(&good, abi.From([]float32{1, 2})))
 	img := good.Bytes()
 	_, err := Decode(img[:len(img)-1])
-	assert.ErrorContains(t, err, "needs 8 data bytes, the file has 7")
+	assert.ErrorContains(t, err, "needs 8 data bytes after the header (offset 128), the file has 7")
 	_, err = Decode([]byte("hello world"))
 	assert.ErrorContains(t, err, "bad magic")
 	bad := bytes.Clone(img)
 	bad[8], bad[9] = 0xff, 0xff
 	_, err = Decode(bad)
 	assert.ErrorContains(t, err, "runs past")
-	assert.ErrorContains(t, Encode(&bytes.Buffer{}, abi.Tensor{DType: abi.F16, Shape: abi.Shape{1}, Data: []byte{0, 0}}), "no NumPy equivalent")
+	err = Encode(&bytes.Buffer{}, abi.Tensor{DType: abi.BF16, Shape: abi.Shape{1}, Data: []byte{0, 0}})
+	assert.ErrorContains(t, err, "NumPy has no bfloat16 dtype")
+	assert.ErrorContains(t, err, "x.astype(np.float32)", "the error says what to do instead")
 }
 
 // Encode writes bits, not values: a signalling NaN keeps its payload (npyio

@@ -1,6 +1,6 @@
 // scale: y[i] = x[i] * factor, the hello world of guests/EXAMPLES.md.
 import { Frame, Status, run, signature } from "../assembly";
-export * from "../assembly/exports";
+export * from "../assembly/exports"; // callbox_abi_version, callbox_alloc, callbox_free, callbox_signatures
 
 signature("scale", "(x: f32[n], factor: f32[]) -> f32[n]");
 export function scale(frame: usize): Status {
