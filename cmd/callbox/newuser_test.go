@@ -351,7 +351,13 @@ func TestReadmeCommandLines(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join("../..", file))
 		require.NoError(t, err)
 		inBlock, inSh := false, false
+		pending := "" // a command continued with a trailing backslash
 		for n, line := range strings.Split(string(data), "\n") {
+			if inSh && strings.HasSuffix(strings.TrimRight(line, " "), "\\") {
+				pending += strings.TrimSuffix(strings.TrimRight(line, " "), "\\") + " "
+				continue
+			}
+			line, pending = pending+line, ""
 			if strings.HasPrefix(line, "```") {
 				lang := strings.TrimSpace(line[3:])
 				inBlock = !inBlock

@@ -1,7 +1,7 @@
 // callbox lowering of @cond_choose: 11 ops; callbacks by content id:
 //   scale = cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518 (x: f32[n], factor: f32[]) -> f32[n]
 //   softmax = cb1-d74481b08da4607a411d3efae41ccfc2ff2e80ce511ec65eecf359e8109f1497 (x: f32[b,n]) -> f32[b,n]
-//   tap_print = cb1-2f0d32384fe70e5b9f366a4334682b7f44f485e9a2bf81287e4dfc7a55924a7d (x: f32[n]) -> $0
+//   tap_print = cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c (x: f32[n]) -> $x
 module @cond_choose attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<2x4xf32>) -> (tensor<2x4xf32>) {
     %0 = "stablehlo.after_all"() : () -> !stablehlo.token
@@ -18,7 +18,7 @@ module @cond_choose attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas
       "stablehlo.return"(%9, %0) : (tensor<2x4xf32>, !stablehlo.token) -> ()
     }, {
       %10 = "stablehlo.reshape"(%arg0) : (tensor<2x4xf32>) -> tensor<8xf32>
-      %11:2 = stablehlo.custom_call @callbox_xla_ffi(%10, %0) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-2f0d32384fe70e5b9f366a4334682b7f44f485e9a2bf81287e4dfc7a55924a7d", chain = "main"}} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
+      %11:2 = stablehlo.custom_call @callbox_xla_ffi(%10, %0) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c", chain = "main"}} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
       %12 = stablehlo.constant dense<-1.0e+00> : tensor<f32>
       %13 = stablehlo.custom_call @callbox_xla_ffi(%10, %12) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
       %14 = "stablehlo.reshape"(%13) : (tensor<8xf32>) -> tensor<2x4xf32>
