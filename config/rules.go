@@ -50,6 +50,7 @@ func fields() []field {
 		enumField("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
 		maxInstancesField(),
 		enumField("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
+		batchingField(),
 	}
 }
 
@@ -229,6 +230,20 @@ func enumField(key string, get func(*Callback) *string, allowed ...string) field
 			return fmt.Errorf("bad %s %q (allowed: %s)", key, v, text)
 		},
 	}
+}
+
+// batchingField is an enum whose zero value ("", from a Config built in
+// code) means sequential.
+func batchingField() field {
+	f := enumField("batching", func(cb *Callback) *string { return &cb.Batching }, BatchingSequential, BatchingExpandDims, BatchingBroadcastAll)
+	check := f.check
+	f.check = func(cb *Callback) error {
+		if cb.Batching == "" {
+			return nil
+		}
+		return check(cb)
+	}
+	return f
 }
 
 // --- durations ---
