@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -74,4 +74,13 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf guests/build bin
+	rm -rf guests/build bin build
+
+# libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
+# header ffi/include/callbox.h installed beside it as build/callbox.h (the
+# header cgo generates is not the contract and is removed).
+lib:
+	@mkdir -p build
+	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
+	@rm -f build/libcallbox.h
+	cp ffi/include/callbox.h build/callbox.h
