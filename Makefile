@@ -10,7 +10,7 @@ FUZZTIME ?= 20s
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit race check-prebuilt fuzz
+test: guests lint nocgo unit race check-prebuilt fuzz pytest
 
 unit:
 	$(GO) test -count=1 ./...
@@ -84,3 +84,9 @@ lib:
 	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h
+
+# The Python package's tests (python/tests) against a fresh build/libcallbox.so,
+# with Debian's python3 (numpy, pytest); the JAX tests skip where jax is
+# missing. The C harness runs in `go test ./ffi` (part of unit).
+pytest: lib
+	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs
