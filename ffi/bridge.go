@@ -102,7 +102,18 @@ func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
 		msg: fmt.Sprintf("unknown callback (loaded: %s)", strings.Join(names, ", "))}
 }
 
-// enter marks a call in flight; it fails once the host is closed.
+// open fails once the host is closed. Calls check only this: the host
+// itself refuses calls after Close (host.ErrClosed) and waits for those in
+// flight, so they need no tracking here.
+func (bh *bridgeHost) open() error {
+	if bh.closed.Load() {
+		return bh.closedError()
+	}
+	return nil
+}
+
+// enter marks a use of the host's C-side data (callback infos) in flight;
+// it fails once the host is closed, and close waits for it.
 func (bh *bridgeHost) enter() error {
 	bh.calls.Add(1)
 	if bh.closed.Load() {
@@ -200,38 +211,32 @@ func (bh *bridgeHost) tap(ctx context.Context, chain, callback string, in []abi.
 	return nil
 }
 
-// The handle table: process-wide, copy-on-write, so that a call looks up
-// its host with one atomic load.
+// The handle table: process-wide, copy-on-write, indexed by handle-1, so
+// that a call finds its host with one atomic load and an index.
 var handles struct {
-	mu   sync.Mutex
-	next uint64
-	tab  atomic.Pointer[map[uint64]*bridgeHost]
+	mu  sync.Mutex
+	tab atomic.Pointer[[]*bridgeHost]
 }
 
 // register gives bh a handle.
 func register(bh *bridgeHost) uint64 {
 	handles.mu.Lock()
 	defer handles.mu.Unlock()
-	handles.next++
-	bh.handle = handles.next
-	next := map[uint64]*bridgeHost{}
+	var next []*bridgeHost
 	if cur := handles.tab.Load(); cur != nil {
-		for k, v := range *cur {
-			next[k] = v
-		}
+		next = append(next, *cur...)
 	}
-	next[bh.handle] = bh
+	next = append(next, bh)
+	bh.handle = uint64(len(next))
 	handles.tab.Store(&next)
 	return bh.handle
 }
 
-// lookupHost finds an open host by handle. A closed host stays in the
-// table, so that its handle keeps saying "closed".
+// lookupHost finds a host by handle. A closed host stays in the table, so
+// that its handle keeps saying "closed".
 func lookupHost(h uint64) (*bridgeHost, error) {
-	if tab := handles.tab.Load(); tab != nil {
-		if bh, ok := (*tab)[h]; ok {
-			return bh, nil
-		}
+	if tab := handles.tab.Load(); tab != nil && h-1 < uint64(len(*tab)) {
+		return (*tab)[h-1], nil
 	}
 	if h == 0 {
 		return nil, badArg(arg("host"), "handle 0 is not a host (open one with callbox_open)")

@@ -5,7 +5,6 @@ package main
 /*
 #define CALLBOX_BUILDING_LIBRARY 1
 #include <stdlib.h>
-#include <string.h>
 #include "include/callbox.h"
 */
 import "C"
@@ -71,16 +70,21 @@ func guard(ret **C.callbox_error, where string) {
 }
 
 // goString views a NUL-terminated C string as a Go string without
-// copying; what names the argument in errors.
+// copying; what names the argument in errors. It scans in Go: a call to
+// C's strlen would cost more than the scan.
 func goString(p *C.char, what string) (string, error) {
 	if p == nil {
 		return "", badArg(arg(what), "NULL")
 	}
-	n := C.strnlen(p, maxString+1)
-	if n > maxString {
-		return "", badArg(arg(what), "longer than %d bytes", maxString)
+	b := (*byte)(unsafe.Pointer(p))
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(b), n)) != 0 {
+		n++
+		if n > maxString {
+			return "", badArg(arg(what), "longer than %d bytes", maxString)
+		}
 	}
-	return unsafe.String((*byte)(unsafe.Pointer(p)), int(n)), nil
+	return unsafe.String(b, n), nil
 }
 
 // maxString bounds names passed in (callback, chain, format).
@@ -93,9 +97,11 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-func (s *scratch) release() {
-	clear(s.in[:])
-	clear(s.out[:])
+// release drops the references the call left (n inputs and outputs at
+// most) and returns s to the pool.
+func (s *scratch) release(nIn, nOut int) {
+	clear(s.in[:min(nIn, len(s.in))])
+	clear(s.out[:min(nOut, len(s.out))])
 	scratchPool.Put(s)
 }
 
@@ -209,6 +215,16 @@ func enterHost(h C.callbox_host) (*bridgeHost, error) {
 		return nil, err
 	}
 	return bh, nil
+}
+
+// openHostFor looks up a host that is not closed, for calls (which the
+// host itself tracks).
+func openHostFor(h C.callbox_host) (*bridgeHost, error) {
+	bh, err := lookupHost(uint64(h))
+	if err != nil {
+		return nil, err
+	}
+	return bh, bh.open()
 }
 
 //export callbox_callback_count
@@ -348,11 +364,10 @@ func callArgs(sc *scratch, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.ca
 
 // doCall is callbox_call and callbox_chain_call.
 func doCall(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) error {
-	bh, err := enterHost(h)
+	bh, err := openHostFor(h)
 	if err != nil {
 		return err
 	}
-	defer bh.leave()
 	name, err := goString(callback, "callback")
 	if err != nil {
 		return err
@@ -367,7 +382,7 @@ func doCall(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor,
 		}
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
+	defer sc.release(int(nIn), int(nOut))
 	in, out, err := callArgs(sc, inputs, nIn, outputs, nOut)
 	if err != nil {
 		return err
@@ -392,11 +407,10 @@ func callbox_chain_call(h C.callbox_host, chain, callback *C.char, inputs *C.cal
 
 // doTap is callbox_tap and callbox_chain_tap.
 func doTap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) error {
-	bh, err := enterHost(h)
+	bh, err := openHostFor(h)
 	if err != nil {
 		return err
 	}
-	defer bh.leave()
 	name, err := goString(callback, "callback")
 	if err != nil {
 		return err
@@ -411,7 +425,7 @@ func doTap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, 
 		}
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
+	defer sc.release(int(nIn), 0)
 	in, err := fromDLs("input", (*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn), sc.in[:])
 	if err != nil {
 		return err

@@ -32,9 +32,9 @@ var (
 	buildErr  error
 )
 
-// buildHarness builds build/libcallbox.so and the harness into a temporary
-// directory shared by the tests of this run.
-func buildHarness(t *testing.T) string {
+// buildHarness builds libcallbox.so, the harness and the bench program
+// into a temporary directory shared by the tests of this run.
+func buildHarness(t testing.TB) string {
 	t.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
@@ -52,11 +52,14 @@ func buildHarness(t *testing.T) string {
 			buildErr = fmt.Errorf("building libcallbox: %v\n%s", err, out)
 			return
 		}
-		out, err = exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-Iinclude",
-			"-o", filepath.Join(buildDir, "harness"), "testdata/harness.c",
-			"-L"+buildDir, "-lcallbox", "-lpthread", "-Wl,-rpath,"+buildDir).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building the harness: %v\n%s", err, out)
+		for _, prog := range []string{"harness", "bench"} {
+			out, err = exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-Iinclude",
+				"-o", filepath.Join(buildDir, prog), "testdata/"+prog+".c",
+				"-L"+buildDir, "-lcallbox", "-lpthread", "-Wl,-rpath,"+buildDir).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("building %s: %v\n%s", prog, err, out)
+				return
+			}
 		}
 	})
 	require.NoError(t, buildErr)

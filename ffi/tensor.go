@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
@@ -54,59 +55,21 @@ const (
 
 // dtypeFromDL maps a DLPack element type onto an ABI dtype.
 func dtypeFromDL(d dlDType) (abi.DType, bool) {
-	if d.Lanes != 1 {
+	if d.Lanes != 1 || d.Code >= uint8(len(dlTable)) || d.Bits%8 != 0 || d.Bits/8 >= uint8(len(dlTable[0])) {
 		return abi.Invalid, false
 	}
-	switch d.Code {
-	case dlBool:
-		if d.Bits == 8 {
-			return abi.PRED, true
-		}
-	case dlInt:
-		switch d.Bits {
-		case 8:
-			return abi.S8, true
-		case 16:
-			return abi.S16, true
-		case 32:
-			return abi.S32, true
-		case 64:
-			return abi.S64, true
-		}
-	case dlUInt:
-		switch d.Bits {
-		case 8:
-			return abi.U8, true
-		case 16:
-			return abi.U16, true
-		case 32:
-			return abi.U32, true
-		case 64:
-			return abi.U64, true
-		}
-	case dlFloat:
-		switch d.Bits {
-		case 16:
-			return abi.F16, true
-		case 32:
-			return abi.F32, true
-		case 64:
-			return abi.F64, true
-		}
-	case dlBfloat:
-		if d.Bits == 16 {
-			return abi.BF16, true
-		}
-	case dlComplex:
-		switch d.Bits {
-		case 64:
-			return abi.C64, true
-		case 128:
-			return abi.C128, true
-		}
-	}
-	return abi.Invalid, false
+	t := dlTable[d.Code][d.Bits/8]
+	return t, t != abi.Invalid
 }
+
+// dlTable is dtypeFromDL's table: [code][bits/8].
+var dlTable = func() (t [dlBool + 1][17]abi.DType) {
+	for _, d := range abi.DTypes() {
+		dl := dlFromDType(d)
+		t[dl.Code][dl.Bits/8] = d
+	}
+	return t
+}()
 
 // dlFromDType is the inverse of dtypeFromDL.
 func dlFromDType(d abi.DType) dlDType {
@@ -156,6 +119,7 @@ func (e *argError) Error() string { return e.arg.String() + ": " + e.reason }
 // Kind is InvalidArgument (abi.Kinder).
 func (e *argError) Kind() abi.Kind { return abi.InvalidArgument }
 
+//go:noinline
 func badArg(a argName, format string, args ...any) error {
 	return &argError{arg: a, reason: fmt.Sprintf(format, args...)}
 }
@@ -184,12 +148,19 @@ func shapeOf(arg argName, ndim int64, dims *int64) (abi.Shape, error) {
 	return s, nil
 }
 
-// viewTensor checks a tensor's type and shape and views its data (no
-// copy); data may be NULL only when the tensor is empty.
+// viewTensor checks a tensor's size and views its data (no copy); data
+// may be NULL only when the tensor is empty. shape has been checked by
+// shapeOf (rank, non-negative dimensions).
 func viewTensor(arg argName, d abi.DType, shape abi.Shape, data unsafe.Pointer) (abi.Tensor, error) {
-	n, err := shape.ByteLen(d)
-	if err != nil {
-		return abi.Tensor{}, badArg(arg, "%v", err)
+	// One pass with an overflow check, on the call path: abi's ByteLen
+	// would walk the shape again.
+	n := uint64(d.Size())
+	for _, dim := range shape {
+		hi, lo := bits.Mul64(n, uint64(dim))
+		if hi != 0 {
+			return abi.Tensor{}, badArg(arg, "shape %v of %s overflows", []int64(shape), d)
+		}
+		n = lo
 	}
 	if n > abi.MaxTensorBytes {
 		return abi.Tensor{}, badArg(arg, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
@@ -205,29 +176,63 @@ func viewTensor(arg argName, d abi.DType, shape abi.Shape, data unsafe.Pointer) 
 
 // fromDL checks a callbox_tensor and views it as an abi.Tensor without
 // copying: a CPU tensor of a known dtype, rank at most MaxRank,
-// non-negative dimensions, row-major (or NULL) strides.
+// non-negative dimensions, row-major (or NULL) strides. It is on every
+// call's path, so the common case is one loop; slowCheck finds and names
+// what is wrong otherwise.
 func fromDL(arg argName, t *dlTensor) (abi.Tensor, error) {
+	d, ok := dtypeFromDL(t.DType)
+	ndim := t.NDim
+	if !ok || t.Device.Type != deviceCPU && t.Device.Type != deviceCUDAHost || ndim < 0 || ndim > abi.MaxRank || ndim > 0 && t.Shape == nil {
+		return abi.Tensor{}, slowCheck(arg, t)
+	}
+	var shape abi.Shape
+	n := uint64(d.Size())
+	if ndim > 0 {
+		shape = abi.Shape(unsafe.Slice(t.Shape, ndim))
+		for _, dim := range shape {
+			hi, lo := bits.Mul64(n, uint64(dim))
+			if dim < 0 || hi != 0 {
+				return abi.Tensor{}, slowCheck(arg, t)
+			}
+			n = lo
+		}
+		if t.Strides != nil {
+			if err := checkRowMajor(arg, shape, unsafe.Slice(t.Strides, ndim)); err != nil {
+				return abi.Tensor{}, err
+			}
+		}
+	}
+	if n > abi.MaxTensorBytes {
+		return abi.Tensor{}, badArg(arg, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
+	}
+	if n == 0 {
+		return abi.Tensor{DType: d, Shape: shape, Data: []byte{}}, nil
+	}
+	data := t.Data
+	if data == nil {
+		return abi.Tensor{}, badArg(arg, "data is NULL for %s%s (%d bytes)", d, shape, n)
+	}
+	if t.ByteOffset != 0 {
+		data = unsafe.Add(data, uintptr(t.ByteOffset))
+	}
+	return abi.Tensor{DType: d, Shape: shape, Data: unsafe.Slice((*byte)(data), n)}, nil
+}
+
+// slowCheck names what is wrong with a tensor fromDL refused.
+func slowCheck(arg argName, t *dlTensor) error {
 	if t.Device.Type != deviceCPU && t.Device.Type != deviceCUDAHost {
-		return abi.Tensor{}, badArg(arg, "device type %d is not host memory (want %d, CPU)", t.Device.Type, deviceCPU)
+		return badArg(arg, "device type %d is not host memory (want %d, CPU)", t.Device.Type, deviceCPU)
 	}
 	d, ok := dtypeFromDL(t.DType)
 	if !ok {
-		return abi.Tensor{}, badArg(arg, "unknown dtype {code %d, bits %d, lanes %d}", t.DType.Code, t.DType.Bits, t.DType.Lanes)
+		return badArg(arg, "unknown dtype {code %d, bits %d, lanes %d}", t.DType.Code, t.DType.Bits, t.DType.Lanes)
 	}
 	shape, err := shapeOf(arg, int64(t.NDim), t.Shape)
 	if err != nil {
-		return abi.Tensor{}, err
+		return err
 	}
-	if t.Strides != nil && len(shape) > 0 {
-		if err := checkRowMajor(arg, shape, unsafe.Slice(t.Strides, len(shape))); err != nil {
-			return abi.Tensor{}, err
-		}
-	}
-	data := t.Data
-	if t.ByteOffset != 0 && data != nil {
-		data = unsafe.Add(data, uintptr(t.ByteOffset))
-	}
-	return viewTensor(arg, d, shape, data)
+	_, err = viewTensor(arg, d, shape, t.Data)
+	return err
 }
 
 // checkRowMajor accepts strides (in elements) that describe the dense
@@ -271,13 +276,16 @@ func fromDLs(role string, p *dlTensor, n uintptr, into []abi.Tensor) ([]abi.Tens
 		return nil, badArg(arg(role+"s"), "count %d exceeds the maximum %d", n, maxTensors)
 	}
 	ts := unsafe.Slice(p, n)
-	out := into[:0]
+	if int(n) > len(into) {
+		into = make([]abi.Tensor, n)
+	}
+	out := into[:n]
 	for i := range ts {
 		t, err := fromDL(argName{role, i}, &ts[i])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		out[i] = t
 	}
 	return out, nil
 }

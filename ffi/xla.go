@@ -84,12 +84,11 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	if err != nil {
 		return callback, err
 	}
-	if err := bh.enter(); err != nil {
+	if err := bh.open(); err != nil {
 		return callback, err
 	}
-	defer bh.leave()
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
+	defer sc.release(int(c.NumArgs), int(c.NumRets))
 	in, err := xlaTensors("argument", c.Args[:c.NumArgs], sc.in[:])
 	if err != nil {
 		return callback, err
