@@ -15,10 +15,10 @@ test: guests lint nocgo unit race check-prebuilt fuzz pytest
 unit:
 	$(GO) test -count=1 ./...
 
-# The race detector on the concurrent parts: host (pools, chains, taps) and
-# the engines.
+# The race detector on the concurrent parts: host (pools, chains, taps),
+# the engines and the FFI bridge.
 race:
-	$(GO) test -count=1 -race ./host/... ./internal/sandbox/...
+	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./ffi/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:

@@ -107,6 +107,7 @@ func (s *scratch) release(nIn, nOut int) {
 
 //export callbox_error_free
 func callbox_error_free(e *C.callbox_error) {
+	defer func() { _ = recover() }()
 	if e == nil {
 		return
 	}
