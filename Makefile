@@ -54,13 +54,13 @@ soak:
 security-doc:
 	$(GO) test -count=1 -run '^TestHostile$$' ./host/ -args -security-doc
 
-# The host micro-benchmarks, then the side-by-side suite (internal/bench),
+# The host and FFI micro-benchmarks, then the side-by-side suite (internal/bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
 bench:
 	@mkdir -p bin
 	@start=$$(date +%s); \
-	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ > bin/bench-host.txt; status=$$?; \
+	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ ./ffi/ > bin/bench-host.txt; status=$$?; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --since $$start
 
