@@ -452,3 +452,43 @@ func TestHarnessHostile(t *testing.T) {
 	}
 	r.ok(t, "hostile_survived")
 }
+
+// TestReadmeCExample compiles and runs the C example of README.md's "C
+// API" section, as written, against a callbox.yaml with the Rust scale
+// guest.
+func TestReadmeCExample(t *testing.T) {
+	bin := buildHarness(t)
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## C API\n")
+	require.True(t, found, "README.md has no C API section")
+	_, code, found := strings.Cut(section, "```c\n")
+	require.True(t, found, "the C API section has no C example")
+	code, _, _ = strings.Cut(code, "```")
+	scale, err := filepath.Abs("../guests/build/rust/scale.wasm")
+	require.NoError(t, err)
+	if _, err := os.Stat(scale); err != nil {
+		t.Skip("guests/build/rust/scale.wasm is missing: make guests builds it")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "callbox.yaml"), []byte("callbacks:\n  scale:\n    module: "+scale+"\n"), 0o644))
+	var includes, body strings.Builder
+	for _, line := range strings.Split(code, "\n") {
+		if strings.HasPrefix(line, "#include") {
+			includes.WriteString(line + "\n")
+		} else {
+			body.WriteString(line + "\n")
+		}
+	}
+	src := "#include <stdio.h>\n" + includes.String() + "int main(void) {\n" + body.String() +
+		"  printf(\"%g %g %g %g\\n\", y[0], y[1], y[2], y[3]);\n  return err != NULL;\n}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "example.c"), []byte(src), 0o644))
+	out, err := exec.Command("cc", "-std=gnu11", "-Wall", "-Werror", "-Iinclude", "-o", filepath.Join(dir, "example"),
+		filepath.Join(dir, "example.c"), "-L"+bin, "-lcallbox", "-Wl,-rpath,"+bin).CombinedOutput()
+	require.NoError(t, err, "%s\n%s", out, src)
+	cmd := exec.Command(filepath.Join(dir, "example"))
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "2 4 6 8\n", string(out))
+}

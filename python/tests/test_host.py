@@ -215,3 +215,8 @@ def test_readme_examples(guest_dir):
     assert blocks, "README.md has no Python examples"
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_default_host(host):
+    host.set_default()
+    assert callbox.Host.default().handle == host.handle
