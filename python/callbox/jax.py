@@ -81,7 +81,13 @@ def call(name, *args, ordered=False, chain=None, host=None):
     ordered=True orders the call with every other ordered callbox call and
     tap in the program (like io_callback(ordered=True)). chain names a
     host-side chain: its first failure fails every later call on it, in
-    this and later executions, until the chain is reset."""
+    this and later executions, until the chain is reset.
+
+    host is where the result shapes and the content id come from (default:
+    the registered host). The XLA handler always runs the process's
+    default host (register(host) sets it) and finds the callback there by
+    content id, so a host that is not the default must hold the same
+    module."""
     register()
     h = _host(host)
     info = h.callback(name)
