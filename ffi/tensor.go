@@ -152,15 +152,9 @@ func shapeOf(arg argName, ndim int64, dims *int64) (abi.Shape, error) {
 // may be NULL only when the tensor is empty. shape has been checked by
 // shapeOf (rank, non-negative dimensions).
 func viewTensor(arg argName, d abi.DType, shape abi.Shape, data unsafe.Pointer) (abi.Tensor, error) {
-	// One pass with an overflow check, on the call path: abi's ByteLen
-	// would walk the shape again.
-	n := uint64(d.Size())
-	for _, dim := range shape {
-		hi, lo := bits.Mul64(n, uint64(dim))
-		if hi != 0 {
-			return abi.Tensor{}, badArg(arg, "shape %v of %s overflows", []int64(shape), d)
-		}
-		n = lo
+	n, err := shape.ByteLen(d)
+	if err != nil {
+		return abi.Tensor{}, badArg(arg, "%v", err)
 	}
 	if n > abi.MaxTensorBytes {
 		return abi.Tensor{}, badArg(arg, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
@@ -186,7 +180,7 @@ func fromDL(arg argName, t *dlTensor) (abi.Tensor, error) {
 		return abi.Tensor{}, slowCheck(arg, t)
 	}
 	var shape abi.Shape
-	n := uint64(d.Size())
+	n := uint64(1) // elements, then bytes: overflow is checked as abi.Shape.ByteLen does
 	if ndim > 0 {
 		shape = abi.Shape(unsafe.Slice(t.Shape, ndim))
 		for _, dim := range shape {
@@ -201,6 +195,10 @@ func fromDL(arg argName, t *dlTensor) (abi.Tensor, error) {
 				return abi.Tensor{}, err
 			}
 		}
+	}
+	hi, n := bits.Mul64(n, uint64(d.Size()))
+	if hi != 0 {
+		return abi.Tensor{}, slowCheck(arg, t)
 	}
 	if n > abi.MaxTensorBytes {
 		return abi.Tensor{}, badArg(arg, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))

@@ -24,6 +24,7 @@ targets=(
   "./config FuzzLoad"
   "./config FuzzLoadEnv"
   "./host FuzzGuest"
+  "./ffi FuzzFromDL"
 )
 failed=()
 start=$(date +%s)
