@@ -492,3 +492,45 @@ func TestReadmeCExample(t *testing.T) {
 	require.NoError(t, err, string(out))
 	assert.Equal(t, "2 4 6 8\n", string(out))
 }
+
+// TestHarnessHostileLoad opens hosts whose module attacks at load time,
+// on both engines: callbox_open fails with the kind and code of the
+// attack, naming the callback, and the harness process survives to print
+// it.
+func TestHarnessHostileLoad(t *testing.T) {
+	bin := buildHarness(t)
+	cases := []struct {
+		module string
+		kind   abi.Kind
+		msg    string
+	}{
+		{"load_version_wrong", abi.ABIViolation, "guest reports ABI version 2"},
+		{"load_start_loop", abi.Timeout, ""},
+		{"load_memory_huge", abi.MemoryLimit, "above the callback's max_memory"},
+		{"load_start_trap", abi.StackOverflow, ""},
+	}
+	for _, c := range cases {
+		for _, engine := range []string{"wazero", "wasmtime"} {
+			t.Run(c.module+"/"+engine, func(t *testing.T) {
+				dir := t.TempDir()
+				src, err := os.ReadFile(filepath.Join("..", "host", "testdata", "hostile", c.module+".wat"))
+				require.NoError(t, err)
+				wasm, err := wat.Compile(string(src))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "m.wasm"), wasm, 0o644))
+				cfg := filepath.Join(dir, "callbox.yaml")
+				require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
+					"callbacks:\n  evil:\n    module: m.wasm\n    export: run\n    signature: \"(x: f32[n]) -> f32[n]\"\n    engine: %s\n    timeout: 250ms\n    max_memory: 1MiB\n", engine)), 0o644))
+				out, err := exec.Command(filepath.Join(bin, "harness"), cfg, dir, "version").CombinedOutput()
+				var exit *exec.ExitError
+				require.ErrorAs(t, err, &exit, "the open must fail: %s", out)
+				assert.Equal(t, 1, exit.ExitCode(), "a clean failure, not a crash: %s", out)
+				f := strings.Split(strings.TrimSpace(string(out)), "\t")
+				require.Len(t, f, 9, string(out))
+				assert.Equal(t, []string{"ERR", "open", c.kind.Ident(), strconv.Itoa(int(c.kind.Code(abi.StatusOK))), "evil"}, f[:5])
+				assert.Contains(t, f[8], `callback "evil"`)
+				assert.Contains(t, f[8], c.msg)
+			})
+		}
+	}
+}
