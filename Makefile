@@ -5,20 +5,21 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit race check-prebuilt fuzz
+test: guests lint nocgo unit race check-prebuilt fuzz pytest
 
 unit:
 	$(GO) test -count=1 ./...
 
 # The race detector on the concurrent parts: host (pools, chains, taps),
-# the engines, and the GPU path (concurrent streams, on the fake device).
+# the engines, the FFI bridge, and the GPU path (concurrent streams, on
+# the fake device).
 race:
-	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/... ./lowering/...
+	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/... ./lowering/... ./ffi/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
@@ -54,14 +55,14 @@ soak:
 security-doc:
 	$(GO) test -count=1 -run '^TestHostile$$' ./host/ -args -security-doc
 
-# The host micro-benchmarks, then the side-by-side suite (internal/bench),
+# The host and FFI micro-benchmarks, then the side-by-side suite (internal/bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
 bench:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
-	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ > bin/bench-host.txt; status=$$?; \
+	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ ./ffi/ > bin/bench-host.txt; status=$$?; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --since $$start
 
@@ -75,4 +76,19 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf guests/build bin
+	rm -rf guests/build bin build
+
+# libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
+# header ffi/include/callbox.h installed beside it as build/callbox.h (the
+# header cgo generates is not the contract and is removed).
+lib:
+	@mkdir -p build
+	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
+	@rm -f build/libcallbox.h
+	cp ffi/include/callbox.h build/callbox.h
+
+# The Python package's tests (python/tests) against a fresh build/libcallbox.so,
+# with Debian's python3 (numpy, pytest); the JAX tests skip where jax is
+# missing. The C harness runs in `go test ./ffi` (part of unit).
+pytest: lib
+	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs

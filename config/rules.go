@@ -78,6 +78,7 @@ func Keys() []Key {
 		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
 		maxInstancesKey(),
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
+		batchingKey(),
 	}
 }
 
@@ -282,6 +283,20 @@ func enumKey(key string, get func(*Callback) *string, allowed ...string) Key {
 			return fmt.Errorf("bad %s %q (allowed: %s)", key, v, text)
 		},
 	}
+}
+
+// batchingKey is an enum whose zero value ("", from a Config built in
+// code) means sequential.
+func batchingKey() Key {
+	f := enumKey("batching", func(cb *Callback) *string { return &cb.Batching }, BatchingSequential, BatchingExpandDims, BatchingBroadcastAll)
+	check := f.check
+	f.check = func(cb *Callback) error {
+		if cb.Batching == "" {
+			return nil
+		}
+		return check(cb)
+	}
+	return f
 }
 
 // --- durations ---

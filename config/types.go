@@ -22,6 +22,13 @@ const (
 
 	WASINone    = "none"
 	WASIMinimal = "minimal"
+
+	// Batching rules for tensor runtimes that vectorize a call (JAX's
+	// vmap_method names). The host itself never batches; the FFI bridge
+	// hands the rule to the runtime.
+	BatchingSequential   = "sequential"
+	BatchingExpandDims   = "expand_dims"
+	BatchingBroadcastAll = "broadcast_all"
 )
 
 // Limits are the per-callback resource limits.
@@ -60,6 +67,7 @@ type Callback struct {
 	Isolation    string // IsolationPooled or IsolationFresh
 	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
 	WASI         string // WASINone or WASIMinimal
+	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll; "" means sequential
 	Limits       Limits
 }
 
@@ -85,6 +93,15 @@ func (c *Config) Callback(name string) (Callback, bool) {
 	return Callback{}, false
 }
 
+// BatchingRule is the callback's batching rule, BatchingSequential when
+// none is set.
+func (c Callback) BatchingRule() string {
+	if c.Batching == "" {
+		return BatchingSequential
+	}
+	return c.Batching
+}
+
 // DefaultCallback is the built-in default every callback starts from before
 // the file's defaults and its own keys are applied.
 func DefaultCallback() Callback {
@@ -93,6 +110,7 @@ func DefaultCallback() Callback {
 		Isolation:    IsolationPooled,
 		MaxInstances: 4,
 		WASI:         WASINone,
+		Batching:     BatchingSequential,
 		Limits: Limits{
 			Timeout:   time.Second,
 			MaxMemory: 64 << 20,

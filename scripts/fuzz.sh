@@ -26,6 +26,7 @@ targets=(
   "./internal/termsafe FuzzText"
   "./host FuzzGuest"
   "./lowering FuzzParse"
+  "./ffi FuzzFromDL"
 )
 failed=()
 start=$(date +%s)

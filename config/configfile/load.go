@@ -63,11 +63,33 @@ func LoadEnv(path string, environ []string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadData(path, format, data, filepath.Dir(path), environ)
+}
+
+// LoadData is LoadEnv for configuration text held in memory rather than in
+// a file: format is "yaml", "toml" or "json", relative paths are relative
+// to dir ("" for the working directory), and name stands for the file in
+// error messages (and becomes Config.File).
+func LoadData(name, format string, data []byte, dir string, environ []string) (*config.Config, error) {
+	switch format = strings.ToLower(format); format {
+	case "yaml", "toml", "json":
+	case "yml":
+		format = "yaml"
+	default:
+		return nil, &config.Error{File: name, Err: fmt.Errorf("unsupported config format %q (use yaml, toml or json)", format)}
+	}
+	if dir == "" {
+		dir = "."
+	}
+	return loadData(name, format, data, dir, environ)
+}
+
+func loadData(path, format string, data []byte, dir string, environ []string) (*config.Config, error) {
 	raw, err := decode(path, format, data)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := filepath.Abs(filepath.Dir(path))
+	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, &config.Error{File: path, Err: fmt.Errorf("cannot resolve directory: %w", err)}
 	}

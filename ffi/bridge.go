@@ -1,0 +1,293 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// cbInfo is a loaded callback as the bridge sees it.
+type cbInfo struct {
+	index     int
+	name      string
+	id        string
+	signature string
+	engine    string
+	batching  string
+	sig       *abi.Signature
+	cinfo     unsafe.Pointer // its callbox_callback_info (C memory, capi.go), set at open, freed at close
+}
+
+// bridgeHost is one open host behind a handle.
+type bridgeHost struct {
+	handle uint64
+	b      backend
+	infos  []*cbInfo          // sorted by name
+	byKey  map[string]*cbInfo // by name and by content id
+	closed atomic.Bool
+	// calls counts calls in flight through the bridge, so that close can
+	// free C-side data only once none can read it.
+	calls sync.WaitGroup
+	mu    sync.Mutex // serializes close
+}
+
+// openHost loads cfg into a new host.
+func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
+	h, err := host.New(ctx, cfg, host.WithLogger(bridgeLogger()))
+	if err != nil {
+		return nil, err
+	}
+	return newBridgeHost(newHostBackend(h), cfg), nil
+}
+
+func newBridgeHost(b backend, cfg *config.Config) *bridgeHost {
+	bh := &bridgeHost{b: b, byKey: map[string]*cbInfo{}}
+	infos := b.Callbacks()
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	for i, in := range infos {
+		batching := config.BatchingSequential
+		if cfg != nil {
+			if cb, ok := cfg.Callback(in.Name); ok {
+				batching = cb.BatchingRule()
+			}
+		}
+		ci := &cbInfo{index: i, name: in.Name, id: in.ID, signature: in.Signature.String(),
+			engine: in.Engine, batching: batching, sig: in.Signature}
+		bh.infos = append(bh.infos, ci)
+		bh.byKey[ci.name] = ci
+		bh.byKey[ci.id] = ci
+	}
+	return bh
+}
+
+// bridgeLogger is the logger of hosts opened through the C API: text to
+// stderr at CALLBOX_LOG_LEVEL (debug, info, warn, error; default warn), so
+// guest log lines do not flood a foreign program's output by default.
+func bridgeLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if v := os.Getenv("CALLBOX_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// resolve finds a callback by name or content id. key may point into C
+// memory; the returned info holds Go copies.
+func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
+	if ci, ok := bh.byKey[key]; ok {
+		return ci, nil
+	}
+	key = strings.Clone(key)
+	if strings.HasPrefix(key, abi.CallbackIDPrefix) {
+		return nil, &bridgeError{kind: abi.InvalidArgument, callback: key,
+			msg: "no loaded callback has this content id: the module changed or is not loaded"}
+	}
+	names := make([]string, len(bh.infos))
+	for i, ci := range bh.infos {
+		names[i] = ci.name
+	}
+	return nil, &bridgeError{kind: abi.InvalidArgument, callback: key,
+		msg: fmt.Sprintf("unknown callback (loaded: %s)", strings.Join(names, ", "))}
+}
+
+// open fails once the host is closed. Calls check only this: the host
+// itself refuses calls after Close (host.ErrClosed) and waits for those in
+// flight, so they need no tracking here.
+func (bh *bridgeHost) open() error {
+	if bh.closed.Load() {
+		return bh.closedError()
+	}
+	return nil
+}
+
+// enter marks a use of the host's C-side data (callback infos) in flight;
+// it fails once the host is closed, and close waits for it.
+func (bh *bridgeHost) enter() error {
+	bh.calls.Add(1)
+	if bh.closed.Load() {
+		bh.calls.Done()
+		return bh.closedError()
+	}
+	return nil
+}
+
+func (bh *bridgeHost) leave() { bh.calls.Done() }
+
+func (bh *bridgeHost) closedError() error {
+	return &bridgeError{kind: abi.InvalidArgument, msg: fmt.Sprintf("host %d is closed", bh.handle)}
+}
+
+// close closes the host once; later calls fail. It waits for the bridge's
+// calls in flight before returning, so C-side data can then be freed.
+func (bh *bridgeHost) close(ctx context.Context) (first bool, err error) {
+	bh.mu.Lock()
+	defer bh.mu.Unlock()
+	if bh.closed.Swap(true) {
+		return false, nil
+	}
+	bh.calls.Wait()
+	return true, bh.b.Close(ctx)
+}
+
+// outputTypes derives a call's result types from its input types.
+func (bh *bridgeHost) outputTypes(ci *cbInfo, in []abi.Tensor) ([]abi.OutputSpec, error) {
+	metas := make([]abi.TensorMeta, len(in))
+	for i, t := range in {
+		metas[i] = abi.TensorMeta{DType: t.DType, Shape: t.Shape}
+	}
+	specs, err := ci.sig.Bind(metas)
+	if err != nil {
+		return nil, &bridgeError{kind: abi.InvalidArgument, callback: ci.name, msg: err.Error()}
+	}
+	return specs, nil
+}
+
+// checkOutputs checks caller-provided outputs against the derived types,
+// for paths that cannot hand the outputs to the host (chains for now).
+func (bh *bridgeHost) checkOutputs(ci *cbInfo, in, out []abi.Tensor) error {
+	specs, err := bh.outputTypes(ci, in)
+	if err != nil {
+		return err
+	}
+	if len(out) != len(specs) {
+		return &bridgeError{kind: abi.InvalidArgument, callback: ci.name,
+			msg: fmt.Sprintf("got %d output buffers, signature %s has %d results", len(out), ci.signature, len(specs))}
+	}
+	for i, s := range specs {
+		if out[i].DType != s.DType || !out[i].Shape.Equal(s.Shape) {
+			return &bridgeError{kind: abi.InvalidArgument, callback: ci.name,
+				msg: fmt.Sprintf("output %d: buffer is %s, result is %s%s", i, out[i].Type(), s.DType, s.Shape)}
+		}
+	}
+	return nil
+}
+
+// call runs one call, on a chain when chain is not "".
+func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out []abi.Tensor) error {
+	ci, err := bh.resolve(callback)
+	if err != nil {
+		return err
+	}
+	if chain == "" {
+		return bh.b.InvokeInto(ctx, ci.name, in, out)
+	}
+	if err := bh.checkOutputs(ci, in, out); err != nil {
+		return err
+	}
+	return bh.b.ChainInvokeInto(ctx, chain, ci.name, in, out)
+}
+
+// tap queues a side-effect call (on a chain when chain is not ""), with
+// inputs copied, since they are read after the C call returns.
+func (bh *bridgeHost) tap(ctx context.Context, chain, callback string, in []abi.Tensor) error {
+	ci, err := bh.resolve(callback)
+	if err != nil {
+		return err
+	}
+	if _, err := bh.outputTypes(ci, in); err != nil {
+		return err
+	}
+	owned := make([]abi.Tensor, len(in))
+	for i, t := range in {
+		owned[i] = cloneTensor(t)
+	}
+	if chain == "" {
+		bh.b.Tap(ctx, ci.name, owned)
+		return nil
+	}
+	bh.b.ChainTap(ctx, chain, ci.name, owned)
+	return nil
+}
+
+// The handle table: process-wide, copy-on-write, indexed by handle-1, so
+// that a call finds its host with one atomic load and an index.
+var handles struct {
+	mu  sync.Mutex
+	tab atomic.Pointer[[]*bridgeHost]
+}
+
+// register gives bh a handle.
+func register(bh *bridgeHost) uint64 {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	var next []*bridgeHost
+	if cur := handles.tab.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, bh)
+	bh.handle = uint64(len(next))
+	handles.tab.Store(&next)
+	return bh.handle
+}
+
+// lookupHost finds a host by handle. A closed host stays in the table, so
+// that its handle keeps saying "closed".
+func lookupHost(h uint64) (*bridgeHost, error) {
+	if tab := handles.tab.Load(); tab != nil && h-1 < uint64(len(*tab)) {
+		return (*tab)[h-1], nil
+	}
+	if h == 0 {
+		return nil, badArg(arg("host"), "handle 0 is not a host (open one with callbox_open)")
+	}
+	return nil, badArg(arg("host"), "unknown host handle %d", h)
+}
+
+// The default host of the XLA handler.
+var defaultHost struct {
+	mu sync.Mutex
+	h  atomic.Uint64
+}
+
+// setDefault makes h (0: none) the default host.
+func setDefault(h uint64) error {
+	if h != 0 {
+		if _, err := lookupHost(h); err != nil {
+			return err
+		}
+	}
+	defaultHost.mu.Lock()
+	defaultHost.h.Store(h)
+	defaultHost.mu.Unlock()
+	return nil
+}
+
+// getDefault returns the default host, opening it from CALLBOX_CONFIG on
+// first use.
+func getDefault(ctx context.Context) (*bridgeHost, error) {
+	if h := defaultHost.h.Load(); h != 0 {
+		return lookupHost(h)
+	}
+	defaultHost.mu.Lock()
+	defer defaultHost.mu.Unlock()
+	if h := defaultHost.h.Load(); h != 0 {
+		return lookupHost(h)
+	}
+	path := os.Getenv("CALLBOX_CONFIG")
+	if path == "" {
+		return nil, &bridgeError{kind: abi.InvalidArgument,
+			msg: "no callbox host: set CALLBOX_CONFIG to a config file, or call callbox_set_default_host before the first call"}
+	}
+	cfg, err := configfile.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
+	}
+	bh, err := openHost(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
+	}
+	defaultHost.h.Store(register(bh))
+	return bh, nil
+}

@@ -1,0 +1,536 @@
+//go:build cgo
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+)
+
+// The C harness (testdata/harness.c) drives a freshly built libcallbox
+// through its C API and its XLA FFI handler, from C threads the Go runtime
+// did not create. These tests build the library and the harness, write a
+// config, run harness groups and assert on every line they print.
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// buildHarness builds libcallbox.so, the harness and the bench program
+// into a temporary directory shared by the tests of this run.
+func buildHarness(t testing.TB) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) on PATH: the C harness needs one")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "callbox-harness-")
+		if buildErr != nil {
+			return
+		}
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		lib := filepath.Join(buildDir, "libcallbox.so")
+		out, err := exec.Command(goTool, "build", "-buildmode=c-shared", "-o", lib, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building libcallbox: %v\n%s", err, out)
+			return
+		}
+		for _, prog := range []string{"harness", "bench"} {
+			out, err = exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-Iinclude",
+				"-o", filepath.Join(buildDir, prog), "testdata/"+prog+".c",
+				"-L"+buildDir, "-lcallbox", "-lpthread", "-Wl,-rpath,"+buildDir).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("building %s: %v\n%s", prog, err, out)
+				return
+			}
+		}
+	})
+	require.NoError(t, buildErr)
+	return buildDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// hostileCall is a hostile guest the harness runs on both engines, through
+// the C API and the XLA handler: module (host/testdata/hostile), export,
+// and the kind it must produce.
+type hostileCall struct {
+	module, export string
+	kind           abi.Kind
+	fuel           bool
+}
+
+var hostileCalls = []hostileCall{
+	{"runaway", "spin", abi.Timeout, false},
+	{"runaway", "spin", abi.FuelExhausted, true},
+	{"runaway", "recurse", abi.StackOverflow, false},
+	{"runaway", "grow_pages", abi.MemoryLimit, false},
+	{"traps", "div_by_zero", abi.DivideByZero, false},
+	{"traps", "int_overflow", abi.IntegerOverflow, false},
+	{"traps", "unreachable", abi.Unreachable, false},
+	{"traps", "trunc_nan", abi.InvalidConversion, false},
+	{"traps", "indirect_mismatch", abi.IndirectCallMismatch, false},
+	{"traps", "indirect_null", abi.TableOutOfBounds, false},
+	{"traps", "load_oob", abi.MemoryOutOfBounds, false},
+	{"frame", "overrun_1", abi.ABIViolation, false},
+	{"frame", "status_cancelled", abi.ABIViolation, false},
+	{"imports", "error_megabytes", abi.GuestError, false},
+}
+
+func (hc hostileCall) name(engine string) string {
+	n := "hostile_" + hc.export + "_" + engine
+	if hc.fuel {
+		n = "hostile_" + hc.export + "_fuel_" + engine
+	}
+	return n
+}
+
+var kitDTypes = []string{"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64", "c64", "bf16", "c128"}
+
+// writeConfig compiles the guests into dir and writes dir/callbox.yaml.
+func writeConfig(t *testing.T, dir string, hostile bool) string {
+	t.Helper()
+	compile := func(src, dst string) {
+		text, err := os.ReadFile(src)
+		require.NoError(t, err)
+		bin, err := wat.Compile(string(text))
+		require.NoError(t, err, src)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, dst), bin, 0o644))
+	}
+	compile("testdata/kit.wat", "kit.wasm")
+	var b strings.Builder
+	b.WriteString("callbacks:\n")
+	cb := func(name, module, export, sig, extra string) {
+		fmt.Fprintf(&b, "  %s:\n    module: %s\n    export: %s\n    signature: %q\n    timeout: 250ms\n%s", name, module, export, sig, extra)
+	}
+	for _, d := range kitDTypes {
+		cb("copy_"+d, "kit.wasm", "copy", fmt.Sprintf("(x: %s[n]) -> %s[n]", d, d), "")
+	}
+	cb("copy_scalar", "kit.wasm", "copy", "(x: f64[]) -> f64[]", "")
+	cb("copy_mat", "kit.wasm", "copy", "(x: f32[a,b]) -> f32[a,b]", "    batching: expand_dims\n")
+	cb("copy2", "kit.wasm", "copy2", "(x: s16[n], y: f32[m]) -> (s16[n], f32[m])", "")
+	cb("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]", "")
+	cb("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n")
+	cb("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "")
+	if hostile {
+		compiled := map[string]bool{}
+		for _, hc := range hostileCalls {
+			if !compiled[hc.module] {
+				compile(filepath.Join("..", "host", "testdata", "hostile", hc.module+".wat"), hc.module+".wasm")
+				compiled[hc.module] = true
+			}
+			for _, engine := range []string{"wazero", "wasmtime"} {
+				extra := "    engine: " + engine + "\n    max_instances: 1\n    max_memory: 1MiB\n"
+				if hc.module == "imports" {
+					extra = "    engine: " + engine + "\n    max_instances: 1\n    max_memory: 8MiB\n"
+				}
+				if hc.fuel {
+					extra += "    fuel: 1000000\n"
+				}
+				cb(hc.name(engine), hc.module+".wasm", hc.export, "(x: f32[n]) -> f32[n]", extra)
+			}
+		}
+	}
+	path := filepath.Join(dir, "callbox.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
+
+// harnessLine is one ERR or XLA line.
+type harnessLine struct {
+	kind     string // kind ident, "OK" for success (ERR lines)
+	code     int
+	callback string
+	chain    string
+	seq      uint64
+	guest    string
+	text     string
+}
+
+type harnessRun struct {
+	errs   map[string]harnessLine
+	xla    map[string]harnessLine
+	vals   map[string]string
+	failed []string
+	done   string
+	out    string
+}
+
+// runHarness runs groups of the harness and parses what it prints.
+func runHarness(t *testing.T, bin, cfg, dir string, env []string, groups ...string) *harnessRun {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "harness"), append([]string{cfg, dir}, groups...)...)
+	cmd.Env = append(os.Environ(), env...)
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	r := &harnessRun{errs: map[string]harnessLine{}, xla: map[string]harnessLine{}, vals: map[string]string{}, out: out}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		switch f[0] {
+		case "ERR":
+			require.Len(t, f, 9, sc.Text())
+			code, _ := strconv.Atoi(f[3])
+			seq, _ := strconv.ParseUint(f[6], 10, 64)
+			r.errs[f[1]] = harnessLine{kind: f[2], code: code, callback: f[4], chain: f[5], seq: seq, guest: f[7], text: f[8]}
+		case "XLA":
+			require.Len(t, f, 4, sc.Text())
+			code, _ := strconv.Atoi(f[2])
+			r.xla[f[1]] = harnessLine{code: code, text: f[3]}
+		case "VAL":
+			r.vals[f[1]] = f[2]
+		case "FAIL":
+			r.failed = append(r.failed, sc.Text())
+		case "DONE":
+			r.done = sc.Text()
+		}
+	}
+	require.NotEmpty(t, r.done, "the harness did not finish (crashed?): %v\n%s", err, out)
+	assert.Empty(t, r.failed, "checks inside the harness failed")
+	assert.NoError(t, err, "harness exit status")
+	return r
+}
+
+// ok asserts that the ERR line label reports success.
+func (r *harnessRun) ok(t *testing.T, labels ...string) {
+	t.Helper()
+	for _, l := range labels {
+		line, found := r.errs[l]
+		if assert.True(t, found, "no line %s", l) {
+			assert.Equal(t, "OK", line.kind, "%s: %s", l, line.text)
+		}
+	}
+}
+
+// fails asserts that ERR line label is an error of kind whose text
+// contains each of parts.
+func (r *harnessRun) fails(t *testing.T, label string, kind abi.Kind, parts ...string) harnessLine {
+	t.Helper()
+	line, found := r.errs[label]
+	if !assert.True(t, found, "no line %s", label) {
+		return line
+	}
+	assert.Equal(t, kind.Ident(), line.kind, "%s: %s", label, line.text)
+	assert.Equal(t, int(kind.Code(abi.StatusInvalidArgument)), line.code, label)
+	for _, p := range parts {
+		assert.Contains(t, line.text, p, label)
+	}
+	return line
+}
+
+// xok asserts that XLA line label succeeded.
+func (r *harnessRun) xok(t *testing.T, labels ...string) {
+	t.Helper()
+	for _, l := range labels {
+		line, found := r.xla[l]
+		if assert.True(t, found, "no XLA line %s", l) {
+			assert.Equal(t, 0, line.code, "%s: %s", l, line.text)
+		}
+	}
+}
+
+// xfails asserts that XLA line label failed with code and a message
+// containing each of parts.
+func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...string) {
+	t.Helper()
+	line, found := r.xla[label]
+	if !assert.True(t, found, "no XLA line %s", label) {
+		return
+	}
+	assert.Equal(t, int(code), line.code, "%s: %s", label, line.text)
+	for _, p := range parts {
+		assert.Contains(t, line.text, p, label)
+	}
+}
+
+func TestHarnessCAPI(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "close")
+
+	assert.Equal(t, "1.0.0 10000", r.vals["version"])
+
+	// Opening.
+	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
+	r.fails(t, "open_null_out", abi.InvalidArgument, "out: NULL")
+	r.fails(t, "open_missing", abi.InvalidArgument, "/nonexistent/callbox.yaml: cannot open")
+	r.fails(t, "open_bad_format", abi.InvalidArgument, `unsupported config format "ini"`)
+	r.fails(t, "open_bad_yaml", abi.InvalidArgument, "bad YAML")
+	r.fails(t, "open_bad_key", abi.InvalidArgument, "callbacks.s.colour: unknown key")
+	r.fails(t, "open_bad_module", abi.InvalidArgument, `callback "s"`, "missing.wasm")
+	r.ok(t, "open_json", "json_count", "json_close", "json_close_again")
+	r.fails(t, "json_after_close", abi.InvalidArgument, "is closed")
+	r.fails(t, "unknown_handle", abi.InvalidArgument, "unknown host handle 987654")
+	r.fails(t, "handle_zero", abi.InvalidArgument, "handle 0 is not a host")
+
+	// Listing and types.
+	assert.Equal(t, "21", r.vals["count"])
+	r.fails(t, "count_null", abi.InvalidArgument, "out: NULL")
+	info := strings.Split(r.vals["info_copy_f32"], "|")
+	require.Len(t, info, 6)
+	assert.True(t, abi.IsCallbackID(info[0]), info[0])
+	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
+	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 21 is out of range")
+	r.ok(t, "find_name", "find_id")
+	stale := r.fails(t, "find_stale_id", abi.InvalidArgument, "the module changed or is not loaded")
+	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
+	r.fails(t, "find_unknown", abi.InvalidArgument, `callback "nope": unknown callback (loaded: bump, copy2,`)
+	r.fails(t, "find_null", abi.InvalidArgument, "name_or_id: NULL")
+	r.ok(t, "types_mat")
+	assert.Equal(t, "2/32/1 2 [3,5]", r.vals["types_mat"])
+	r.fails(t, "types_wrong_rank", abi.InvalidArgument, "argument 0 (x): expected f32[n], got f32[3,5]")
+	r.fails(t, "types_wrong_count", abi.InvalidArgument, `num_outputs: 2, but callback "copy_mat" has 1 results`)
+	r.fails(t, "types_unknown_dtype", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 8, lanes 1}")
+
+	// Every dtype, rank 0, empty tensors, strides.
+	for _, d := range kitDTypes {
+		r.ok(t, "dtype_"+d)
+		r.xok(t, "xla_dtype_"+d)
+	}
+	r.ok(t, "rank0", "empty", "empty_2d", "strides_rowmajor", "strides_unit_dim", "two_outputs")
+	r.xok(t, "xla_rank0", "xla_empty")
+	r.fails(t, "strides_transposed", abi.InvalidArgument, "input 0: strides [1 2] are not row-major for shape [2 3]")
+
+	// Bad arguments, each named.
+	r.fails(t, "null_callback", abi.InvalidArgument, "callback: NULL")
+	r.fails(t, "unknown_callback", abi.InvalidArgument, `callback "nope": unknown callback`)
+	r.fails(t, "stale_id", abi.InvalidArgument, "the module changed or is not loaded")
+	r.fails(t, "null_inputs", abi.InvalidArgument, "inputs: NULL with a count of 1")
+	r.fails(t, "null_outputs", abi.InvalidArgument, "outputs: NULL with a count of 1")
+	r.fails(t, "too_many_inputs", abi.InvalidArgument, "got 2 inputs, signature (x: f32[n]) -> f32[n] takes 1")
+	r.fails(t, "too_few_outputs", abi.InvalidArgument, "got 0 output buffers")
+	r.fails(t, "unknown_dtype", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 8, lanes 1}")
+	r.fails(t, "lanes", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 32, lanes 4}")
+	r.fails(t, "rank_33", abi.InvalidArgument, "input 0: rank 33 exceeds the maximum 32")
+	r.fails(t, "rank_negative", abi.InvalidArgument, "input 0: rank -1 is negative")
+	r.fails(t, "dim_negative", abi.InvalidArgument, "input 0: dimension 0 is negative (-1)")
+	r.fails(t, "shape_null", abi.InvalidArgument, "input 0: shape is NULL with rank 1")
+	r.fails(t, "data_null", abi.InvalidArgument, "input 0: data is NULL for f32[4]")
+	r.fails(t, "device_gpu", abi.InvalidArgument, "input 0: device type 2 is not host memory")
+	r.fails(t, "output_shape", abi.InvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
+	r.fails(t, "output_dtype", abi.InvalidArgument, "output 0: buffer is f64[4], result is f32[4]")
+	r.fails(t, "input_dtype", abi.InvalidArgument, "argument 0 (x): expected f32[n], got s32[4]")
+	g := r.fails(t, "guest_error", abi.GuestError, `callback "fail" failed`)
+	assert.Equal(t, "bad input", g.guest)
+	assert.Equal(t, "fail", g.callback)
+	to := r.fails(t, "timeout", abi.Timeout, `callback "spin" failed: timeout after 250ms`)
+	assert.Equal(t, int(abi.CodeDeadlineExceeded), to.code)
+	r.ok(t, "ok_after")
+
+	// Chains: order, the first failure, reset; taps and the barrier.
+	r.ok(t, "chain_call", "chain_tap_1", "chain_tap_fail", "chain_tap_3", "chain_reset", "chain_call_after_reset", "chain_barrier_ok")
+	assert.Equal(t, "1", r.vals["chain_count_1"])
+	first := r.fails(t, "chain_barrier", abi.GuestError, `callback "fail" (chain "c1" #3) failed`)
+	assert.Equal(t, "c1", first.chain)
+	assert.EqualValues(t, 3, first.seq)
+	skipped := r.fails(t, "chain_after_failure", abi.GuestError, `call #5 (bump) not run: chain failed at #3`)
+	assert.Equal(t, "bump", skipped.callback)
+	assert.EqualValues(t, 5, skipped.seq)
+	assert.Equal(t, "3", r.vals["chain_count_2"], "the tap after the failure must not have run")
+	r.fails(t, "chain_null", abi.InvalidArgument, "chain: NULL")
+	r.fails(t, "chain_empty", abi.InvalidArgument, "chain: empty name")
+	r.fails(t, "chain_output_shape", abi.InvalidArgument, "output 0: buffer is s32[3], result is s32[]")
+	r.ok(t, "tap_ok", "tap_fail", "barrier_again")
+	r.fails(t, "barrier", abi.GuestError, `callback "fail" failed`)
+	r.fails(t, "tap_unknown", abi.InvalidArgument, "unknown callback")
+	r.xok(t, "xla_chain_token")
+	r.xfails(t, "xla_chain_fail", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" (chain "xc" #2)`)
+	r.xfails(t, "xla_chain_after_failure", abi.CodeInvalidArgument, `chain "xc": call #3 (bump) not run`)
+
+	// Closing.
+	r.ok(t, "close", "close_again")
+	r.fails(t, "call_after_close", abi.InvalidArgument, "is closed")
+	r.xfails(t, "xla_after_close", abi.CodeInvalidArgument, "is closed")
+}
+
+func TestHarnessXLA(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "xla")
+
+	r.xok(t, "metadata", "stage_0", "stage_1", "stage_2", "by_name", "by_id")
+	assert.Equal(t, "0.1 traits=0", r.vals["metadata"])
+	r.xfails(t, "stale_id", abi.CodeInvalidArgument, `callback "cb1-2222`, "the module changed or is not loaded")
+	r.xfails(t, "unknown", abi.CodeInvalidArgument, `callbox InvalidArgument: callback "nope": unknown callback`)
+	r.xfails(t, "empty_name", abi.CodeInvalidArgument, "attribute callback: empty")
+	r.xfails(t, "no_attrs", abi.CodeInvalidArgument, "missing attribute callback")
+	r.xfails(t, "attr_scalar", abi.CodeInvalidArgument, "attribute callback has type 3, want a string")
+	r.xfails(t, "attr_unknown", abi.CodeInvalidArgument, "unknown attribute colour")
+	r.xfails(t, "too_many_args", abi.CodeInvalidArgument, `callback "copy_f32" failed: got 2 inputs`)
+	r.xfails(t, "no_rets", abi.CodeInvalidArgument, "got 0 output buffers")
+	r.xfails(t, "ret_shape", abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
+	r.xfails(t, "dtype_f8", abi.CodeInvalidArgument, `callback "copy_f32": argument 0: XLA dtype 19 is not one callbox supports`)
+	r.xfails(t, "rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 exceeds the maximum 32")
+	r.xfails(t, "dim_negative", abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-2)")
+	r.xfails(t, "arg_not_buffer", abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer")
+	r.xfails(t, "data_null", abi.CodeInvalidArgument, "argument 0: data is NULL")
+	r.xfails(t, "guest_error", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" failed: guest returned INVALID_ARGUMENT: bad input`)
+	r.xfails(t, "timeout", abi.CodeDeadlineExceeded, `callbox Timeout: callback "spin" failed: timeout after 250ms`)
+	r.xfails(t, "small_frame", abi.CodeInvalidArgument, "call frame of 100 bytes, want at least 168")
+}
+
+// TestHarnessThreads runs 8 C threads at once, half through the C API and
+// half through the XLA handler, each checking every output.
+func TestHarnessThreads(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "threads")
+	assert.Equal(t, "8 threads x 200 calls", r.vals["threads"])
+}
+
+// TestHarnessDefaultHost opens the XLA handler's default host lazily from
+// CALLBOX_CONFIG, and reports a clear error without it.
+func TestHarnessDefaultHost(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG=" + cfg}, "lazy")
+	r.xok(t, "lazy")
+	assert.Equal(t, "3", r.vals["lazy"])
+	r.ok(t, "default_host")
+
+	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG="}, "lazy")
+	r.xfails(t, "lazy", abi.CodeInvalidArgument, "no callbox host: set CALLBOX_CONFIG")
+	r.fails(t, "default_host", abi.InvalidArgument, "no callbox host")
+
+	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG=" + filepath.Join(dir, "missing.yaml")}, "lazy")
+	r.xfails(t, "lazy", abi.CodeInvalidArgument, "CALLBOX_CONFIG: ", "missing.yaml")
+}
+
+// TestHarnessHostile runs hostile guests on both engines through the C
+// API and the XLA handler: each fails with its kind and code, the message
+// names the callback and the kind, and the process survives to serve a
+// normal call.
+func TestHarnessHostile(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, true)
+	r := runHarness(t, bin, cfg, dir, nil, "hostile")
+	for _, hc := range hostileCalls {
+		for _, engine := range []string{"wazero", "wasmtime"} {
+			name := hc.name(engine)
+			status := abi.StatusOK
+			if hc.kind == abi.GuestError {
+				status = abi.StatusInvalidArgument
+			}
+			code := hc.kind.Code(status)
+			line, found := r.errs["capi_"+name]
+			if assert.True(t, found, name) {
+				assert.Equal(t, hc.kind.Ident(), line.kind, "%s: %s", name, line.text)
+				assert.Equal(t, int(code), line.code, name)
+				assert.Equal(t, name, line.callback)
+			}
+			r.xfails(t, "xla_"+name, code, fmt.Sprintf("callbox %s: callback %q", hc.kind.Ident(), name))
+		}
+	}
+	r.ok(t, "hostile_survived")
+}
+
+// TestReadmeCExample compiles and runs the C example of README.md's "C
+// API" section, as written, against a callbox.yaml with the Rust scale
+// guest.
+func TestReadmeCExample(t *testing.T) {
+	bin := buildHarness(t)
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## C API\n")
+	require.True(t, found, "README.md has no C API section")
+	_, code, found := strings.Cut(section, "```c\n")
+	require.True(t, found, "the C API section has no C example")
+	code, _, _ = strings.Cut(code, "```")
+	scale, err := filepath.Abs("../guests/build/rust/scale.wasm")
+	require.NoError(t, err)
+	if _, err := os.Stat(scale); err != nil {
+		t.Skip("guests/build/rust/scale.wasm is missing: make guests builds it")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "callbox.yaml"), []byte("callbacks:\n  scale:\n    module: "+scale+"\n"), 0o644))
+	var includes, body strings.Builder
+	for _, line := range strings.Split(code, "\n") {
+		if strings.HasPrefix(line, "#include") {
+			includes.WriteString(line + "\n")
+		} else {
+			body.WriteString(line + "\n")
+		}
+	}
+	src := "#include <stdio.h>\n" + includes.String() + "int main(void) {\n" + body.String() +
+		"  printf(\"%g %g %g %g\\n\", y[0], y[1], y[2], y[3]);\n  return err != NULL;\n}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "example.c"), []byte(src), 0o644))
+	out, err := exec.Command("cc", "-std=gnu11", "-Wall", "-Werror", "-Iinclude", "-o", filepath.Join(dir, "example"),
+		filepath.Join(dir, "example.c"), "-L"+bin, "-lcallbox", "-Wl,-rpath,"+bin).CombinedOutput()
+	require.NoError(t, err, "%s\n%s", out, src)
+	cmd := exec.Command(filepath.Join(dir, "example"))
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "2 4 6 8\n", string(out))
+}
+
+// TestHarnessHostileLoad opens hosts whose module attacks at load time,
+// on both engines: callbox_open fails with the kind and code of the
+// attack, naming the callback, and the harness process survives to print
+// it.
+func TestHarnessHostileLoad(t *testing.T) {
+	bin := buildHarness(t)
+	cases := []struct {
+		module string
+		kind   abi.Kind
+		msg    string
+	}{
+		{"load_version_wrong", abi.ABIViolation, "guest reports ABI version 2"},
+		{"load_start_loop", abi.Timeout, ""},
+		{"load_memory_huge", abi.MemoryLimit, "above the callback's max_memory"},
+		{"load_start_trap", abi.StackOverflow, ""},
+	}
+	for _, c := range cases {
+		for _, engine := range []string{"wazero", "wasmtime"} {
+			t.Run(c.module+"/"+engine, func(t *testing.T) {
+				dir := t.TempDir()
+				src, err := os.ReadFile(filepath.Join("..", "host", "testdata", "hostile", c.module+".wat"))
+				require.NoError(t, err)
+				wasm, err := wat.Compile(string(src))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "m.wasm"), wasm, 0o644))
+				cfg := filepath.Join(dir, "callbox.yaml")
+				require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
+					"callbacks:\n  evil:\n    module: m.wasm\n    export: run\n    signature: \"(x: f32[n]) -> f32[n]\"\n    engine: %s\n    timeout: 250ms\n    max_memory: 1MiB\n", engine)), 0o644))
+				out, err := exec.Command(filepath.Join(bin, "harness"), cfg, dir, "version").CombinedOutput()
+				var exit *exec.ExitError
+				require.ErrorAs(t, err, &exit, "the open must fail: %s", out)
+				assert.Equal(t, 1, exit.ExitCode(), "a clean failure, not a crash: %s", out)
+				f := strings.Split(strings.TrimSpace(string(out)), "\t")
+				require.Len(t, f, 9, string(out))
+				assert.Equal(t, []string{"ERR", "open", c.kind.Ident(), strconv.Itoa(int(c.kind.Code(abi.StatusOK))), "evil"}, f[:5])
+				assert.Contains(t, f[8], `callback "evil"`)
+				assert.Contains(t, f[8], c.msg)
+			})
+		}
+	}
+}

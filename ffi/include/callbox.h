@@ -1,0 +1,286 @@
+/*
+ * callbox.h - the C API of libcallbox, version 1.0.
+ *
+ * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
+ * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
+ * program, Python (ctypes), an Elixir NIF, and XLA itself through the
+ * XLA FFI handler callbox_xla_ffi (see the end of this file).
+ *
+ * This header is the contract; it is written by hand and versioned. The
+ * header cgo generates while building the library is not.
+ *
+ * Conventions
+ *  - Every function that can fail returns a callbox_error*: NULL on
+ *    success, else an error the caller owns and frees with
+ *    callbox_error_free. No function aborts the process: bad arguments
+ *    (NULL pointers, unknown dtypes, rank above CALLBOX_MAX_RANK, negative
+ *    dimensions, strides that are not row-major, wrong counts, mismatched
+ *    shapes), calls on a closed host, and failures inside the callback all
+ *    come back as errors naming the argument or the callback.
+ *  - Every function may be called from any thread, many at once,
+ *    including threads the Go runtime did not create. A call blocks its
+ *    thread until it is done.
+ *  - Strings passed in are NUL-terminated UTF-8 and are not retained.
+ *  - Tensors are dense, row-major and on the CPU. Inputs are read and
+ *    outputs written in place (one copy into the sandbox, one copy out);
+ *    a failed call writes no output byte.
+ */
+#ifndef CALLBOX_H
+#define CALLBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this API. A library accepts a program built against the
+ * same major version and a minor version at most its own. */
+#define CALLBOX_VERSION_MAJOR 1
+#define CALLBOX_VERSION_MINOR 0
+#define CALLBOX_VERSION_PATCH 0
+
+
+/* ---- Tensors: the DLPack DLTensor layout -------------------------------
+ *
+ * callbox_tensor has exactly the memory layout of DLPack's DLTensor
+ * (DLPack 0.8 and later), so a NumPy, PyTorch or CuPy tensor exported
+ * through DLPack passes without conversion. Only the layout is shared; the
+ * names are callbox's own. */
+
+/* The largest rank callbox accepts. */
+#define CALLBOX_MAX_RANK 32
+
+/* Device types (DLDeviceType). callbox runs on host memory: CPU, and
+ * CUDA-pinned host memory, which the CPU reads directly. */
+#define CALLBOX_DEVICE_CPU 1
+#define CALLBOX_DEVICE_CUDA_HOST 3
+
+typedef struct callbox_device {
+  int32_t device_type; /* CALLBOX_DEVICE_* */
+  int32_t device_id;
+} callbox_device;
+
+/* Element type codes (DLDataTypeCode). */
+#define CALLBOX_DL_INT 0
+#define CALLBOX_DL_UINT 1
+#define CALLBOX_DL_FLOAT 2
+#define CALLBOX_DL_BFLOAT 4
+#define CALLBOX_DL_COMPLEX 5
+#define CALLBOX_DL_BOOL 6
+
+/* An element type (DLDataType): code, bits per lane, lanes (always 1).
+ * The callbox dtypes and their encodings:
+ *   pred  {BOOL, 8}     s8..s64 {INT, 8..64}    u8..u64 {UINT, 8..64}
+ *   f16 f32 f64 {FLOAT, 16/32/64}   bf16 {BFLOAT, 16}
+ *   c64 {COMPLEX, 64}   c128 {COMPLEX, 128} */
+typedef struct callbox_dtype {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} callbox_dtype;
+
+typedef struct callbox_tensor {
+  void *data;             /* may be NULL only when the tensor is empty */
+  callbox_device device;  /* CALLBOX_DEVICE_CPU (or CUDA_HOST) */
+  int32_t ndim;           /* 0..CALLBOX_MAX_RANK; 0 is a scalar */
+  callbox_dtype dtype;
+  int64_t *shape;         /* ndim dimensions, each >= 0; may be NULL when ndim is 0 */
+  int64_t *strides;       /* NULL (row-major), or row-major strides in elements */
+  uint64_t byte_offset;   /* added to data */
+} callbox_tensor;
+
+/* A tensor type without data, as derived for a callback's results. */
+typedef struct callbox_type {
+  callbox_dtype dtype;
+  int32_t ndim;
+  int64_t shape[CALLBOX_MAX_RANK];
+} callbox_type;
+
+/* ---- Errors -------------------------------------------------------------- */
+
+/* Failure kinds. The numbers are stable and are the same as the Go API's
+ * abi.Kind. */
+#define CALLBOX_KIND_TIMEOUT 1
+#define CALLBOX_KIND_FUEL_EXHAUSTED 2
+#define CALLBOX_KIND_MEMORY_LIMIT 3
+#define CALLBOX_KIND_STACK_OVERFLOW 4
+#define CALLBOX_KIND_UNREACHABLE 5
+#define CALLBOX_KIND_MEMORY_OUT_OF_BOUNDS 6
+#define CALLBOX_KIND_DIVIDE_BY_ZERO 7
+#define CALLBOX_KIND_INTEGER_OVERFLOW 8
+#define CALLBOX_KIND_INVALID_CONVERSION 9
+#define CALLBOX_KIND_TABLE_OUT_OF_BOUNDS 10
+#define CALLBOX_KIND_INDIRECT_CALL_MISMATCH 11
+#define CALLBOX_KIND_GUEST_ERROR 12
+#define CALLBOX_KIND_ABI_VIOLATION 13
+#define CALLBOX_KIND_HOST_PANIC 14
+#define CALLBOX_KIND_CANCELED 15
+#define CALLBOX_KIND_OTHER_TRAP 16
+#define CALLBOX_KIND_INVALID_ARGUMENT 17
+
+/* A failure. Every string is non-NULL (possibly empty) and owned by the
+ * error. */
+typedef struct callbox_error {
+  uint32_t struct_size;      /* sizeof(callbox_error) of the library */
+  int32_t kind;              /* CALLBOX_KIND_* */
+  int32_t code;              /* absl / XLA FFI error code: 4 DEADLINE_EXCEEDED, 8 RESOURCE_EXHAUSTED, ... */
+  int32_t guest_status;      /* the ABI status a guest returned (GUEST_ERROR), else 0 */
+  uint64_t seq;              /* sequence number in the chain, from 1; 0 outside a chain */
+  const char *kind_name;     /* "Timeout", "MemoryLimit", ... */
+  const char *callback;      /* callback name; "" when the error concerns no callback */
+  const char *chain;         /* chain name; "" outside a chain */
+  const char *message;       /* the host's description ("timeout after 50ms") */
+  const char *guest_message; /* what the guest reported through callbox.error; "" if nothing */
+  const char *text;          /* the whole error as one line, for logs */
+} callbox_error;
+
+
+/* ---- Handles and callback descriptions --------------------------------- */
+
+/* A host holds loaded callbacks. Handles are process-wide numbers; 0 is
+ * never a valid handle. */
+typedef uint64_t callbox_host;
+
+/* A loaded callback. The strings are owned by the host and stay valid
+ * until callbox_close. */
+typedef struct callbox_callback_info {
+  const char *name;
+  const char *id;        /* content id "cb1-<64 hex>": module bytes, export and signature */
+  const char *signature; /* e.g. "(x: f32[n], factor: f32[]) -> f32[n]" */
+  const char *engine;    /* "wazero" or "wasmtime" */
+  const char *batching;  /* "sequential", "expand_dims" or "broadcast_all" */
+  int32_t num_inputs;
+  int32_t num_outputs;
+} callbox_callback_info;
+
+/* The XLA FFI call frame and error (opaque here; see callbox_xla_ffi). */
+struct callbox_xla_call_frame;
+struct callbox_xla_error;
+
+/* ==== Functions ===========================================================
+ * (The library's own build defines CALLBOX_BUILDING_LIBRARY: cgo generates
+ * its own prototypes for the functions it exports.) */
+#ifndef CALLBOX_BUILDING_LIBRARY
+
+/* The library's version as "MAJOR.MINOR.PATCH" (static storage). */
+const char *callbox_version(void);
+/* The library's version as MAJOR*10000 + MINOR*100 + PATCH. */
+uint32_t callbox_version_number(void);
+
+/* Frees an error; NULL is allowed. */
+void callbox_error_free(callbox_error *err);
+
+/* ---- Hosts ----------------------------------------------------------------- */
+
+/* Opens a host from a configuration file (.yaml, .yml, .toml, .json),
+ * applying CALLBOX_ environment overrides, and loads every callback.
+ * On success *out is the new handle. */
+callbox_error *callbox_open(const char *config_path, callbox_host *out);
+
+/* Opens a host from configuration text: format is "yaml", "json" or
+ * "toml"; relative paths are relative to base_dir (NULL: the working
+ * directory). */
+callbox_error *callbox_open_config(const char *text, const char *format, const char *base_dir,
+                                   callbox_host *out);
+
+/* Waits for calls in flight, then releases the host. Later calls with the
+ * handle fail with an error saying the host is closed. Closing twice is
+ * not an error. */
+callbox_error *callbox_close(callbox_host host);
+
+/* ---- Callbacks ------------------------------------------------------------ */
+
+
+/* The number of loaded callbacks. */
+callbox_error *callbox_callback_count(callbox_host host, size_t *out);
+/* The callback at index (0 <= index < count; sorted by name). */
+callbox_error *callbox_callback_at(callbox_host host, size_t index, callbox_callback_info *out);
+/* The callback with this name or content id. An id no loaded callback
+ * has is an error saying that the module changed or is not loaded. */
+callbox_error *callbox_callback_find(callbox_host host, const char *name_or_id,
+                                     callbox_callback_info *out);
+
+/* Derives the result types of a call from its inputs' dtypes and shapes
+ * (the inputs' data, strides and device are not read). num_outputs must be
+ * the callback's result count. Binding layers use this instead of parsing
+ * signatures. */
+callbox_error *callbox_output_types(callbox_host host, const char *callback,
+                                    const callbox_tensor *inputs, size_t num_inputs,
+                                    callbox_type *outputs, size_t num_outputs);
+
+/* ---- Calls -----------------------------------------------------------------
+ *
+ * callback is a name or a content id. outputs are caller-allocated with
+ * exactly the derived types (callbox_output_types). */
+
+/* Calls a callback. */
+callbox_error *callbox_call(callbox_host host, const char *callback,
+                            const callbox_tensor *inputs, size_t num_inputs,
+                            callbox_tensor *outputs, size_t num_outputs);
+
+/* Runs a callback for its side effect, asynchronously and unordered: the
+ * inputs are copied before it returns, the outputs discarded. Its error
+ * (if any) is returned by the next callbox_barrier. */
+callbox_error *callbox_tap(callbox_host host, const char *callback,
+                           const callbox_tensor *inputs, size_t num_inputs);
+
+/* Waits for every callbox_tap and returns the first error among them
+ * since the previous barrier. */
+callbox_error *callbox_barrier(callbox_host host);
+
+/* ---- Ordered chains ----------------------------------------------------------
+ *
+ * A chain is named; the same name on the same host is the same chain. Its
+ * calls and taps run strictly in the order they are made. The first
+ * failure fails the chain: every later call and tap on it does not run and
+ * returns (or reports at the barrier) an error naming the first failure,
+ * until callbox_chain_reset. */
+
+/* Calls a callback as the chain's next step, waiting for it. */
+callbox_error *callbox_chain_call(callbox_host host, const char *chain, const char *callback,
+                                  const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs);
+
+/* Queues a side-effect call as the chain's next step and returns at once
+ * (inputs are copied first). */
+callbox_error *callbox_chain_tap(callbox_host host, const char *chain, const char *callback,
+                                 const callbox_tensor *inputs, size_t num_inputs);
+
+/* Waits for every step queued on the chain and returns its first failure. */
+callbox_error *callbox_chain_barrier(callbox_host host, const char *chain);
+
+/* Waits for the chain's queued steps, then forgets the chain: the next use
+ * of the name starts a healthy chain numbered from 1. */
+callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
+
+/* ---- XLA FFI -----------------------------------------------------------------
+ *
+ * callbox_xla_ffi is an XLA FFI handler (the typed custom-call ABI,
+ * api_version 4 in StableHLO) for the CPU platform. Register it, e.g. from
+ * JAX: jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(fn),
+ * platform="cpu"). Attributes:
+ *   callback  string: a callback name or content id ("cb1-...")
+ *   chain     string, optional: run as the next step of that ordered chain
+ * Arguments are the callback's inputs and results its outputs, in order;
+ * buffers of dtype TOKEN are skipped. Errors carry the code of the failure
+ * kind and a message naming the callback and the kind.
+ *
+ * The host it calls is the default host: the one set with
+ * callbox_set_default_host, else one opened on first use from the file
+ * named by the CALLBOX_CONFIG environment variable. */
+struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *call_frame);
+
+/* Makes host the default host (0 clears it). */
+callbox_error *callbox_set_default_host(callbox_host host);
+/* The default host, opening it from CALLBOX_CONFIG if none is set. */
+callbox_error *callbox_default_host(callbox_host *out);
+
+#endif /* CALLBOX_BUILDING_LIBRARY */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CALLBOX_H */

@@ -1,0 +1,705 @@
+// harness: drives libcallbox through its C API and its XLA FFI handler,
+// from C, the way a foreign runtime does. Built and run by
+// ffi/harness_test.go, which writes the config and asserts on the output.
+//
+// Output lines (tab-separated):
+//   ERR   <label> <kind> <code> <callback> <chain> <seq> <guest> <message>   a C API error
+//   XLA   <label> <code> <message>                                      an XLA FFI error (OK: code 0)
+//   VAL   <label> <value>                                               a value to check
+//   FAIL  <function>:<line> <what>                                      a check inside the harness failed
+//   DONE  <checks> <failures>
+// The XLA call frames are built byte by byte at the offsets of
+// shared/xla-ffi.md, independently of the library's own declarations.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callbox.h"
+
+static int checks, failures;
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);           \
+    if (!(cond)) {                                              \
+      pthread_mutex_lock(&out_mu);                              \
+      printf("FAIL\t%s:%d\t", __func__, __LINE__);              \
+      printf(__VA_ARGS__);                                      \
+      printf("\n");                                             \
+      failures++;                                               \
+      pthread_mutex_unlock(&out_mu);                            \
+    }                                                           \
+  } while (0)
+
+// clean replaces tabs and newlines so a message stays on one line.
+static const char *clean(const char *s, char *buf, size_t n) {
+  size_t i = 0;
+  for (; s != NULL && s[i] != 0 && i + 1 < n; i++) buf[i] = (s[i] == '\t' || s[i] == '\n') ? ' ' : s[i];
+  buf[i] = 0;
+  return buf;
+}
+
+// report prints an error (or OK) under label and frees it; returns its kind.
+static int report(const char *label, callbox_error *e) {
+  static char g[512], m[4096];
+  pthread_mutex_lock(&out_mu);
+  if (e == NULL) {
+    printf("ERR\t%s\tOK\t0\t\t\t0\t\t\n", label);
+    pthread_mutex_unlock(&out_mu);
+    return 0;
+  }
+  int kind = e->kind;
+  printf("ERR\t%s\t%s\t%d\t%s\t%s\t%llu\t%s\t%s\n", label, e->kind_name, e->code, e->callback, e->chain,
+         (unsigned long long)e->seq, clean(e->guest_message, g, sizeof g), clean(e->text, m, sizeof m));
+  pthread_mutex_unlock(&out_mu);
+  callbox_error_free(e);
+  return kind;
+}
+
+static void val(const char *label, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void val(const char *label, const char *fmt, ...) {
+  pthread_mutex_lock(&out_mu);
+  printf("VAL\t%s\t", label);
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+  pthread_mutex_unlock(&out_mu);
+}
+
+// ---- tensors ----
+
+typedef struct {
+  const char *name;  // callbox dtype name
+  uint8_t code, bits;
+  int32_t xla;  // XLA FFI DataType
+} dtype_t;
+
+static const dtype_t dtypes[] = {
+    {"pred", CALLBOX_DL_BOOL, 8, 1},     {"s8", CALLBOX_DL_INT, 8, 2},       {"s16", CALLBOX_DL_INT, 16, 3},
+    {"s32", CALLBOX_DL_INT, 32, 4},      {"s64", CALLBOX_DL_INT, 64, 5},     {"u8", CALLBOX_DL_UINT, 8, 6},
+    {"u16", CALLBOX_DL_UINT, 16, 7},     {"u32", CALLBOX_DL_UINT, 32, 8},    {"u64", CALLBOX_DL_UINT, 64, 9},
+    {"f16", CALLBOX_DL_FLOAT, 16, 10},   {"f32", CALLBOX_DL_FLOAT, 32, 11},  {"f64", CALLBOX_DL_FLOAT, 64, 12},
+    {"c64", CALLBOX_DL_COMPLEX, 64, 15}, {"bf16", CALLBOX_DL_BFLOAT, 16, 16}, {"c128", CALLBOX_DL_COMPLEX, 128, 18},
+};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+static callbox_tensor tensor(void *data, uint8_t code, uint8_t bits, int32_t ndim, int64_t *shape) {
+  callbox_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = CALLBOX_DEVICE_CPU;
+  t.ndim = ndim;
+  t.dtype.code = code;
+  t.dtype.bits = bits;
+  t.dtype.lanes = 1;
+  t.shape = shape;
+  return t;
+}
+
+static callbox_tensor f32(float *data, int32_t ndim, int64_t *shape) {
+  return tensor(data, CALLBOX_DL_FLOAT, 32, ndim, shape);
+}
+
+// ---- XLA call frames, byte by byte ----
+
+typedef struct {
+  int32_t code;
+  char message[4096];
+} fake_error;
+
+// The fake XLA api table: 88 bytes, Error_Create in slot 0 (offset 48).
+static void *fake_error_create(void *args) {
+  const uint8_t *a = args;
+  fake_error *e = calloc(1, sizeof *e);
+  size_t size;
+  memcpy(&size, a, 8);
+  const char *msg;
+  memcpy(&msg, a + 16, 8);
+  memcpy(&e->code, a + 24, 4);
+  snprintf(e->message, sizeof e->message, "%s", msg != NULL ? msg : "(null)");
+  if (size < 28) e->code = -1000;  // the handler must pass XLA's struct size
+  return e;
+}
+
+static uint8_t fake_api[88];
+
+static void put64(uint8_t *p, size_t off, uint64_t v) { memcpy(p + off, &v, 8); }
+static void put32(uint8_t *p, size_t off, uint32_t v) { memcpy(p + off, &v, 4); }
+static void putp(uint8_t *p, size_t off, const void *v) { memcpy(p + off, &v, 8); }
+
+typedef struct {
+  int32_t dtype;
+  void *data;
+  int64_t rank;
+  int64_t *dims;
+  int32_t type;  // ArgType/RetType; 0 means BUFFER (1)
+} xbuf;
+
+typedef struct {
+  const char *name;
+  int32_t type;  // AttrType: 4 STRING, 3 SCALAR
+  const char *str;
+  int64_t scalar;
+} xattr;
+
+#define XMAX 16
+
+// A frame and everything it points to.
+typedef struct {
+  uint8_t frame[176];
+  uint8_t bufs[2][XMAX][48];
+  int32_t types[2][XMAX];
+  void *ptrs[2][XMAX];
+  int32_t attr_types[XMAX];
+  uint8_t spans[XMAX][16];
+  void *span_ptrs[XMAX];
+  uint8_t values[XMAX][16];
+  void *value_ptrs[XMAX];
+  uint8_t meta_ext[32];
+  uint8_t meta[48];
+} xframe;
+
+static void xside(xframe *f, int side, size_t off, const xbuf *b, int n) {
+  for (int i = 0; i < n; i++) {
+    uint8_t *buf = f->bufs[side][i];
+    put64(buf, 0, 48);
+    put32(buf, 16, (uint32_t)b[i].dtype);
+    putp(buf, 24, b[i].data);
+    put64(buf, 32, (uint64_t)b[i].rank);
+    putp(buf, 40, b[i].dims);
+    f->types[side][i] = b[i].type ? b[i].type : 1;
+    f->ptrs[side][i] = buf;
+  }
+  put64(f->frame, off, 40);
+  put64(f->frame, off + 16, (uint64_t)n);
+  putp(f->frame, off + 24, f->types[side]);
+  putp(f->frame, off + 32, f->ptrs[side]);
+}
+
+// xbuild fills f for an EXECUTE call (attrs must be sorted by name).
+static void xbuild(xframe *f, int stage, const xbuf *args, int nargs, const xbuf *rets, int nrets, const xattr *attrs,
+                   int nattrs) {
+  memset(f, 0, sizeof *f);
+  put64(f->frame, 0, 176);
+  putp(f->frame, 16, fake_api);
+  put32(f->frame, 32, (uint32_t)stage);
+  xside(f, 0, 40, args, nargs);
+  xside(f, 1, 80, rets, nrets);
+  for (int i = 0; i < nattrs; i++) {
+    putp(f->spans[i], 0, attrs[i].name);
+    put64(f->spans[i], 8, strlen(attrs[i].name));
+    f->span_ptrs[i] = f->spans[i];
+    f->attr_types[i] = attrs[i].type;
+    if (attrs[i].type == 4) {
+      putp(f->values[i], 0, attrs[i].str);
+      put64(f->values[i], 8, strlen(attrs[i].str));
+    } else {
+      put32(f->values[i], 0, 5);  // Scalar: dtype S64, then a pointer to the value
+      putp(f->values[i], 8, &attrs[i].scalar);
+    }
+    f->value_ptrs[i] = f->values[i];
+  }
+  put64(f->frame, 120, 48);
+  put64(f->frame, 136, (uint64_t)nattrs);
+  putp(f->frame, 144, f->attr_types);
+  putp(f->frame, 152, f->span_ptrs);
+  putp(f->frame, 160, f->value_ptrs);
+}
+
+// xrun calls the handler and reports under label; returns the code.
+static int xrun(const char *label, xframe *f) {
+  fake_error *e = (fake_error *)callbox_xla_ffi((struct callbox_xla_call_frame *)f->frame);
+  char m[4096];
+  pthread_mutex_lock(&out_mu);
+  if (e == NULL) {
+    printf("XLA\t%s\t0\t\n", label);
+    pthread_mutex_unlock(&out_mu);
+    return 0;
+  }
+  int code = e->code;
+  printf("XLA\t%s\t%d\t%s\n", label, e->code, clean(e->message, m, sizeof m));
+  pthread_mutex_unlock(&out_mu);
+  free(e);
+  return code;
+}
+
+static int xcall(const char *label, const char *callback, const xbuf *args, int nargs, const xbuf *rets, int nrets) {
+  xframe f;
+  xattr a = {"callback", 4, callback, 0};
+  xbuild(&f, 3, args, nargs, rets, nrets, &a, 1);
+  return xrun(label, &f);
+}
+
+// ---- the groups ----
+
+static callbox_host host;
+
+static void group_version(void) {
+  val("version", "%s %u", callbox_version(), callbox_version_number());
+  CHECK(callbox_version_number() == CALLBOX_VERSION_MAJOR * 10000u + CALLBOX_VERSION_MINOR * 100u + CALLBOX_VERSION_PATCH,
+        "version number %u", callbox_version_number());
+}
+
+static void group_open(const char *dir) {
+  callbox_host h = 99;
+  report("open_null_path", callbox_open(NULL, &h));
+  CHECK(h == 0, "a failed open leaves 0");
+  report("open_null_out", callbox_open("x.yaml", NULL));
+  report("open_missing", callbox_open("/nonexistent/callbox.yaml", &h));
+  report("open_bad_format", callbox_open_config("callbacks: {}", "ini", NULL, &h));
+  report("open_bad_yaml", callbox_open_config("callbacks:\n  s: [", "yaml", NULL, &h));
+  report("open_bad_key", callbox_open_config("callbacks:\n  s:\n    module: kit.wasm\n    colour: red\n", "yaml", dir, &h));
+  report("open_bad_module", callbox_open_config("{\"callbacks\": {\"s\": {\"module\": \"missing.wasm\"}}}", "json", dir, &h));
+  callbox_error *e = callbox_open_config(
+      "{\"callbacks\": {\"c\": {\"module\": \"kit.wasm\", \"export\": \"copy\", \"signature\": \"(x: u8[n]) -> u8[n]\"}}}",
+      "json", dir, &h);
+  report("open_json", e);
+  CHECK(h != 0, "json host handle");
+  size_t n = 0;
+  report("json_count", callbox_callback_count(h, &n));
+  CHECK(n == 1, "json host has %zu callbacks", n);
+  report("json_close", callbox_close(h));
+  report("json_close_again", callbox_close(h));
+  report("json_after_close", callbox_callback_count(h, &n));
+  report("unknown_handle", callbox_callback_count(987654, &n));
+  report("handle_zero", callbox_callback_count(0, &n));
+}
+
+static void group_list(void) {
+  size_t n = 0;
+  report("count", callbox_callback_count(host, &n));
+  val("count", "%zu", n);
+  report("count_null", callbox_callback_count(host, NULL));
+  char id[80] = "";
+  for (size_t i = 0; i < n; i++) {
+    callbox_callback_info info;
+    callbox_error *e = callbox_callback_at(host, i, &info);
+    if (e != NULL) {
+      report("at", e);
+      continue;
+    }
+    if (strcmp(info.name, "copy_f32") == 0) {
+      val("info_copy_f32", "%s|%s|%s|%s|%d|%d", info.id, info.signature, info.engine, info.batching, info.num_inputs,
+          info.num_outputs);
+      snprintf(id, sizeof id, "%s", info.id);
+    }
+  }
+  report("at_out_of_range", callbox_callback_at(host, n, &(callbox_callback_info){0}));
+  callbox_callback_info info;
+  report("find_name", callbox_callback_find(host, "copy_f32", &info));
+  report("find_id", callbox_callback_find(host, id, &info));
+  CHECK(strcmp(info.name, "copy_f32") == 0, "find by id gave %s", info.name);
+  report("find_stale_id", callbox_callback_find(host, "cb1-0000000000000000000000000000000000000000000000000000000000000000", &info));
+  report("find_unknown", callbox_callback_find(host, "nope", &info));
+  report("find_null", callbox_callback_find(host, NULL, &info));
+
+  // Output types.
+  int64_t shape[2] = {3, 5};
+  callbox_tensor in = f32(NULL, 2, shape);
+  callbox_type out;
+  report("types_mat", callbox_output_types(host, "copy_mat", &in, 1, &out, 1));
+  val("types_mat", "%d/%d/%d %d [%lld,%lld]", out.dtype.code, out.dtype.bits, out.dtype.lanes, out.ndim,
+      (long long)out.shape[0], (long long)out.shape[1]);
+  report("types_wrong_rank", callbox_output_types(host, "copy_f32", &in, 1, &out, 1));
+  report("types_wrong_count", callbox_output_types(host, "copy_mat", &in, 1, &out, 2));
+  in.dtype.bits = 8;
+  report("types_unknown_dtype", callbox_output_types(host, "copy_mat", &in, 1, &out, 1));
+}
+
+static void group_dtypes(void) {
+  for (size_t d = 0; d < NDTYPES; d++) {
+    char name[32], label[64];
+    snprintf(name, sizeof name, "copy_%s", dtypes[d].name);
+    size_t esize = dtypes[d].bits / 8;
+    int64_t n = 7;
+    uint8_t in[7 * 16 + 16], out[7 * 16 + 16], xout[7 * 16 + 16];
+    for (size_t i = 0; i < sizeof in; i++) in[i] = dtypes[d].code == CALLBOX_DL_BOOL ? (uint8_t)(i & 1) : (uint8_t)(i * 7 + 3);
+    memset(out, 0xEE, sizeof out);
+    callbox_tensor ti = tensor(in, dtypes[d].code, dtypes[d].bits, 1, &n);
+    callbox_tensor to = tensor(out, dtypes[d].code, dtypes[d].bits, 1, &n);
+    snprintf(label, sizeof label, "dtype_%s", dtypes[d].name);
+    report(label, callbox_call(host, name, &ti, 1, &to, 1));
+    CHECK(memcmp(in, out, (size_t)n * esize) == 0, "%s: output differs", name);
+    CHECK(out[n * esize] == 0xEE, "%s: wrote past the output", name);
+
+    // The same through the XLA handler.
+    memset(xout, 0xEE, sizeof xout);
+    xbuf a = {dtypes[d].xla, in, 1, &n, 0}, r = {dtypes[d].xla, xout, 1, &n, 0};
+    snprintf(label, sizeof label, "xla_dtype_%s", dtypes[d].name);
+    xcall(label, name, &a, 1, &r, 1);
+    CHECK(memcmp(in, xout, (size_t)n * esize) == 0, "xla %s: output differs", name);
+    CHECK(xout[n * esize] == 0xEE, "xla %s: wrote past the output", name);
+  }
+}
+
+static void group_shapes(void) {
+  // Rank 0.
+  double x = 2.5, y = 0;
+  callbox_tensor ti = tensor(&x, CALLBOX_DL_FLOAT, 64, 0, NULL), to = tensor(&y, CALLBOX_DL_FLOAT, 64, 0, NULL);
+  report("rank0", callbox_call(host, "copy_scalar", &ti, 1, &to, 1));
+  CHECK(y == 2.5, "rank 0 gave %g", y);
+  y = 0;
+  xbuf a = {12, &x, 0, NULL, 0}, r = {12, &y, 0, NULL, 0};
+  xcall("xla_rank0", "copy_scalar", &a, 1, &r, 1);
+  CHECK(y == 2.5, "xla rank 0 gave %g", y);
+
+  // Empty, with NULL data.
+  int64_t zero = 0;
+  callbox_tensor ei = f32(NULL, 1, &zero), eo = f32(NULL, 1, &zero);
+  report("empty", callbox_call(host, "copy_f32", &ei, 1, &eo, 1));
+  xbuf ea = {11, NULL, 1, &zero, 0}, er = {11, NULL, 1, &zero, 0};
+  xcall("xla_empty", "copy_f32", &ea, 1, &er, 1);
+  int64_t zshape[2] = {0, 4};
+  callbox_tensor zi = f32(NULL, 2, zshape), zo = f32(NULL, 2, zshape);
+  report("empty_2d", callbox_call(host, "copy_mat", &zi, 1, &zo, 1));
+
+  // Rank 2, explicit row-major strides and a byte offset.
+  float m[1 + 6], mo[6] = {0};
+  for (int i = 0; i < 7; i++) m[i] = (float)i;
+  int64_t shape[2] = {2, 3}, rowmajor[2] = {3, 1}, transposed[2] = {1, 2};
+  callbox_tensor mi = f32(m, 2, shape), mout = f32(mo, 2, shape);
+  mi.strides = rowmajor;
+  mi.byte_offset = sizeof(float);
+  report("strides_rowmajor", callbox_call(host, "copy_mat", &mi, 1, &mout, 1));
+  CHECK(mo[0] == 1 && mo[5] == 6, "byte_offset: got %g..%g", mo[0], mo[5]);
+  mi.strides = transposed;
+  report("strides_transposed", callbox_call(host, "copy_mat", &mi, 1, &mout, 1));
+  // A size-1 dimension may have any stride.
+  int64_t shape1[2] = {1, 3}, odd[2] = {99, 1};
+  callbox_tensor oi = f32(m, 2, shape1), oo = f32(mo, 2, shape1);
+  oi.strides = odd;
+  report("strides_unit_dim", callbox_call(host, "copy_mat", &oi, 1, &oo, 1));
+
+  // Two inputs, two outputs of different dtypes.
+  int16_t s[3] = {1, -2, 3}, so[3] = {0};
+  float f[2] = {1.5f, 2.5f}, fo[2] = {0};
+  int64_t n3 = 3, n2 = 2;
+  callbox_tensor ins[2] = {tensor(s, CALLBOX_DL_INT, 16, 1, &n3), f32(f, 1, &n2)};
+  callbox_tensor outs[2] = {tensor(so, CALLBOX_DL_INT, 16, 1, &n3), f32(fo, 1, &n2)};
+  report("two_outputs", callbox_call(host, "copy2", ins, 2, outs, 2));
+  CHECK(so[1] == -2 && fo[1] == 2.5f, "copy2 gave %d %g", so[1], fo[1]);
+}
+
+static void group_bad(void) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4, n5 = 5, neg = -1;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  report("null_callback", callbox_call(host, NULL, &ti, 1, &to, 1));
+  report("unknown_callback", callbox_call(host, "nope", &ti, 1, &to, 1));
+  report("stale_id", callbox_call(host, "cb1-1111111111111111111111111111111111111111111111111111111111111111", &ti, 1, &to, 1));
+  report("null_inputs", callbox_call(host, "copy_f32", NULL, 1, &to, 1));
+  report("null_outputs", callbox_call(host, "copy_f32", &ti, 1, NULL, 1));
+  report("too_many_inputs", callbox_call(host, "copy_f32", (callbox_tensor[]){ti, ti}, 2, &to, 1));
+  report("too_few_outputs", callbox_call(host, "copy_f32", &ti, 1, &to, 0));
+  callbox_tensor bad = ti;
+  bad.dtype.bits = 8;  // float8
+  report("unknown_dtype", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.dtype.lanes = 4;
+  report("lanes", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.ndim = 33;
+  report("rank_33", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.ndim = -1;
+  report("rank_negative", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.shape = &neg;
+  report("dim_negative", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.shape = NULL;
+  report("shape_null", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.data = NULL;
+  report("data_null", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.device.device_type = 2;  // CUDA
+  report("device_gpu", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = to;
+  bad.shape = &n5;
+  report("output_shape", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
+  bad = to;
+  bad.dtype.bits = 64;
+  report("output_dtype", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
+  report("input_dtype", callbox_call(host, "copy_f32", (callbox_tensor[]){tensor(x, CALLBOX_DL_INT, 32, 1, &n)}, 1, &to, 1));
+  CHECK(y[0] == 0 && y[3] == 0, "a refused call wrote its output");
+  report("guest_error", callbox_call(host, "fail", &ti, 1, &to, 1));
+  CHECK(y[0] == 0, "a failed call wrote its output");
+  report("timeout", callbox_call(host, "spin", &ti, 1, &to, 1));
+  report("ok_after", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+  CHECK(y[3] == 4, "call after failures");
+}
+
+static void group_chains(void) {
+  float x[2] = {1, 2};
+  int32_t count = 0;
+  int64_t n = 2;
+  callbox_tensor ti = f32(x, 1, &n), to = tensor(&count, CALLBOX_DL_INT, 32, 0, NULL);
+  report("chain_call", callbox_chain_call(host, "c1", "bump", &ti, 1, &to, 1));
+  val("chain_count_1", "%d", count);
+  report("chain_tap_1", callbox_chain_tap(host, "c1", "bump", &ti, 1));
+  report("chain_tap_fail", callbox_chain_tap(host, "c1", "fail", &ti, 1));
+  report("chain_tap_3", callbox_chain_tap(host, "c1", "bump", &ti, 1));
+  report("chain_barrier", callbox_chain_barrier(host, "c1"));
+  report("chain_after_failure", callbox_chain_call(host, "c1", "bump", &ti, 1, &to, 1));
+  report("chain_reset", callbox_chain_reset(host, "c1"));
+  report("chain_call_after_reset", callbox_chain_call(host, "c1", "bump", &ti, 1, &to, 1));
+  val("chain_count_2", "%d", count);
+  report("chain_barrier_ok", callbox_chain_barrier(host, "c1"));
+  report("chain_null", callbox_chain_call(host, NULL, "bump", &ti, 1, &to, 1));
+  report("chain_empty", callbox_chain_call(host, "", "bump", &ti, 1, &to, 1));
+  int64_t bad = 3;
+  callbox_tensor wrong = tensor(&count, CALLBOX_DL_INT, 32, 1, &bad);
+  report("chain_output_shape", callbox_chain_call(host, "c2", "bump", &ti, 1, &wrong, 1));
+
+  // Unordered taps and the host barrier; inputs may change right after.
+  report("tap_ok", callbox_tap(host, "bump", &ti, 1));
+  report("tap_fail", callbox_tap(host, "fail", &ti, 1));
+  x[0] = -1;
+  report("barrier", callbox_barrier(host));
+  report("barrier_again", callbox_barrier(host));
+  report("tap_unknown", callbox_tap(host, "nope", &ti, 1));
+
+  // Through the XLA handler: the chain attribute, tokens in and out.
+  xframe f;
+  uint8_t tok_in[8] = {0xAB}, tok_out[8] = {0xCD};
+  int32_t c2 = 0;
+  xbuf args[2] = {{17, tok_in, 0, NULL, 0}, {11, x, 1, &n, 0}};
+  xbuf rets[2] = {{4, &c2, 0, NULL, 0}, {17, tok_out, 0, NULL, 0}};
+  xattr attrs[2] = {{"callback", 4, "bump", 0}, {"chain", 4, "xc", 0}};
+  xbuild(&f, 3, args, 2, rets, 2, attrs, 2);
+  xrun("xla_chain_token", &f);
+  CHECK(tok_in[0] == 0xAB && tok_out[0] == 0xCD, "a token buffer was touched");
+  val("xla_chain_count", "%d", c2);
+  xattr fattrs[2] = {{"callback", 4, "fail", 0}, {"chain", 4, "xc", 0}};
+  float y[2];
+  xbuf frets[2] = {{11, y, 1, &n, 0}, {17, tok_out, 0, NULL, 0}};
+  xbuild(&f, 3, args, 2, frets, 2, fattrs, 2);
+  xrun("xla_chain_fail", &f);
+  xbuild(&f, 3, args, 2, rets, 2, attrs, 2);
+  xrun("xla_chain_after_failure", &f);
+}
+
+static void group_xla(void) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4, n5 = 5, neg = -2;
+  xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+  xframe f;
+
+  // Metadata: an extension of type 1 with stage EXECUTE, before any stage check.
+  xbuild(&f, 3, NULL, 0, NULL, 0, NULL, 0);
+  putp(f.frame, 24, NULL);
+  put64(f.meta_ext, 0, 32);
+  put32(f.meta_ext, 8, 1);
+  putp(f.meta_ext, 16, NULL);
+  putp(f.meta_ext, 24, f.meta);
+  put64(f.meta, 0, 48);
+  put32(f.meta, 32, 0xFFFF);  // traits, to be cleared
+  putp(f.frame, 8, f.meta_ext);
+  xrun("metadata", &f);
+  int32_t major, minor;
+  uint32_t traits;
+  memcpy(&major, f.meta + 8 + 16, 4);
+  memcpy(&minor, f.meta + 8 + 20, 4);
+  memcpy(&traits, f.meta + 32, 4);
+  val("metadata", "%d.%d traits=%u", major, minor, traits);
+
+  // Non-execute stages do nothing, even with a bogus callback.
+  for (int stage = 0; stage < 3; stage++) {
+    xattr attr = {"callback", 4, "nope", 0};
+    xbuild(&f, stage, &a, 1, &r, 1, &attr, 1);
+    char label[32];
+    snprintf(label, sizeof label, "stage_%d", stage);
+    xrun(label, &f);
+  }
+
+  xcall("by_name", "copy_f32", &a, 1, &r, 1);
+  CHECK(y[2] == 3, "by name");
+  callbox_callback_info info;
+  report("find_for_id", callbox_callback_find(host, "copy_f32", &info));
+  memset(y, 0, sizeof y);
+  xcall("by_id", info.id, &a, 1, &r, 1);
+  CHECK(y[2] == 3, "by id");
+  xcall("stale_id", "cb1-2222222222222222222222222222222222222222222222222222222222222222", &a, 1, &r, 1);
+  xcall("unknown", "nope", &a, 1, &r, 1);
+  xcall("empty_name", "", &a, 1, &r, 1);
+
+  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
+  xrun("no_attrs", &f);
+  xattr scalar = {"callback", 3, NULL, 7};
+  xbuild(&f, 3, &a, 1, &r, 1, &scalar, 1);
+  xrun("attr_scalar", &f);
+  xattr extra[2] = {{"callback", 4, "copy_f32", 0}, {"colour", 4, "red", 0}};
+  xbuild(&f, 3, &a, 1, &r, 1, extra, 2);
+  xrun("attr_unknown", &f);
+
+  xcall("too_many_args", "copy_f32", (xbuf[]){a, a}, 2, &r, 1);
+  xcall("no_rets", "copy_f32", &a, 1, NULL, 0);
+  xbuf bad = r;
+  bad.dims = &n5;
+  memset(y, 0, sizeof y);
+  xcall("ret_shape", "copy_f32", &a, 1, &bad, 1);
+  CHECK(y[0] == 0, "refused call wrote");
+  bad = a;
+  bad.dtype = 19;  // F8E5M2
+  xcall("dtype_f8", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.rank = 40;
+  xcall("rank_40", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.dims = &neg;
+  xcall("dim_negative", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.type = 2;
+  xcall("arg_not_buffer", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.data = NULL;
+  xcall("data_null", "copy_f32", &bad, 1, &r, 1);
+  xcall("guest_error", "fail", &a, 1, &r, 1);
+  xcall("timeout", "spin", &a, 1, &r, 1);
+
+  // A frame smaller than api 0.1's.
+  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
+  put64(f.frame, 0, 100);
+  xrun("small_frame", &f);
+}
+
+// ---- threads ----
+
+#define NTHREADS 8
+#define NCALLS 200
+
+static void *worker(void *arg) {
+  long id = (long)arg;
+  float x[64], y[64];
+  int64_t n = 64;
+  for (int c = 0; c < NCALLS; c++) {
+    for (int i = 0; i < 64; i++) x[i] = (float)(id * 100000 + c * 64 + i);
+    memset(y, 0, sizeof y);
+    callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+    callbox_error *e;
+    if (c % 2 == 0) {
+      e = callbox_call(host, "copy_f32", &ti, 1, &to, 1);
+      CHECK(e == NULL, "thread %ld call %d: %s", id, c, e ? e->text : "");
+      callbox_error_free(e);
+    } else {
+      xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+      xframe f;
+      xattr attr = {"callback", 4, "copy_f32", 0};
+      xbuild(&f, 3, &a, 1, &r, 1, &attr, 1);
+      fake_error *xe = (fake_error *)callbox_xla_ffi((struct callbox_xla_call_frame *)f.frame);
+      CHECK(xe == NULL, "thread %ld xla call %d: %s", id, c, xe ? xe->message : "");
+      free(xe);
+    }
+    CHECK(memcmp(x, y, sizeof x) == 0, "thread %ld call %d: wrong output", id, c);
+  }
+  return NULL;
+}
+
+static void group_threads(void) {
+  pthread_t t[NTHREADS];
+  for (long i = 0; i < NTHREADS; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+  for (int i = 0; i < NTHREADS; i++) pthread_join(t[i], NULL);
+  val("threads", "%d threads x %d calls", NTHREADS, NCALLS);
+}
+
+// ---- hostile guests: every callback whose name starts with "hostile_" ----
+
+static void group_hostile(void) {
+  size_t n = 0;
+  report("hostile_count", callbox_callback_count(host, &n));
+  for (size_t i = 0; i < n; i++) {
+    callbox_callback_info info;
+    callbox_error *e = callbox_callback_at(host, i, &info);
+    if (e != NULL) {
+      report("hostile_at", e);
+      continue;
+    }
+    if (strncmp(info.name, "hostile_", 8) != 0) continue;
+    float x[4] = {0}, y[4] = {0};  // the hostile suite's guests expect zeros
+    int64_t len = 4;
+    callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+    char label[160];
+    snprintf(label, sizeof label, "capi_%s", info.name);
+    report(label, callbox_call(host, info.name, &ti, 1, &to, 1));
+    xbuf a = {11, x, 1, &len, 0}, r = {11, y, 1, &len, 0};
+    snprintf(label, sizeof label, "xla_%s", info.name);
+    xcall(label, info.name, &a, 1, &r, 1);
+  }
+  // The process survives and still serves.
+  float x[2] = {5, 6}, y[2] = {0};
+  int64_t len = 2;
+  callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+  report("hostile_survived", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+  CHECK(y[1] == 6, "call after the hostile guests");
+}
+
+static void group_close(void) {
+  float x[2] = {5, 6}, y[2] = {0};
+  int64_t len = 2;
+  callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+  report("close", callbox_close(host));
+  report("call_after_close", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+  xbuf a = {11, x, 1, &len, 0}, r = {11, y, 1, &len, 0};
+  xcall("xla_after_close", "copy_f32", &a, 1, &r, 1);
+  report("close_again", callbox_close(host));
+}
+
+// group_lazy runs one XLA call on the default host, which comes from
+// CALLBOX_CONFIG (or is missing).
+static void group_lazy(void) {
+  float x[3] = {1, 2, 3}, y[3] = {0};
+  int64_t n = 3;
+  xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+  xcall("lazy", "copy_f32", &a, 1, &r, 1);
+  val("lazy", "%g", y[2]);
+  callbox_host h = 0;
+  report("default_host", callbox_default_host(&h));
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: harness CONFIG|- DIR GROUP...\n");
+    return 2;
+  }
+  put64(fake_api, 0, sizeof fake_api);
+  void *create = (void *)fake_error_create;
+  memcpy(fake_api + 48, &create, 8);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  if (strcmp(argv[1], "-") != 0) {
+    callbox_error *e = callbox_open(argv[1], &host);
+    if (e != NULL) {
+      report("open", e);
+      return 1;
+    }
+    report("set_default", callbox_set_default_host(host));
+  }
+  for (int i = 3; i < argc; i++) {
+    const char *g = argv[i];
+    if (!strcmp(g, "version")) group_version();
+    else if (!strcmp(g, "open")) group_open(argv[2]);
+    else if (!strcmp(g, "list")) group_list();
+    else if (!strcmp(g, "dtypes")) group_dtypes();
+    else if (!strcmp(g, "shapes")) group_shapes();
+    else if (!strcmp(g, "bad")) group_bad();
+    else if (!strcmp(g, "chains")) group_chains();
+    else if (!strcmp(g, "xla")) group_xla();
+    else if (!strcmp(g, "threads")) group_threads();
+    else if (!strcmp(g, "hostile")) group_hostile();
+    else if (!strcmp(g, "close")) group_close();
+    else if (!strcmp(g, "lazy")) group_lazy();
+    else {
+      fprintf(stderr, "unknown group %s\n", g);
+      return 2;
+    }
+  }
+  printf("DONE\t%d\t%d\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}

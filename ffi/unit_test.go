@@ -1,0 +1,186 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// The header's kind numbers are abi.Kind's, and its version and rank
+// match the library's.
+func TestHeaderMatchesABI(t *testing.T) {
+	text, err := os.ReadFile("include/callbox.h")
+	require.NoError(t, err)
+	defs := map[string]int{}
+	for _, m := range regexp.MustCompile(`#define (CALLBOX_\w+) (\d+)`).FindAllStringSubmatch(string(text), -1) {
+		n, _ := strconv.Atoi(m[2])
+		defs[m[1]] = n
+	}
+	snake := regexp.MustCompile(`([a-z])([A-Z])`)
+	for _, k := range abi.Kinds() {
+		name := "CALLBOX_KIND_" + snake.ReplaceAllString(k.Ident(), "${1}_${2}")
+		name = regexp.MustCompile(`ABIViolation`).ReplaceAllString(name, "ABI_VIOLATION")
+		name = upper(name)
+		v, ok := defs[name]
+		if assert.True(t, ok, "callbox.h lacks %s", name) {
+			assert.Equal(t, int(k), v, name)
+		}
+	}
+	assert.Equal(t, abi.MaxRank, defs["CALLBOX_MAX_RANK"])
+	assert.Equal(t, 1, defs["CALLBOX_VERSION_MAJOR"])
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}
+
+func TestDTypeRoundTrip(t *testing.T) {
+	for _, d := range abi.DTypes() {
+		got, ok := dtypeFromDL(dlFromDType(d))
+		assert.True(t, ok, d.String())
+		assert.Equal(t, d, got)
+	}
+	for _, bad := range []dlDType{{dlFloat, 8, 1}, {dlFloat, 32, 2}, {dlBool, 1, 1}, {3, 64, 1}, {dlInt, 12, 1}, {200, 8, 1}, {dlComplex, 255, 1}} {
+		_, ok := dtypeFromDL(bad)
+		assert.False(t, ok, "%+v", bad)
+	}
+}
+
+func TestFromDL(t *testing.T) {
+	data := make([]float32, 7) // one spare element for the byte_offset case
+	shape := []int64{2, 3}
+	tensor := func() dlTensor {
+		return dlTensor{Data: unsafe.Pointer(&data[0]), Device: dlDevice{deviceCPU, 0}, NDim: 2, DType: dlDType{dlFloat, 32, 1}, Shape: &shape[0]}
+	}
+	in := tensor()
+	got, err := fromDL(argName{"input", 1}, &in)
+	require.NoError(t, err)
+	assert.Equal(t, abi.F32, got.DType)
+	assert.Equal(t, abi.Shape{2, 3}, got.Shape)
+	assert.Len(t, got.Data, 24)
+	assert.Equal(t, unsafe.Pointer(&data[0]), unsafe.Pointer(&got.Data[0]), "no copy")
+
+	cases := []struct {
+		name  string
+		tweak func(*dlTensor)
+		msg   string
+	}{
+		{"gpu", func(d *dlTensor) { d.Device.Type = 2 }, "input 1: device type 2 is not host memory (want 1, CPU)"},
+		{"dtype", func(d *dlTensor) { d.DType.Bits = 24 }, "input 1: unknown dtype {code 2, bits 24, lanes 1}"},
+		{"rank", func(d *dlTensor) { d.NDim = 33 }, "input 1: rank 33 exceeds the maximum 32"},
+		{"negative rank", func(d *dlTensor) { d.NDim = -3 }, "input 1: rank -3 is negative"},
+		{"null shape", func(d *dlTensor) { d.Shape = nil }, "input 1: shape is NULL with rank 2"},
+		{"null data", func(d *dlTensor) { d.Data = nil }, "input 1: data is NULL for f32[2,3] (24 bytes)"},
+		{"strides", func(d *dlTensor) { s := []int64{1, 2}; d.Strides = &s[0] }, "input 1: strides [1 2] are not row-major for shape [2 3] (want NULL or [3 1])"},
+	}
+	for _, c := range cases {
+		in := tensor()
+		c.tweak(&in)
+		_, err := fromDL(argName{"input", 1}, &in)
+		require.Error(t, err, c.name)
+		assert.Equal(t, c.msg, err.Error(), c.name)
+		assert.Equal(t, abi.InvalidArgument, abi.KindOf(err), c.name)
+	}
+
+	neg := []int64{2, -1}
+	in = tensor()
+	in.Shape = &neg[0]
+	_, err = fromDL(argName{"output", 0}, &in)
+	assert.EqualError(t, err, "output 0: dimension 1 is negative (-1)")
+
+	huge := []int64{1 << 40, 1 << 40}
+	in = tensor()
+	in.Shape = &huge[0]
+	_, err = fromDL(argName{"input", 0}, &in)
+	assert.ErrorContains(t, err, "overflows")
+
+	empty := []int64{0, 5}
+	in = tensor()
+	in.Shape, in.Data = &empty[0], nil
+	got, err = fromDL(argName{"input", 0}, &in)
+	require.NoError(t, err)
+	assert.Empty(t, got.Data)
+
+	rowMajor, off := []int64{3, 1}, tensor()
+	off.Strides, off.ByteOffset = &rowMajor[0], 4
+	got, err = fromDL(argName{"input", 0}, &off)
+	require.NoError(t, err)
+	assert.Equal(t, unsafe.Pointer(&data[1]), unsafe.Pointer(&got.Data[0]), "byte_offset")
+}
+
+func TestDescribe(t *testing.T) {
+	ce := describe(&bridgeError{kind: abi.InvalidArgument, callback: "x", msg: "unknown callback"})
+	assert.Equal(t, errInfo{kind: abi.InvalidArgument, code: abi.CodeInvalidArgument, callback: "x", message: "unknown callback",
+		text: `InvalidArgument: callback "x": unknown callback`}, ce)
+
+	p := describe(panicError("callbox_call", "boom"))
+	assert.Equal(t, abi.HostPanic, p.kind)
+	assert.Equal(t, abi.CodeInternal, p.code)
+	assert.Contains(t, p.message, "boom")
+
+	plain := describe(errors.New("something"))
+	assert.Equal(t, abi.InvalidArgument, plain.kind, "an error without a kind is a refused call")
+
+	cfgErr := describe(&config.Error{File: "a.yaml", Key: "callbacks.x.timeout", Err: errors.New("bad")})
+	assert.Equal(t, abi.InvalidArgument, cfgErr.kind)
+	assert.Contains(t, cfgErr.text, "a.yaml")
+}
+
+// The bridge from many goroutines at once, with a close in the middle:
+// every call either succeeds with the right output or fails cleanly.
+func TestBridgeConcurrentCallsAndClose(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := configfile.Load(writeConfig(t, dir, false))
+	require.NoError(t, err)
+	bh, err := openHost(context.Background(), cfg)
+	require.NoError(t, err)
+	register(bh)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				x := abi.From([]float32{float32(g), float32(i)})
+				y := abi.From(make([]float32, 2))
+				err := bh.open()
+				if err == nil {
+					err = bh.call(context.Background(), "", "copy_f32", []abi.Tensor{x}, []abi.Tensor{y})
+				}
+				if err != nil {
+					assert.True(t, errors.Is(err, host.ErrClosed) || bh.closed.Load(), err.Error())
+					continue
+				}
+				assert.Equal(t, []float32{float32(g), float32(i)}, abi.MustView[float32](y))
+			}
+		}(g)
+	}
+	first, err := bh.close(context.Background())
+	assert.True(t, first)
+	assert.NoError(t, err)
+	wg.Wait()
+	first, _ = bh.close(context.Background())
+	assert.False(t, first, "a second close is a no-op")
+	assert.ErrorContains(t, bh.open(), "is closed")
+}

@@ -1,0 +1,145 @@
+"""ctypes declarations of libcallbox's C API (include/callbox.h, version 1.x)."""
+
+import ctypes
+import os
+import pathlib
+
+MAX_RANK = 32
+
+
+class Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class Tensor(ctypes.Structure):
+    """callbox_tensor: DLPack's DLTensor layout."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class Type(ctypes.Structure):
+    """callbox_type: a result's dtype and shape."""
+
+    _fields_ = [("dtype", DType), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK)]
+
+
+class Error(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("kind", ctypes.c_int32),
+        ("code", ctypes.c_int32),
+        ("guest_status", ctypes.c_int32),
+        ("seq", ctypes.c_uint64),
+        ("kind_name", ctypes.c_char_p),
+        ("callback", ctypes.c_char_p),
+        ("chain", ctypes.c_char_p),
+        ("message", ctypes.c_char_p),
+        ("guest_message", ctypes.c_char_p),
+        ("text", ctypes.c_char_p),
+    ]
+
+
+class CallbackInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("id", ctypes.c_char_p),
+        ("signature", ctypes.c_char_p),
+        ("engine", ctypes.c_char_p),
+        ("batching", ctypes.c_char_p),
+        ("num_inputs", ctypes.c_int32),
+        ("num_outputs", ctypes.c_int32),
+    ]
+
+
+assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
+assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
+
+ErrorP = ctypes.POINTER(Error)
+TensorP = ctypes.POINTER(Tensor)
+Host = ctypes.c_uint64
+
+
+def _candidates():
+    env = os.environ.get("CALLBOX_LIB")
+    if env:
+        yield pathlib.Path(env)
+        return
+    here = pathlib.Path(__file__).resolve().parent
+    yield here / "libcallbox.so"
+    # python/callbox/_lib.py -> the repository's build/
+    yield here.parent.parent / "build" / "libcallbox.so"
+
+
+def find_library():
+    """The path of libcallbox.so: CALLBOX_LIB, else next to the package,
+    else the repository's build/ directory."""
+    tried = []
+    for p in _candidates():
+        if p.is_file():
+            return str(p)
+        tried.append(str(p))
+    raise OSError(
+        "libcallbox.so not found (tried %s): run `make lib` in the callbox repository, "
+        "or set CALLBOX_LIB to the library's path" % ", ".join(tried)
+    )
+
+
+def _declare(lib):
+    def fn(name, *args):
+        f = getattr(lib, name)
+        f.argtypes = list(args)
+        f.restype = ErrorP
+        return f
+
+    lib.callbox_version.argtypes = []
+    lib.callbox_version.restype = ctypes.c_char_p
+    lib.callbox_version_number.argtypes = []
+    lib.callbox_version_number.restype = ctypes.c_uint32
+    lib.callbox_error_free.argtypes = [ErrorP]
+    lib.callbox_error_free.restype = None
+    fn("callbox_open", ctypes.c_char_p, ctypes.POINTER(Host))
+    fn("callbox_open_config", ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Host))
+    fn("callbox_close", Host)
+    fn("callbox_callback_count", Host, ctypes.POINTER(ctypes.c_size_t))
+    fn("callbox_callback_at", Host, ctypes.c_size_t, ctypes.POINTER(CallbackInfo))
+    fn("callbox_callback_find", Host, ctypes.c_char_p, ctypes.POINTER(CallbackInfo))
+    fn("callbox_output_types", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.POINTER(Type), ctypes.c_size_t)
+    fn("callbox_call", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
+    fn("callbox_tap", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t)
+    fn("callbox_barrier", Host)
+    fn("callbox_chain_call", Host, ctypes.c_char_p, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
+    fn("callbox_chain_tap", Host, ctypes.c_char_p, ctypes.c_char_p, TensorP, ctypes.c_size_t)
+    fn("callbox_chain_barrier", Host, ctypes.c_char_p)
+    fn("callbox_chain_reset", Host, ctypes.c_char_p)
+    fn("callbox_set_default_host", Host)
+    fn("callbox_default_host", ctypes.POINTER(Host))
+    lib.callbox_xla_ffi.argtypes = [ctypes.c_void_p]
+    lib.callbox_xla_ffi.restype = ctypes.c_void_p
+    return lib
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library (loaded on first use). ctypes.CDLL releases the GIL
+    during every call."""
+    global _lib
+    if _lib is None:
+        _lib = _declare(ctypes.CDLL(find_library()))
+        major = _lib.callbox_version_number() // 10000
+        if major != 1:
+            raise OSError("libcallbox version %s is not 1.x" % _lib.callbox_version().decode())
+    return _lib

@@ -1,0 +1,278 @@
+"""Hosts, calls and chains over libcallbox's C API."""
+
+import collections
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import _lib
+from .errors import InvalidArgument, check
+
+CallbackInfo = collections.namedtuple(
+    "CallbackInfo", "name id signature engine batching num_inputs num_outputs")
+CallbackInfo.__doc__ = """A loaded callback: name, content id ("cb1-..."), signature text, engine,
+batching rule (JAX vmap_method name), and its input and output counts."""
+
+# NumPy dtype <-> DLPack (code, bits).
+_TO_DL = {
+    np.dtype(np.bool_): (6, 8),
+    np.dtype(np.int8): (0, 8), np.dtype(np.int16): (0, 16), np.dtype(np.int32): (0, 32), np.dtype(np.int64): (0, 64),
+    np.dtype(np.uint8): (1, 8), np.dtype(np.uint16): (1, 16), np.dtype(np.uint32): (1, 32), np.dtype(np.uint64): (1, 64),
+    np.dtype(np.float16): (2, 16), np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64),
+    np.dtype(np.complex64): (5, 64), np.dtype(np.complex128): (5, 128),
+}
+_FROM_DL = {v: k for k, v in _TO_DL.items()}
+_BF16 = (4, 16)
+
+
+def _bfloat16():
+    try:
+        import ml_dtypes  # installed with jax
+    except ImportError:
+        raise InvalidArgument("bf16 tensors need the ml_dtypes package (it comes with jax)", code=3) from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _dl(dtype):
+    dtype = np.dtype(dtype)
+    dl = _TO_DL.get(dtype)
+    if dl is None:
+        if dtype.name == "bfloat16":
+            return _BF16
+        raise InvalidArgument("dtype %s has no callbox equivalent (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)"
+                              % dtype, code=3)
+    return dl
+
+
+def _np_dtype(code, bits):
+    if (code, bits) == _BF16:
+        return _bfloat16()
+    return _FROM_DL[(code, bits)]
+
+
+def _contiguous(a):
+    """a as a C-contiguous NumPy array: no copy when it already is one
+    (np.ascontiguousarray would turn a 0-d array into a 1-d one)."""
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        a = np.array(a, order="C")
+    return a
+
+
+def _tensors(arrays):
+    """A callbox_tensor array viewing the NumPy arrays (no copies). The
+    shape arrays are kept alive by the returned tensor array."""
+    n = len(arrays)
+    ts = (_lib.Tensor * max(n, 1))()
+    shapes = []
+    for i, a in enumerate(arrays):
+        t = ts[i]
+        code, bits = _dl(a.dtype)
+        t.data = a.ctypes.data
+        t.device.device_type = 1
+        t.ndim = a.ndim
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
+        if a.ndim:
+            shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+            shapes.append(shape)
+            t.shape = shape
+    ts._shapes = shapes
+    return ts
+
+
+def _b(s):
+    return s.encode() if isinstance(s, str) else s
+
+
+class Host:
+    """Loaded callbacks and the sandboxes that run them.
+
+    config is a path to a config file (.yaml, .yml, .toml, .json), a dict
+    (the config's content), or config text (YAML or JSON; base_dir resolves
+    its relative paths, default the working directory). A Host is safe to
+    share between threads; calls release the GIL while they run.
+    """
+
+    def __init__(self, config=None, *, format=None, base_dir=None, _handle=None):
+        self._lib = _lib.lib()
+        self._owned = _handle is None
+        self._infos = {}
+        self._types = {}
+        if _handle is not None:
+            self._handle = _handle
+            return
+        h = _lib.Host(0)
+        if isinstance(config, dict):
+            check(self._lib, self._lib.callbox_open_config(
+                json.dumps(config).encode(), b"json", _b(os.fspath(base_dir)) if base_dir else None, ctypes.byref(h)))
+        elif isinstance(config, (str, os.PathLike)) and (format is None and _looks_like_path(config)):
+            check(self._lib, self._lib.callbox_open(os.fsencode(config), ctypes.byref(h)))
+        elif isinstance(config, str):
+            fmt = format or ("json" if config.lstrip().startswith("{") else "yaml")
+            check(self._lib, self._lib.callbox_open_config(
+                config.encode(), fmt.encode(), _b(os.fspath(base_dir)) if base_dir else None, ctypes.byref(h)))
+        else:
+            raise TypeError("config must be a path, a dict or config text, not %r" % type(config).__name__)
+        self._handle = h.value
+
+    @classmethod
+    def default(cls):
+        """The process's default host: the one the XLA handler uses (set
+        with set_default, else opened from CALLBOX_CONFIG)."""
+        lib = _lib.lib()
+        h = _lib.Host(0)
+        check(lib, lib.callbox_default_host(ctypes.byref(h)))
+        return cls(_handle=h.value)
+
+    def set_default(self):
+        """Make this host the default host (the one the XLA handler calls)."""
+        check(self._lib, self._lib.callbox_set_default_host(self._handle))
+
+    @property
+    def handle(self):
+        """The C API handle (callbox_host)."""
+        return self._handle
+
+    def close(self):
+        """Wait for calls in flight and release the host; later calls raise
+        InvalidArgument. Closing twice is allowed."""
+        check(self._lib, self._lib.callbox_close(self._handle))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- callbacks ----
+
+    def callbacks(self):
+        """Every loaded callback, sorted by name."""
+        n = ctypes.c_size_t(0)
+        check(self._lib, self._lib.callbox_callback_count(self._handle, ctypes.byref(n)))
+        out = []
+        for i in range(n.value):
+            info = _lib.CallbackInfo()
+            check(self._lib, self._lib.callbox_callback_at(self._handle, i, ctypes.byref(info)))
+            out.append(_info(info))
+        return out
+
+    def callback(self, name_or_id):
+        """The callback with this name or content id."""
+        info = self._infos.get(name_or_id)
+        if info is None:
+            c = _lib.CallbackInfo()
+            check(self._lib, self._lib.callbox_callback_find(self._handle, _b(name_or_id), ctypes.byref(c)))
+            info = self._infos[name_or_id] = _info(c)
+        return info
+
+    def output_types(self, name, *inputs):
+        """The (shape, dtype) of each result of a call with inputs (arrays,
+        or anything with .shape and .dtype), as the signature derives them."""
+        key = (name,) + tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in inputs)
+        types = self._types.get(key)
+        if types is not None:
+            return types
+        info = self.callback(name)
+        ts = (_lib.Tensor * max(len(inputs), 1))()
+        keep = []
+        for i, a in enumerate(inputs):
+            code, bits = _dl(a.dtype)
+            ts[i].device.device_type = 1
+            ts[i].ndim = len(a.shape)
+            ts[i].dtype.code, ts[i].dtype.bits, ts[i].dtype.lanes = code, bits, 1
+            if len(a.shape):
+                shape = (ctypes.c_int64 * len(a.shape))(*a.shape)
+                keep.append(shape)
+                ts[i].shape = shape
+        outs = (_lib.Type * max(info.num_outputs, 1))()
+        check(self._lib, self._lib.callbox_output_types(
+            self._handle, _b(name), ts, len(inputs), outs, info.num_outputs))
+        types = [(tuple(o.shape[:o.ndim]), _np_dtype(o.dtype.code, o.dtype.bits)) for o in outs[:info.num_outputs]]
+        if len(self._types) < 4096:
+            self._types[key] = types
+        return types
+
+    # ---- calls ----
+
+    def _prepare(self, name, arrays):
+        ins = [_contiguous(a) for a in arrays]
+        outs = [np.empty(shape, dtype) for shape, dtype in self.output_types(name, *ins)]
+        return ins, outs
+
+    def call(self, name, *arrays):
+        """Call a callback (by name or content id) on NumPy arrays. Returns
+        its result, or a tuple of results when it has several. Inputs are
+        passed by pointer (a non-contiguous one is copied first); results
+        are written straight into new arrays."""
+        ins, outs = self._prepare(name, arrays)
+        check(self._lib, self._lib.callbox_call(
+            self._handle, _b(name), _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def tap(self, name, *arrays):
+        """Run a callback for its side effect, asynchronously (inputs are
+        copied first); its error is raised by the next barrier()."""
+        ins = [_contiguous(a) for a in arrays]
+        check(self._lib, self._lib.callbox_tap(self._handle, _b(name), _tensors(ins), len(ins)))
+
+    def barrier(self):
+        """Wait for every tap; raise the first error among them since the
+        previous barrier."""
+        check(self._lib, self._lib.callbox_barrier(self._handle))
+
+    def chain(self, name):
+        """The ordered chain with this name (the same chain for the same
+        name)."""
+        return Chain(self, name)
+
+
+def _looks_like_path(config):
+    s = os.fspath(config)
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    if "\n" in s or s.lstrip().startswith("{"):
+        return False
+    return os.path.splitext(s)[1].lower() in (".yaml", ".yml", ".toml", ".json") or os.path.exists(s)
+
+
+def _info(c):
+    return CallbackInfo(c.name.decode(), c.id.decode(), c.signature.decode(), c.engine.decode(),
+                        c.batching.decode(), c.num_inputs, c.num_outputs)
+
+
+class Chain:
+    """An ordered chain: its calls and taps run strictly in the order made.
+    The first failure fails the chain: later calls raise an error naming it
+    (and taps report it at the barrier) until reset()."""
+
+    def __init__(self, host, name):
+        if not name:
+            raise InvalidArgument("chain: empty name", code=3)
+        self.host = host
+        self.name = name
+        self._name = _b(name)
+
+    def call(self, callback, *arrays):
+        """Run a call as the chain's next step and return its result(s)."""
+        h = self.host
+        ins, outs = h._prepare(callback, arrays)
+        check(h._lib, h._lib.callbox_chain_call(
+            h._handle, self._name, _b(callback), _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def tap(self, callback, *arrays):
+        """Queue a side-effect call as the chain's next step; returns at once."""
+        h = self.host
+        ins = [_contiguous(a) for a in arrays]
+        check(h._lib, h._lib.callbox_chain_tap(h._handle, self._name, _b(callback), _tensors(ins), len(ins)))
+
+    def barrier(self):
+        """Wait for every queued step; raise the chain's first failure."""
+        check(self.host._lib, self.host._lib.callbox_chain_barrier(self.host._handle, self._name))
+
+    def reset(self):
+        """Wait for queued steps and start the chain afresh (numbered from 1)."""
+        check(self.host._lib, self.host._lib.callbox_chain_reset(self.host._handle, self._name))

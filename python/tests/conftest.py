@@ -1,0 +1,104 @@
+"""Fixtures: the guests the Python tests load, compiled from WAT, and a
+config naming them."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+DTYPES = ["pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32", "f64", "c64", "bf16", "c128"]
+
+# Hostile guests from the host's hostile suite: (module, export, exception
+# class name, code, extra config).
+HOSTILE = [
+    ("runaway", "spin", "Timeout", 4, ""),
+    ("runaway", "spin", "FuelExhausted", 8, "    fuel: 1000000\n"),
+    ("runaway", "recurse", "StackOverflow", 13, ""),
+    ("runaway", "grow_pages", "MemoryLimit", 8, ""),
+    ("traps", "div_by_zero", "DivideByZero", 13, ""),
+    ("traps", "int_overflow", "IntegerOverflow", 13, ""),
+    ("traps", "unreachable", "Unreachable", 13, ""),
+    ("traps", "trunc_nan", "InvalidConversion", 13, ""),
+    ("traps", "indirect_mismatch", "IndirectCallMismatch", 13, ""),
+    ("traps", "indirect_null", "TableOutOfBounds", 13, ""),
+    ("traps", "load_oob", "MemoryOutOfBounds", 13, ""),
+    ("frame", "overrun_1", "ABIViolation", 13, ""),
+    ("imports", "error_megabytes", "GuestError", 3, "    max_memory: 8MiB\n"),
+]
+ENGINES = ["wazero", "wasmtime"]
+
+
+def hostile_name(export, kind, engine):
+    return "h_%s_%s_%s" % (export, kind.lower(), engine)
+
+
+def _wat2wasm(src, dst):
+    subprocess.run([shutil.which("wat2wasm"), str(src), "-o", str(dst)], check=True)
+
+
+@pytest.fixture(scope="session")
+def guest_dir():
+    """The test guests, compiled from WAT into build/testguests with wat2wasm.
+    Where wat2wasm is missing (a lent GPU machine), the ones a previous run
+    left there (carried with build/) are used."""
+    d = ROOT / "build" / "testguests"
+    sources = [(ROOT / "ffi" / "testdata" / "kit.wat", d / "kit.wasm")]
+    for module in sorted({h[0] for h in HOSTILE}):
+        sources.append((ROOT / "host" / "testdata" / "hostile" / (module + ".wat"), d / (module + ".wasm")))
+    if shutil.which("wat2wasm"):
+        d.mkdir(parents=True, exist_ok=True)
+        for src, dst in sources:
+            _wat2wasm(src, dst)
+    elif not all(dst.is_file() for _, dst in sources):
+        pytest.skip("wat2wasm (wabt) is not installed and build/testguests is incomplete: "
+                    "scripts/install-toolchains.sh installs wabt")
+    return d
+
+
+def _entry(name, module, export, sig, extra=""):
+    return "  %s:\n    module: %s\n    export: %s\n    signature: \"%s\"\n    timeout: 250ms\n%s" % (
+        name, module, export, sig, extra)
+
+
+@pytest.fixture(scope="session")
+def config_path(guest_dir):
+    parts = ["callbacks:\n"]
+    for d in DTYPES:
+        parts.append(_entry("copy_" + d, "kit.wasm", "copy", "(x: %s[n]) -> %s[n]" % (d, d)))
+    parts.append(_entry("copy_scalar", "kit.wasm", "copy", "(x: f64[]) -> f64[]"))
+    parts.append(_entry("copy_mat", "kit.wasm", "copy", "(x: f32[a,b]) -> f32[a,b]"))
+    parts.append(_entry("copy_rows", "kit.wasm", "copy", "(x: f32[b,n]) -> f32[b,n]", "    batching: expand_dims\n"))
+    parts.append(_entry("copy2", "kit.wasm", "copy2", "(x: s16[n], y: f32[m]) -> (s16[n], f32[m])"))
+    parts.append(_entry("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]"))
+    parts.append(_entry("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n"))
+    parts.append(_entry("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]"))
+    for module, export, kind, _code, extra in HOSTILE:
+        for engine in ENGINES:
+            parts.append(_entry(hostile_name(export, kind, engine), module + ".wasm", export, "(x: f32[n]) -> f32[n]",
+                                "    engine: %s\n    max_instances: 1\n    max_memory: 1MiB\n%s" % (engine, extra)
+                                if "max_memory" not in extra else
+                                "    engine: %s\n    max_instances: 1\n%s" % (engine, extra)))
+    path = guest_dir / "callbox.yaml"
+    path.write_text("".join(parts))
+    return path
+
+
+@pytest.fixture(scope="session")
+def host(config_path):
+    import callbox
+
+    h = callbox.Host(str(config_path))
+    yield h
+    h.close()
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    os.environ.setdefault("CALLBOX_LOG_LEVEL", "error")

@@ -1,0 +1,222 @@
+"""The callbox Python package over libcallbox: calls, every dtype, every
+error kind, chains, taps, threads, hostile guests on both engines."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import callbox
+from callbox import errors
+from conftest import DTYPES, ENGINES, HOSTILE, ROOT, hostile_name
+
+NP = {
+    "pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128,
+}
+
+
+def test_version():
+    assert callbox.library_version() == "1.0.0"
+    assert callbox.find_library().endswith("libcallbox.so")
+
+
+def test_kinds_match_the_header():
+    header = (ROOT / "ffi" / "include" / "callbox.h").read_text()
+    defined = {int(v): k for k, v in re.findall(r"#define CALLBOX_KIND_(\w+) (\d+)", header)}
+    assert set(defined) == set(errors.KINDS)
+    for number, cls in errors.KINDS.items():
+        assert re.sub(r"(?<!^)(?=[A-Z])", "_", cls.kind).upper().replace("A_B_I", "ABI") == defined[number]
+        assert issubclass(cls, callbox.CallbackError)
+
+
+def test_callbacks(host):
+    infos = {i.name: i for i in host.callbacks()}
+    assert "copy_f32" in infos and "fail" in infos
+    info = infos["copy_f32"]
+    assert info.signature == "(x: f32[n]) -> f32[n]"
+    assert info.id.startswith("cb1-") and len(info.id) == 68
+    assert (info.engine, info.batching, info.num_inputs, info.num_outputs) == ("wazero", "sequential", 1, 1)
+    assert infos["copy_rows"].batching == "expand_dims"
+    assert host.callback(info.id) == info
+    with pytest.raises(callbox.InvalidArgument, match="the module changed or is not loaded"):
+        host.callback("cb1-" + "0" * 64)
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bf16"])
+def test_every_dtype(host, dtype):
+    t = NP[dtype]
+    x = (np.arange(11) % 2).astype(t) if dtype == "pred" else (np.arange(11) * 3 + 1).astype(t)
+    y = host.call("copy_" + dtype, x)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    np.testing.assert_array_equal(y, x)
+
+
+def test_bf16(host):
+    try:
+        import ml_dtypes
+    except ImportError:
+        with pytest.raises(callbox.InvalidArgument, match="ml_dtypes"):
+            callbox.host._np_dtype(4, 16)
+        return
+    x = np.arange(5).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(host.call("copy_bf16", x), x)
+
+
+def test_shapes(host):
+    assert host.call("copy_scalar", np.float64(2.5)).shape == ()
+    assert host.call("copy_scalar", np.float64(2.5)) == 2.5
+    empty = host.call("copy_f32", np.zeros(0, np.float32))
+    assert empty.shape == (0,)
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(host.call("copy_mat", m.T), m.T)  # non-contiguous: copied first
+    s, f = host.call("copy2", np.array([1, -2], np.int16), np.array([0.5], np.float32))
+    assert s.tolist() == [1, -2] and f.tolist() == [0.5]
+    assert host.output_types("copy_mat", m) == [((3, 4), np.dtype(np.float32))]
+
+
+def test_invalid_arguments(host):
+    with pytest.raises(callbox.InvalidArgument, match=r"argument 0 \(x\): expected f32\[n\], got s32\[3\]") as e:
+        host.call("copy_f32", np.zeros(3, np.int32))
+    assert e.value.code == 3 and e.value.callback == "copy_f32"
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(callbox.InvalidArgument, match="got 2 inputs"):
+        host.call("copy_f32", np.zeros(3, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(callbox.InvalidArgument, match=r'callback "nope": unknown callback \(loaded: bump,'):
+        host.call("nope", np.zeros(3, np.float32))
+    with pytest.raises(callbox.InvalidArgument, match="no callbox equivalent"):
+        host.call("copy_f32", np.array(["a"]))
+    with pytest.raises(callbox.InvalidArgument, match="rank 2, want 1"):
+        host.call("copy_f32", np.zeros((2, 2), np.float32))
+
+
+def test_guest_error_and_timeout(host):
+    with pytest.raises(callbox.GuestError) as e:
+        host.call("fail", np.ones(3, np.float32))
+    assert (e.value.callback, e.value.code, e.value.guest_message, e.value.guest_status) == ("fail", 3, "bad input", 3)
+    with pytest.raises(callbox.Timeout) as t:
+        host.call("spin", np.ones(3, np.float32))
+    assert t.value.code == 4 and "timeout after 250ms" in str(t.value)
+    assert isinstance(t.value, TimeoutError)
+    np.testing.assert_array_equal(host.call("copy_f32", np.ones(3, np.float32)), np.ones(3))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("module,export,kind,code,extra", HOSTILE, ids=[h[1] + "-" + h[2] for h in HOSTILE])
+def test_hostile_guests_in_process(host, engine, module, export, kind, code, extra):
+    """Both engines contain hostile guests inside the Python process: each
+    raises its kind's exception with its code, naming the callback; the
+    process lives on and the host still serves."""
+    name = hostile_name(export, kind, engine)
+    cls = getattr(callbox, kind)
+    with pytest.raises(cls) as e:
+        host.call(name, np.zeros(4, np.float32))
+    assert e.value.kind == kind
+    assert e.value.code == code
+    assert e.value.callback == name
+    assert name in str(e.value)
+    np.testing.assert_array_equal(host.call("copy_f32", np.arange(3, dtype=np.float32)), [0, 1, 2])
+
+
+def test_chain_and_barrier(host):
+    x = np.ones(2, np.float32)
+    ch = host.chain("py")
+    start = int(ch.call("bump", x))
+    ch.tap("bump", x)
+    ch.tap("fail", x)
+    ch.tap("bump", x)
+    with pytest.raises(callbox.GuestError) as e:
+        ch.barrier()
+    assert (e.value.chain, e.value.seq, e.value.callback) == ("py", 3, "fail")
+    with pytest.raises(callbox.GuestError, match=r"call #5 \(bump\) not run: chain failed at #3"):
+        ch.call("bump", x)
+    ch.reset()
+    assert int(ch.call("bump", x)) == start + 2  # the tap after the failure never ran
+    ch.barrier()
+    assert host.chain("py").call("bump", x) == start + 3  # same name, same chain
+
+
+def test_taps_and_host_barrier(host):
+    x = np.ones(2, np.float32)
+    host.tap("bump", x)
+    host.tap("fail", x)
+    x[:] = -1  # taps copy their inputs
+    with pytest.raises(callbox.GuestError):
+        host.barrier()
+    host.barrier()
+
+
+def test_threads(host):
+    errors_seen = []
+
+    def work(k):
+        try:
+            for i in range(100):
+                x = np.arange(64, dtype=np.float32) + k * 1000 + i
+                np.testing.assert_array_equal(host.call("copy_f32", x), x)
+        except Exception as e:  # noqa: BLE001
+            errors_seen.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors_seen == []
+
+
+def test_config_forms(guest_dir):
+    cfg = {"callbacks": {"c": {"module": "kit.wasm", "export": "copy", "signature": "(x: u8[n]) -> u8[n]"}}}
+    x = np.arange(5, dtype=np.uint8)
+    with callbox.Host(cfg, base_dir=guest_dir) as h:
+        np.testing.assert_array_equal(h.call("c", x), x)
+    with callbox.Host(json.dumps(cfg), base_dir=guest_dir) as h:
+        np.testing.assert_array_equal(h.call("c", x), x)
+    yaml = "callbacks:\n  c:\n    module: kit.wasm\n    export: copy\n    signature: '(x: u8[n]) -> u8[n]'\n"
+    h = callbox.Host(yaml, base_dir=guest_dir)
+    np.testing.assert_array_equal(h.call("c", x), x)
+    h.close()
+    h.close()
+    with pytest.raises(callbox.InvalidArgument, match="is closed"):
+        h.call("c", x)
+    with pytest.raises(callbox.InvalidArgument, match="callbacks.c.colour: unknown key"):
+        callbox.Host(yaml + "    colour: red\n", base_dir=guest_dir)
+    with pytest.raises(callbox.InvalidArgument, match="cannot open"):
+        callbox.Host("/nonexistent/callbox.yaml")
+
+
+def test_library_not_found():
+    code = "import callbox\ntry:\n    callbox.Host({})\nexcept OSError as e:\n    print('OSError', e)\n"
+    env = dict(os.environ, CALLBOX_LIB="/nonexistent/libcallbox.so", PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert "OSError libcallbox.so not found (tried /nonexistent/libcallbox.so)" in out
+    assert "make lib" in out
+
+
+def _readme_python_blocks():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Python and JAX", 1)
+    if len(section) < 2:
+        return []
+    section = section[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_readme_examples(guest_dir):
+    """Every NumPy example of README's "Python and JAX" section runs as
+    written (from the repository root); the JAX ones run in test_jax."""
+    blocks = [b for b in _readme_python_blocks() if "jax" not in b]
+    assert blocks, "README.md has no Python examples"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_default_host(host):
+    host.set_default()
+    assert callbox.Host.default().handle == host.handle
