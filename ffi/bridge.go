@@ -28,13 +28,14 @@ type cbInfo struct {
 	engine    string
 	batching  string
 	sig       *abi.Signature
+	cb        *host.Callback // resolved once at open: calls do no lookup by name
 	cinfo     unsafe.Pointer // its callbox_callback_info (C memory, capi.go), set at open, freed at close
 }
 
 // bridgeHost is one open host behind a handle.
 type bridgeHost struct {
 	handle uint64
-	b      backend
+	h      *host.Host
 	infos  []*cbInfo          // sorted by name
 	byKey  map[string]*cbInfo // by name and by content id
 	closed atomic.Bool
@@ -50,14 +51,25 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newBridgeHost(newHostBackend(h), cfg), nil
+	bh, err := newBridgeHost(h, cfg)
+	if err != nil {
+		_ = h.Close(ctx)
+		return nil, err
+	}
+	return bh, nil
 }
 
-func newBridgeHost(b backend, cfg *config.Config) *bridgeHost {
-	bh := &bridgeHost{b: b, byKey: map[string]*cbInfo{}}
-	infos := b.Callbacks()
+// newBridgeHost resolves every callback of h once: a call through the
+// bridge finds its *host.Callback in the bridge's own table.
+func newBridgeHost(h *host.Host, cfg *config.Config) (*bridgeHost, error) {
+	bh := &bridgeHost{h: h, byKey: map[string]*cbInfo{}}
+	infos := h.Callbacks()
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	for i, in := range infos {
+		cb, err := h.Lookup(in.Name)
+		if err != nil {
+			return nil, err
+		}
 		batching := config.BatchingSequential
 		if cfg != nil {
 			if cb, ok := cfg.Callback(in.Name); ok {
@@ -65,12 +77,12 @@ func newBridgeHost(b backend, cfg *config.Config) *bridgeHost {
 			}
 		}
 		ci := &cbInfo{index: i, name: in.Name, id: in.ID, signature: in.Signature.String(),
-			engine: in.Engine, batching: batching, sig: in.Signature}
+			engine: in.Engine, batching: batching, sig: in.Signature, cb: cb}
 		bh.infos = append(bh.infos, ci)
 		bh.byKey[ci.name] = ci
 		bh.byKey[ci.id] = ci
 	}
-	return bh
+	return bh, nil
 }
 
 // bridgeLogger is the logger of hosts opened through the C API: text to
@@ -139,7 +151,7 @@ func (bh *bridgeHost) close(ctx context.Context) (first bool, err error) {
 		return false, nil
 	}
 	bh.calls.Wait()
-	return true, bh.b.Close(ctx)
+	return true, bh.h.Close(ctx)
 }
 
 // outputTypes derives a call's result types from its input types.
@@ -155,43 +167,26 @@ func (bh *bridgeHost) outputTypes(ci *cbInfo, in []abi.Tensor) ([]abi.OutputSpec
 	return specs, nil
 }
 
-// checkOutputs checks caller-provided outputs against the derived types,
-// for paths that cannot hand the outputs to the host (chains for now).
-func (bh *bridgeHost) checkOutputs(ci *cbInfo, in, out []abi.Tensor) error {
-	specs, err := bh.outputTypes(ci, in)
-	if err != nil {
-		return err
-	}
-	if len(out) != len(specs) {
-		return &bridgeError{kind: abi.InvalidArgument, callback: ci.name,
-			msg: fmt.Sprintf("got %d output buffers, signature %s has %d results", len(out), ci.signature, len(specs))}
-	}
-	for i, s := range specs {
-		if out[i].DType != s.DType || !out[i].Shape.Equal(s.Shape) {
-			return &bridgeError{kind: abi.InvalidArgument, callback: ci.name,
-				msg: fmt.Sprintf("output %d: buffer is %s, result is %s%s", i, out[i].Type(), s.DType, s.Shape)}
-		}
-	}
-	return nil
-}
-
-// call runs one call, on a chain when chain is not "".
+// call runs one call, on a chain when chain is not "". The host checks
+// the outputs against the types the signature derives and writes the
+// results straight into them; a chain's call is synchronous and keeps no
+// reference to in or out, which may be C or XLA memory.
 func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out []abi.Tensor) error {
 	ci, err := bh.resolve(callback)
 	if err != nil {
 		return err
 	}
 	if chain == "" {
-		return bh.b.InvokeInto(ctx, ci.name, in, out)
+		_, err = ci.cb.InvokeInto(ctx, in, out)
+	} else {
+		_, err = bh.h.Chain(chain).InvokeInto(ctx, ci.name, in, out)
 	}
-	if err := bh.checkOutputs(ci, in, out); err != nil {
-		return err
-	}
-	return bh.b.ChainInvokeInto(ctx, chain, ci.name, in, out)
+	return err
 }
 
 // tap queues a side-effect call (on a chain when chain is not ""), with
-// inputs copied, since they are read after the C call returns.
+// inputs copied, since they are read after the C call returns. Input types
+// are checked now: a bad tap fails here, not at the next barrier.
 func (bh *bridgeHost) tap(ctx context.Context, chain, callback string, in []abi.Tensor) error {
 	ci, err := bh.resolve(callback)
 	if err != nil {
@@ -205,10 +200,28 @@ func (bh *bridgeHost) tap(ctx context.Context, chain, callback string, in []abi.
 		owned[i] = cloneTensor(t)
 	}
 	if chain == "" {
-		bh.b.Tap(ctx, ci.name, owned)
+		bh.h.Tap(ctx, ci.name, owned...)
 		return nil
 	}
-	bh.b.ChainTap(ctx, chain, ci.name, owned)
+	bh.h.Chain(chain).Tap(ctx, ci.name, owned...)
+	return nil
+}
+
+// chainBarrier waits for the named chain's queued calls and taps and
+// returns its first failure.
+func (bh *bridgeHost) chainBarrier(ctx context.Context, chain string) error {
+	return bh.h.Chain(chain).Barrier(ctx)
+}
+
+// chainReset waits for the chain's queued calls and taps, then clears its
+// failure so that later calls run again. The failure is what reset
+// discards; only a wait cut short is an error.
+func (bh *bridgeHost) chainReset(ctx context.Context, chain string) error {
+	ch := bh.h.Chain(chain)
+	if err := ch.Barrier(ctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	_ = ch.Reset()
 	return nil
 }
 

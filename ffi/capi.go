@@ -458,7 +458,7 @@ func callbox_barrier(h C.callbox_host) (ret *C.callbox_error) {
 		return cError(err)
 	}
 	defer bh.leave()
-	return cError(bh.b.Barrier(context.Background()))
+	return cError(bh.h.Barrier(context.Background()))
 }
 
 // chainOp runs a barrier or a reset on a named chain.
@@ -479,7 +479,7 @@ func chainOp(h C.callbox_host, chain *C.char, op func(bh *bridgeHost, name strin
 func callbox_chain_barrier(h C.callbox_host, chain *C.char) (ret *C.callbox_error) {
 	defer guard(&ret, "callbox_chain_barrier")
 	return cError(chainOp(h, chain, func(bh *bridgeHost, name string) error {
-		return bh.b.ChainBarrier(context.Background(), name)
+		return bh.chainBarrier(context.Background(), name)
 	}))
 }
 
@@ -487,7 +487,7 @@ func callbox_chain_barrier(h C.callbox_host, chain *C.char) (ret *C.callbox_erro
 func callbox_chain_reset(h C.callbox_host, chain *C.char) (ret *C.callbox_error) {
 	defer guard(&ret, "callbox_chain_reset")
 	return cError(chainOp(h, chain, func(bh *bridgeHost, name string) error {
-		return bh.b.ChainReset(context.Background(), name)
+		return bh.chainReset(context.Background(), name)
 	}))
 }
 

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"sync"
@@ -44,7 +45,9 @@ func (h *Host) NewChain(name string) *Chain {
 // Chain returns the host's chain of that name, creating it on first use:
 // every caller in the process that names the same chain (a compiled
 // program's chain attribute, say) gets the same one and is ordered with
-// the others. Registered chains live as long as the host.
+// the others. Registered chains live as long as the host. A new chain
+// keeps its own copy of name, so name may view memory the caller reuses
+// (a C string, say).
 func (h *Host) Chain(name string) *Chain {
 	h.mu.RLock()
 	ch, ok := h.chains[name]
@@ -55,6 +58,7 @@ func (h *Host) Chain(name string) *Chain {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ch, ok = h.chains[name]; !ok {
+		name = strings.Clone(name)
 		ch = &Chain{h: h, name: name}
 		h.chains[name] = ch
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -358,4 +359,17 @@ func TestChainDoKeepsForeignKind(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, host.Timeout, ce.Kind(), "an error that has a kind keeps it")
 	assert.Equal(t, host.Timeout, abi.KindOf(ch.Err()))
+}
+
+// TestChainRegistryCopiesName: a registered chain keeps its own copy of
+// its name, so a caller may pass a string viewing memory it reuses (the C
+// API passes C strings without copying them).
+func TestChainRegistryCopiesName(t *testing.T) {
+	h := newHost(t, "wazero", nil)
+	buf := []byte("loop")
+	ch := h.Chain(unsafe.String(&buf[0], len(buf)))
+	copy(buf, "zzzz")
+	assert.Equal(t, "loop", ch.Name())
+	assert.Same(t, ch, h.Chain("loop"), "the registry is keyed by the copy")
+	assert.NotSame(t, ch, h.Chain("zzzz"))
 }

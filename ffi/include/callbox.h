@@ -251,8 +251,10 @@ callbox_error *callbox_chain_tap(callbox_host host, const char *chain, const cha
 /* Waits for every step queued on the chain and returns its first failure. */
 callbox_error *callbox_chain_barrier(callbox_host host, const char *chain);
 
-/* Waits for the chain's queued steps, then forgets the chain: the next use
- * of the name starts a healthy chain numbered from 1. */
+/* Waits for the chain's queued steps, then clears its failure: later calls
+ * and taps on the name run again. Sequence numbers continue (they number
+ * every step the chain has taken, for error messages). The failure it
+ * clears is not an error; only a wait cut short is. */
 callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
 
 /* ---- XLA FFI -----------------------------------------------------------------

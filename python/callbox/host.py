@@ -274,5 +274,6 @@ class Chain:
         check(self.host._lib, self.host._lib.callbox_chain_barrier(self.host._handle, self._name))
 
     def reset(self):
-        """Wait for queued steps and start the chain afresh (numbered from 1)."""
+        """Wait for queued steps and clear the chain's failure, so that later
+        calls run again (sequence numbers continue)."""
         check(self.host._lib, self.host._lib.callbox_chain_reset(self.host._handle, self._name))
