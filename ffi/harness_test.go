@@ -382,7 +382,7 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "no_attrs", abi.CodeInvalidArgument, "missing attribute callback")
 	r.xfails(t, "attr_scalar", abi.CodeInvalidArgument, "attribute callback has type 3, want a string")
 	r.xfails(t, "attr_unknown", abi.CodeInvalidArgument, "unknown attribute colour")
-	r.xfails(t, "too_many_args", abi.CodeInvalidArgument, `callback "copy_f32" failed: got 2 inputs`)
+	r.xfails(t, "too_many_args", abi.CodeInvalidArgument, `callback "copy_f32" refused the call before running it: got 2 inputs`)
 	r.xfails(t, "no_rets", abi.CodeInvalidArgument, "got 0 output buffers")
 	r.xfails(t, "ret_shape", abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.xfails(t, "dtype_f8", abi.CodeInvalidArgument, `callback "copy_f32": argument 0: XLA dtype 19 is not one callbox supports`)
