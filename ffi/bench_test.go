@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -58,6 +59,32 @@ func BenchmarkTinyInvokeInto(b *testing.B) {
 	b.ResetTimer()
 	bestOfRounds(b, func() {
 		if _, err := h.InvokeInto(ctx, "copy_f32", in, out); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkTinyBridge is the Go half of the C API call (callDL: handle,
+// name, DLPack tensors), without the C-to-Go crossing, to tell the
+// bridge's cost from the crossing's.
+func BenchmarkTinyBridge(b *testing.B) {
+	cfg, err := configfile.Load(benchConfig(b))
+	require.NoError(b, err)
+	bh, err := openHost(context.Background(), cfg)
+	require.NoError(b, err)
+	h := register(bh)
+	defer func() { _, _ = bh.close(context.Background()) }()
+	x, y := make([]float32, tinyElements), make([]float32, tinyElements)
+	shape := []int64{tinyElements}
+	f32 := dlFromDType(abi.F32)
+	in := dlTensor{Data: unsafe.Pointer(&x[0]), Device: dlDevice{Type: deviceCPU}, NDim: 1, DType: f32, Shape: &shape[0]}
+	out := in
+	out.Data = unsafe.Pointer(&y[0])
+	name := []byte("copy_f32\x00")
+	b.SetBytes(4 * tinyElements)
+	b.ResetTimer()
+	bestOfRounds(b, func() {
+		if err := callDL(h, nil, &name[0], &in, 1, &out, 1); err != nil {
 			b.Fatal(err)
 		}
 	})

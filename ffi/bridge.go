@@ -38,6 +38,7 @@ type bridgeHost struct {
 	h      *host.Host
 	infos  []*cbInfo          // sorted by name
 	byKey  map[string]*cbInfo // by name and by content id
+	last   atomic.Pointer[cbInfo]
 	closed atomic.Bool
 	// calls counts calls in flight through the bridge, so that close can
 	// free C-side data only once none can read it.
@@ -97,9 +98,17 @@ func bridgeLogger() *slog.Logger {
 }
 
 // resolve finds a callback by name or content id. key may point into C
-// memory; the returned info holds Go copies.
+// memory; the returned info holds Go copies. The callback resolved last is
+// checked first: a program calling one callback in a loop compares one
+// string instead of hashing it.
 func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
+	if ci := bh.last.Load(); ci != nil && ci.name == key {
+		return ci, nil
+	}
 	if ci, ok := bh.byKey[key]; ok {
+		if ci.name == key {
+			bh.last.Store(ci)
+		}
 		return ci, nil
 	}
 	key = strings.Clone(key)
@@ -182,6 +191,78 @@ func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out 
 		_, err = bh.h.Chain(chain).InvokeInto(ctx, ci.name, in, out)
 	}
 	return err
+}
+
+// callDL is a call of the C API (callbox_call, or callbox_chain_call when
+// chain is not nil) with its arguments as they come from C: NUL-terminated
+// names and arrays of DLPack tensors, viewed in place, never copied.
+func callDL(h uint64, chain, callback *byte, inputs *dlTensor, nIn uintptr, outputs *dlTensor, nOut uintptr) error {
+	bh, err := lookupHost(h)
+	if err != nil {
+		return err
+	}
+	if err := bh.open(); err != nil {
+		return err
+	}
+	name, err := cString(callback, "callback")
+	if err != nil {
+		return err
+	}
+	chainName := ""
+	if chain != nil {
+		if chainName, err = cString(chain, "chain"); err != nil {
+			return err
+		}
+		if chainName == "" {
+			return badArg(arg("chain"), "empty name")
+		}
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release(int(nIn), int(nOut))
+	in, err := fromDLs("input", inputs, nIn, sc.in[:])
+	if err != nil {
+		return err
+	}
+	out, err := fromDLs("output", outputs, nOut, sc.out[:])
+	if err != nil {
+		return err
+	}
+	return bh.call(context.Background(), chainName, name, in, out)
+}
+
+// cString views a NUL-terminated C string as a Go string without copying;
+// what names the argument in errors. It scans in Go: a call to C's strlen
+// would cost more than the scan.
+func cString(p *byte, what string) (string, error) {
+	if p == nil {
+		return "", badArg(arg(what), "NULL")
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+		if n > maxString {
+			return "", badArg(arg(what), "longer than %d bytes", maxString)
+		}
+	}
+	return unsafe.String(p, n), nil
+}
+
+// maxString bounds names passed in (callback, chain, format).
+const maxString = 1 << 16
+
+// scratch holds one call's tensor slices, reused across calls.
+type scratch struct {
+	in, out [8]abi.Tensor
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// release drops the references the call left (n inputs and outputs at
+// most) and returns s to the pool.
+func (s *scratch) release(nIn, nOut int) {
+	clear(s.in[:min(nIn, len(s.in))])
+	clear(s.out[:min(nOut, len(s.out))])
+	scratchPool.Put(s)
 }
 
 // tap queues a side-effect call (on a chain when chain is not ""), with

@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"context"
-	"sync"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
@@ -71,39 +70,9 @@ func guard(ret **C.callbox_error, where string) {
 }
 
 // goString views a NUL-terminated C string as a Go string without
-// copying; what names the argument in errors. It scans in Go: a call to
-// C's strlen would cost more than the scan.
+// copying (cString); what names the argument in errors.
 func goString(p *C.char, what string) (string, error) {
-	if p == nil {
-		return "", badArg(arg(what), "NULL")
-	}
-	b := (*byte)(unsafe.Pointer(p))
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(b), n)) != 0 {
-		n++
-		if n > maxString {
-			return "", badArg(arg(what), "longer than %d bytes", maxString)
-		}
-	}
-	return unsafe.String(b, n), nil
-}
-
-// maxString bounds names passed in (callback, chain, format).
-const maxString = 1 << 16
-
-// scratch holds one call's tensor slices, reused across calls.
-type scratch struct {
-	in, out [8]abi.Tensor
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
-// release drops the references the call left (n inputs and outputs at
-// most) and returns s to the pool.
-func (s *scratch) release(nIn, nOut int) {
-	clear(s.in[:min(nIn, len(s.in))])
-	clear(s.out[:min(nOut, len(s.out))])
-	scratchPool.Put(s)
+	return cString((*byte)(unsafe.Pointer(p)), what)
 }
 
 //export callbox_error_free
@@ -354,42 +323,10 @@ func typesFromDL(p *dlTensor, n uintptr) ([]abi.Tensor, error) {
 	return out, nil
 }
 
-// callArgs converts a call's C arguments.
-func callArgs(sc *scratch, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) (in, out []abi.Tensor, err error) {
-	in, err = fromDLs("input", (*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn), sc.in[:])
-	if err != nil {
-		return nil, nil, err
-	}
-	out, err = fromDLs("output", (*dlTensor)(unsafe.Pointer(outputs)), uintptr(nOut), sc.out[:])
-	return in, out, err
-}
-
 // doCall is callbox_call and callbox_chain_call.
 func doCall(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) error {
-	bh, err := openHostFor(h)
-	if err != nil {
-		return err
-	}
-	name, err := goString(callback, "callback")
-	if err != nil {
-		return err
-	}
-	chainName := ""
-	if chain != nil {
-		if chainName, err = goString(chain, "chain"); err != nil {
-			return err
-		}
-		if chainName == "" {
-			return badArg(arg("chain"), "empty name")
-		}
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(nIn), int(nOut))
-	in, out, err := callArgs(sc, inputs, nIn, outputs, nOut)
-	if err != nil {
-		return err
-	}
-	return bh.call(context.Background(), chainName, name, in, out)
+	return callDL(uint64(h), (*byte)(unsafe.Pointer(chain)), (*byte)(unsafe.Pointer(callback)),
+		(*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn), (*dlTensor)(unsafe.Pointer(outputs)), uintptr(nOut))
 }
 
 //export callbox_call

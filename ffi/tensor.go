@@ -169,51 +169,63 @@ func viewTensor(arg argName, d abi.DType, shape abi.Shape, data unsafe.Pointer) 
 }
 
 // fromDL checks a callbox_tensor and views it as an abi.Tensor without
-// copying: a CPU tensor of a known dtype, rank at most MaxRank,
-// non-negative dimensions, row-major (or NULL) strides. It is on every
-// call's path, so the common case is one loop; slowCheck finds and names
-// what is wrong otherwise.
+// copying (fromDLInto).
 func fromDL(arg argName, t *dlTensor) (abi.Tensor, error) {
+	var out abi.Tensor
+	if err := fromDLInto(&out, arg.role, arg.index, t); err != nil {
+		return abi.Tensor{}, err
+	}
+	return out, nil
+}
+
+// fromDLInto checks a callbox_tensor and views it in *dst without copying:
+// a CPU tensor of a known dtype, rank at most MaxRank, non-negative
+// dimensions, row-major (or NULL) strides. It is on every call's path, so
+// the common case is one loop writing dst in place; slowCheck finds and
+// names what is wrong otherwise (role and index name the argument).
+func fromDLInto(dst *abi.Tensor, role string, index int, t *dlTensor) error {
 	d, ok := dtypeFromDL(t.DType)
 	ndim := t.NDim
-	if !ok || t.Device.Type != deviceCPU && t.Device.Type != deviceCUDAHost || ndim < 0 || ndim > abi.MaxRank || ndim > 0 && t.Shape == nil {
-		return abi.Tensor{}, slowCheck(arg, t)
+	if !ok || t.Device.Type != deviceCPU && t.Device.Type != deviceCUDAHost || uint32(ndim) > abi.MaxRank || ndim > 0 && t.Shape == nil {
+		return slowCheck(argName{role, index}, t)
 	}
 	var shape abi.Shape
-	n := uint64(1) // elements, then bytes: overflow is checked as abi.Shape.ByteLen does
+	n := uint64(d.Size()) // bytes: overflow is checked as abi.Shape.ByteLen does
 	if ndim > 0 {
 		shape = abi.Shape(unsafe.Slice(t.Shape, ndim))
+		elems := uint64(1)
 		for _, dim := range shape {
-			hi, lo := bits.Mul64(n, uint64(dim))
+			hi, lo := bits.Mul64(elems, uint64(dim))
 			if dim < 0 || hi != 0 {
-				return abi.Tensor{}, slowCheck(arg, t)
+				return slowCheck(argName{role, index}, t)
 			}
-			n = lo
+			elems = lo
 		}
+		hi, lo := bits.Mul64(elems, n)
+		if hi != 0 {
+			return slowCheck(argName{role, index}, t)
+		}
+		n = lo
 		if t.Strides != nil {
-			if err := checkRowMajor(arg, shape, unsafe.Slice(t.Strides, ndim)); err != nil {
-				return abi.Tensor{}, err
+			if err := checkRowMajor(argName{role, index}, shape, unsafe.Slice(t.Strides, ndim)); err != nil {
+				return err
 			}
 		}
-	}
-	hi, n := bits.Mul64(n, uint64(d.Size()))
-	if hi != 0 {
-		return abi.Tensor{}, slowCheck(arg, t)
 	}
 	if n > abi.MaxTensorBytes {
-		return abi.Tensor{}, badArg(arg, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
+		return badArg(argName{role, index}, "%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
 	}
+	dst.DType, dst.Shape = d, shape
 	if n == 0 {
-		return abi.Tensor{DType: d, Shape: shape, Data: []byte{}}, nil
+		dst.Data = []byte{}
+		return nil
 	}
 	data := t.Data
 	if data == nil {
-		return abi.Tensor{}, badArg(arg, "data is NULL for %s%s (%d bytes)", d, shape, n)
+		return badArg(argName{role, index}, "data is NULL for %s%s (%d bytes)", d, shape, n)
 	}
-	if t.ByteOffset != 0 {
-		data = unsafe.Add(data, uintptr(t.ByteOffset))
-	}
-	return abi.Tensor{DType: d, Shape: shape, Data: unsafe.Slice((*byte)(data), n)}, nil
+	dst.Data = unsafe.Slice((*byte)(unsafe.Add(data, uintptr(t.ByteOffset))), n)
+	return nil
 }
 
 // slowCheck names what is wrong with a tensor fromDL refused.
@@ -262,7 +274,8 @@ func rowMajor(shape abi.Shape) []int64 {
 	return out
 }
 
-// fromDLs converts n C tensors at p; role is "input" or "output".
+// fromDLs converts n C tensors at p into into[:n] (a new slice when into
+// is too short); role is "input" or "output".
 func fromDLs(role string, p *dlTensor, n uintptr, into []abi.Tensor) ([]abi.Tensor, error) {
 	if n == 0 {
 		return into[:0], nil
@@ -273,17 +286,15 @@ func fromDLs(role string, p *dlTensor, n uintptr, into []abi.Tensor) ([]abi.Tens
 	if n > maxTensors {
 		return nil, badArg(arg(role+"s"), "count %d exceeds the maximum %d", n, maxTensors)
 	}
-	ts := unsafe.Slice(p, n)
-	if int(n) > len(into) {
+	if n > uintptr(len(into)) {
 		into = make([]abi.Tensor, n)
 	}
 	out := into[:n]
-	for i := range ts {
-		t, err := fromDL(argName{role, i}, &ts[i])
-		if err != nil {
+	ts := unsafe.Slice(p, n)
+	for i := range out {
+		if err := fromDLInto(&out[i], role, i, &ts[i]); err != nil {
 			return nil, err
 		}
-		out[i] = t
 	}
 	return out, nil
 }
