@@ -16,6 +16,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/cuda"
+	cudaxla "github.com/seed4b3e0ccb/callbox/cuda/xla"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
 
@@ -36,6 +38,10 @@ type cbInfo struct {
 type bridgeHost struct {
 	handle uint64
 	h      *host.Host
+	// gpu is the host's GPU path (package cuda): the CUDA XLA handler
+	// (callbox_xla_ffi_cuda) and callbox_cuda_call_dlpack serve the default
+	// host through it. The CUDA runtime loads on the first GPU call.
+	gpu    *cuda.GPU
 	infos  []*cbInfo          // sorted by name
 	byKey  map[string]*cbInfo // by name and by content id
 	last   atomic.Pointer[cbInfo]
@@ -46,17 +52,27 @@ type bridgeHost struct {
 	mu    sync.Mutex // serializes close
 }
 
-// openHost loads cfg into a new host.
+// openHost loads cfg into a new host, with a GPU path (its copy mode from
+// CALLBOX_CUDA_COPY) whose hooks unpin an instance's memory when the host
+// discards it.
 func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
-	h, err := host.New(ctx, cfg, host.WithLogger(bridgeLogger()))
+	logger := bridgeLogger()
+	gpu, err := cudaxla.NewGPU(os.Getenv, logger)
 	if err != nil {
+		return nil, err
+	}
+	h, err := host.New(ctx, cfg, host.WithLogger(logger), gpu.Hooks())
+	if err != nil {
+		_ = gpu.Close()
 		return nil, err
 	}
 	bh, err := newBridgeHost(h, cfg)
 	if err != nil {
 		_ = h.Close(ctx)
+		_ = gpu.Close()
 		return nil, err
 	}
+	bh.gpu = gpu
 	return bh, nil
 }
 
@@ -159,8 +175,21 @@ func (bh *bridgeHost) close(ctx context.Context) (first bool, err error) {
 	if bh.closed.Swap(true) {
 		return false, nil
 	}
+	defaultHost.mu.Lock()
+	if defaultHost.h.Load() == bh.handle {
+		// The CUDA handler stops serving it (the CPU handler's default
+		// stays, and says the host is closed).
+		cudaxla.Uninstall()
+	}
+	defaultHost.mu.Unlock()
 	bh.calls.Wait()
-	return true, bh.h.Close(ctx)
+	err = bh.h.Close(ctx)
+	// The GPU path after the host: the host's discarded instances unpin
+	// through it as it closes.
+	if gerr := bh.gpu.Close(); gerr != nil && err == nil {
+		err = fmt.Errorf("closing the GPU path: %w", gerr)
+	}
+	return true, err
 }
 
 // outputTypes derives a call's result types from its input types.
@@ -345,17 +374,31 @@ var defaultHost struct {
 	h  atomic.Uint64
 }
 
-// setDefault makes h (0: none) the default host.
+// setDefault makes h (0: none) the default host, for both XLA handlers:
+// the CUDA one (package cuda/xla) is installed with the host's GPU path.
 func setDefault(h uint64) error {
+	var bh *bridgeHost
 	if h != 0 {
-		if _, err := lookupHost(h); err != nil {
+		var err error
+		if bh, err = lookupHost(h); err != nil {
 			return err
 		}
 	}
 	defaultHost.mu.Lock()
+	defer defaultHost.mu.Unlock()
 	defaultHost.h.Store(h)
-	defaultHost.mu.Unlock()
+	installGPU(bh)
 	return nil
+}
+
+// installGPU makes the CUDA XLA handler and callbox_cuda_call_dlpack serve
+// bh (nil, or a closed host: none). defaultHost.mu is held.
+func installGPU(bh *bridgeHost) {
+	if bh == nil || bh.closed.Load() {
+		cudaxla.Uninstall()
+		return
+	}
+	cudaxla.Install(bh.h, bh.gpu)
 }
 
 // getDefault returns the default host, opening it from CALLBOX_CONFIG on
@@ -383,5 +426,6 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
 	}
 	defaultHost.h.Store(register(bh))
+	installGPU(bh)
 	return bh, nil
 }

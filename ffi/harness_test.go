@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
@@ -273,7 +275,7 @@ func TestHarnessCAPI(t *testing.T) {
 	cfg := writeConfig(t, dir, false)
 	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "close")
 
-	assert.Equal(t, "1.0.0 10000", r.vals["version"])
+	assert.Equal(t, "1.1.0 10100", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -331,7 +333,9 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "dim_negative", abi.InvalidArgument, "input 0: dimension 0 is negative (-1)")
 	r.fails(t, "shape_null", abi.InvalidArgument, "input 0: shape is NULL with rank 1")
 	r.fails(t, "data_null", abi.InvalidArgument, "input 0: data is NULL for f32[4]")
-	r.fails(t, "device_gpu", abi.InvalidArgument, "input 0: device type 2 is not host memory")
+	r.fails(t, "device_gpu", abi.InvalidArgument, "input 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack")
+	r.fails(t, "device_managed_out", abi.InvalidArgument, "output 0: device type 13 is CUDA memory", "callbox_cuda_call_dlpack")
+	r.fails(t, "device_opencl", abi.InvalidArgument, "input 0: device type 4 is not host memory")
 	r.fails(t, "output_shape", abi.InvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.fails(t, "output_dtype", abi.InvalidArgument, "output 0: buffer is f64[4], result is f32[4]")
 	r.fails(t, "input_dtype", abi.InvalidArgument, "argument 0 (x): expected f32[n], got s32[4]")
@@ -364,6 +368,8 @@ func TestHarnessCAPI(t *testing.T) {
 
 	// Closing.
 	r.ok(t, "close", "close_again")
+	assert.Equal(t, "1", r.vals["cuda_stats_before_close"])
+	assert.Equal(t, "-1", r.vals["cuda_stats_after_close"], "closing the default host uninstalls the GPU path")
 	r.fails(t, "call_after_close", abi.InvalidArgument, "is closed")
 	r.xfails(t, "xla_after_close", abi.CodeInvalidArgument, "is closed")
 }
@@ -393,6 +399,55 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "guest_error", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" failed: guest returned INVALID_ARGUMENT: bad input`)
 	r.xfails(t, "timeout", abi.CodeDeadlineExceeded, `callbox Timeout: callback "spin" failed: timeout after 250ms`)
 	r.xfails(t, "small_frame", abi.CodeInvalidArgument, "call frame of 100 bytes, want at least 168")
+}
+
+// TestHarnessCUDA drives the GPU entries the library exports (package
+// cuda/xla, wired to the default host) from C on this machine, whatever its
+// GPU: host pointers pose as device memory, so every GPU call must fail
+// with a clear error (no CUDA runtime here, or memory that is not the
+// device's where there is one), write no output, and leave the process
+// working. The GPU path itself runs on the fake device in cuda/ and
+// cuda/xla's tests, and on a real GPU in scripts/device-check-cuda.sh.
+func TestHarnessCUDA(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "cuda")
+
+	// Installed with the default host: the stats answer, and the handler
+	// answers XLA's handshake.
+	assert.Regexp(t, `^\d+ \{"mode":"auto","calls":0,`, r.vals["cuda_stats"])
+	r.xok(t, "cuda_metadata")
+	assert.Equal(t, "0.1 traits=0", r.vals["cuda_metadata"])
+	r.xfails(t, "cuda_on_cpu_api", abi.CodeFailedPrecondition, "has no Stream_Get", "use callbox_xla_ffi on CPU")
+
+	// GPU calls on host memory fail cleanly: without a CUDA runtime with
+	// the one load error, else because the memory is not the device's.
+	_, rtErr := cuda.OpenRuntime()
+	noCUDA := errors.Is(rtErr, cuda.ErrNoRuntime)
+	call := r.xla["cuda_call"]
+	assert.NotZero(t, call.code, call.text)
+	assert.Contains(t, call.text, `callback "copy_f32" failed on the GPU path: argument 0`)
+	dl := r.vals["cuda_dlpack"]
+	assert.NotRegexp(t, `^0 `, dl)
+	assert.Contains(t, dl, `callback "copy_f32" failed on the GPU path`)
+	if noCUDA {
+		assert.Contains(t, call.text, "CUDA runtime not available")
+		assert.Contains(t, dl, "CUDA runtime not available")
+	}
+	r.xfails(t, "cuda_unknown", abi.CodeNotFound, `callback "nope"`, "unknown callback")
+	assert.Equal(t, "3 callbox_xla_ffi_cuda: null callback name", r.vals["cuda_dlpack_null"])
+	assert.Equal(t, "3", r.vals["cuda_dlpack_no_msg"], "a NULL input list with no message buffer")
+
+	// The plain C API refuses CUDA tensors and names the GPU entry.
+	r.fails(t, "cuda_plain_call", abi.InvalidArgument, "input 0: device type 2 is CUDA memory", "callbox_cuda_call_dlpack")
+
+	// Clearing the default host uninstalls the GPU path; setting it again
+	// reinstalls it.
+	r.ok(t, "cuda_clear_default", "cuda_set_default", "cuda_cpu_after")
+	r.xfails(t, "cuda_no_host", abi.CodeFailedPrecondition, "no host installed")
+	assert.Equal(t, "-1", r.vals["cuda_stats_no_host"])
+	assert.Equal(t, "1", r.vals["cuda_stats_again"])
 }
 
 // TestHarnessThreads runs 8 C threads at once, half through the C API and

@@ -49,8 +49,10 @@ const (
 	dlComplex = 5
 	dlBool    = 6
 
-	deviceCPU      = 1
-	deviceCUDAHost = 3
+	deviceCPU         = 1
+	deviceCUDA        = 2
+	deviceCUDAHost    = 3
+	deviceCUDAManaged = 13
 )
 
 // dtypeFromDL maps a DLPack element type onto an ABI dtype.
@@ -230,7 +232,14 @@ func fromDLInto(dst *abi.Tensor, role string, index int, t *dlTensor) error {
 
 // slowCheck names what is wrong with a tensor fromDL refused.
 func slowCheck(arg argName, t *dlTensor) error {
-	if t.Device.Type != deviceCPU && t.Device.Type != deviceCUDAHost {
+	switch t.Device.Type {
+	case deviceCPU, deviceCUDAHost:
+	case deviceCUDA, deviceCUDAManaged:
+		// GPU tensors need the stream they are ordered on, which this
+		// call does not take: guessing one (the legacy default stream)
+		// would race with work on any other.
+		return badArg(arg, "device type %d is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack, which takes the CUDA stream they are ordered on (it calls the default host, callbox_set_default_host)", t.Device.Type)
+	default:
 		return badArg(arg, "device type %d is not host memory (want %d, CPU)", t.Device.Type, deviceCPU)
 	}
 	d, ok := dtypeFromDL(t.DType)

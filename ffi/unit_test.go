@@ -86,7 +86,8 @@ func TestFromDL(t *testing.T) {
 		tweak func(*dlTensor)
 		msg   string
 	}{
-		{"gpu", func(d *dlTensor) { d.Device.Type = 2 }, "input 1: device type 2 is not host memory (want 1, CPU)"},
+		{"gpu", func(d *dlTensor) { d.Device.Type = 2 }, "input 1: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack, which takes the CUDA stream they are ordered on (it calls the default host, callbox_set_default_host)"},
+		{"vulkan", func(d *dlTensor) { d.Device.Type = 7 }, "input 1: device type 7 is not host memory (want 1, CPU)"},
 		{"dtype", func(d *dlTensor) { d.DType.Bits = 24 }, "input 1: unknown dtype {code 2, bits 24, lanes 1}"},
 		{"rank", func(d *dlTensor) { d.NDim = 33 }, "input 1: rank 33 exceeds the maximum 32"},
 		{"negative rank", func(d *dlTensor) { d.NDim = -3 }, "input 1: rank -3 is negative"},

@@ -1,10 +1,12 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.0.
+ * callbox.h - the C API of libcallbox, version 1.1.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
  * program, Python (ctypes), an Elixir NIF, and XLA itself through the
- * XLA FFI handler callbox_xla_ffi (see the end of this file).
+ * XLA FFI handlers callbox_xla_ffi (CPU) and callbox_xla_ffi_cuda (GPU),
+ * and GPU tensors through callbox_cuda_call_dlpack (see the end of this
+ * file).
  *
  * This header is the contract; it is written by hand and versioned. The
  * header cgo generates while building the library is not.
@@ -21,7 +23,8 @@
  *    including threads the Go runtime did not create. A call blocks its
  *    thread until it is done.
  *  - Strings passed in are NUL-terminated UTF-8 and are not retained.
- *  - Tensors are dense, row-major and on the CPU. Inputs are read and
+ *  - Tensors are dense, row-major and on the CPU (GPU tensors: the CUDA
+ *    section at the end). Inputs are read and
  *    outputs written in place (one copy into the sandbox, one copy out);
  *    a failed call writes no output byte.
  */
@@ -36,9 +39,14 @@ extern "C" {
 #endif
 
 /* The version of this API. A library accepts a program built against the
- * same major version and a minor version at most its own. */
+ * same major version and a minor version at most its own.
+ *   1.0  the C API and the CPU XLA FFI handler
+ *   1.1  the GPU entries (callbox_xla_ffi_cuda, callbox_cuda_call_dlpack,
+ *        callbox_cuda_stats); callbox_call refuses CUDA device tensors with
+ *        an error naming callbox_cuda_call_dlpack; callbox_chain_reset keeps
+ *        the chain's numbering */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 0
+#define CALLBOX_VERSION_MINOR 1
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -52,10 +60,15 @@ extern "C" {
 /* The largest rank callbox accepts. */
 #define CALLBOX_MAX_RANK 32
 
-/* Device types (DLDeviceType). callbox runs on host memory: CPU, and
- * CUDA-pinned host memory, which the CPU reads directly. */
+/* Device types (DLDeviceType). The C API calls (callbox_call and the
+ * rest) run on host memory: CPU, and CUDA-pinned host memory, which the
+ * CPU reads directly. CUDA device and managed memory go through
+ * callbox_cuda_call_dlpack (since 1.1), which takes the stream; the other
+ * calls refuse them with an error saying so. */
 #define CALLBOX_DEVICE_CPU 1
+#define CALLBOX_DEVICE_CUDA 2
 #define CALLBOX_DEVICE_CUDA_HOST 3
+#define CALLBOX_DEVICE_CUDA_MANAGED 13
 
 typedef struct callbox_device {
   int32_t device_type; /* CALLBOX_DEVICE_* */
@@ -274,10 +287,54 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  * named by the CALLBOX_CONFIG environment variable. */
 struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *call_frame);
 
-/* Makes host the default host (0 clears it). */
+/* Makes host the default host (0 clears it), for both XLA handlers and
+ * callbox_cuda_call_dlpack. Closing the default host stops the GPU entries
+ * serving it (they then fail with FAILED_PRECONDITION). */
 callbox_error *callbox_set_default_host(callbox_host host);
 /* The default host, opening it from CALLBOX_CONFIG if none is set. */
 callbox_error *callbox_default_host(callbox_host *out);
+
+/* ---- CUDA (since 1.1) -------------------------------------------------------
+ *
+ * GPU tensors: device memory is copied straight into the sandbox's memory
+ * on the caller's CUDA stream, the callback runs under its limits, and its
+ * results are copied back to device memory on the same stream. The CUDA
+ * runtime (libcudart.so.13, else .12) is loaded at run time on the first
+ * GPU call: the library needs no CUDA to load, and on a machine without
+ * one every GPU call fails with one clear error. All three entries serve
+ * the default host (callbox_set_default_host, or the one opened from
+ * CALLBOX_CONFIG by callbox_default_host or the CPU handler's first call);
+ * they do not open one themselves. The environment variable
+ * CALLBOX_CUDA_COPY (read when a host opens) picks how bytes move: auto
+ * (default: pinned guest memory where the engine's memory never moves,
+ * else pinned staging buffers), staged, or pageable.
+ *
+ * These entries report failures as an absl status code (0: success) and,
+ * for the two calls, a NUL-terminated message written into the caller's
+ * buffer (truncated to its capacity), not as callbox_error objects. */
+
+/* The XLA FFI handler for platform "CUDA": register it, e.g. from JAX,
+ * with jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(fn),
+ * platform="CUDA"). Attributes and errors are callbox_xla_ffi's; the
+ * stream comes from XLA (Stream_Get). */
+struct callbox_xla_error *callbox_xla_ffi_cuda(struct callbox_xla_call_frame *call_frame);
+
+/* Calls callback (a name or content id) of the default host on DLPack
+ * tensors in CUDA memory (PyTorch, CuPy): inputs and outputs are arrays of
+ * pointers to tensors (a DLManagedTensor* works: its tensor comes first),
+ * stream the CUDA stream (cudaStream_t) the tensors are ordered on; the
+ * results are written on that stream before it returns. Returns 0, or an
+ * absl code with the message in msg (msg_cap bytes, may be 0). */
+int callbox_cuda_call_dlpack(const char *callback, uintptr_t stream, callbox_tensor *const *inputs,
+                             size_t num_inputs, callbox_tensor *const *outputs, size_t num_outputs,
+                             char *msg, size_t msg_cap);
+
+/* Writes the GPU path's counters as JSON into buf (NUL-terminated,
+ * truncated to cap): mode, calls, pinned_calls, staged_calls,
+ * pageable_calls, pins, pin_time_ms, pinned_bytes, pinned_instances,
+ * unpins, staging_buffers, staging_bytes. Returns the JSON's length (the
+ * whole, even when truncated), or -1 when no default host is set. */
+int64_t callbox_cuda_stats(char *buf, size_t cap);
 
 #endif /* CALLBOX_BUILDING_LIBRARY */
 

@@ -212,9 +212,11 @@ static void xbuild(xframe *f, int stage, const xbuf *args, int nargs, const xbuf
   putp(f->frame, 160, f->value_ptrs);
 }
 
-// xrun calls the handler and reports under label; returns the code.
-static int xrun(const char *label, xframe *f) {
-  fake_error *e = (fake_error *)callbox_xla_ffi((struct callbox_xla_call_frame *)f->frame);
+typedef struct callbox_xla_error *(*xhandler)(struct callbox_xla_call_frame *);
+
+// xrun_with calls handler and reports under label; returns the code.
+static int xrun_with(const char *label, xframe *f, xhandler handler) {
+  fake_error *e = (fake_error *)handler((struct callbox_xla_call_frame *)f->frame);
   char m[4096];
   pthread_mutex_lock(&out_mu);
   if (e == NULL) {
@@ -228,6 +230,9 @@ static int xrun(const char *label, xframe *f) {
   free(e);
   return code;
 }
+
+// xrun calls the CPU handler.
+static int xrun(const char *label, xframe *f) { return xrun_with(label, f, callbox_xla_ffi); }
 
 static int xcall(const char *label, const char *callback, const xbuf *args, int nargs, const xbuf *rets, int nrets) {
   xframe f;
@@ -419,8 +424,14 @@ static void group_bad(void) {
   bad.data = NULL;
   report("data_null", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
   bad = ti;
-  bad.device.device_type = 2;  // CUDA
+  bad.device.device_type = CALLBOX_DEVICE_CUDA;
   report("device_gpu", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = to;
+  bad.device.device_type = CALLBOX_DEVICE_CUDA_MANAGED;
+  report("device_managed_out", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
+  bad = ti;
+  bad.device.device_type = 4;  // OpenCL
+  report("device_opencl", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
   bad = to;
   bad.shape = &n5;
   report("output_shape", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
@@ -644,11 +655,106 @@ static void group_close(void) {
   float x[2] = {5, 6}, y[2] = {0};
   int64_t len = 2;
   callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+  val("cuda_stats_before_close", "%d", callbox_cuda_stats(NULL, 0) > 0);
   report("close", callbox_close(host));
+  val("cuda_stats_after_close", "%lld", (long long)callbox_cuda_stats(NULL, 0));
   report("call_after_close", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
   xbuf a = {11, x, 1, &len, 0}, r = {11, y, 1, &len, 0};
   xcall("xla_after_close", "copy_f32", &a, 1, &r, 1);
   report("close_again", callbox_close(host));
+}
+
+// The fake XLA api table of the CUDA platform: Stream_Get (slot 4, offset
+// 80) hands out a made-up stream, as XLA hands out its cudaStream_t.
+static uint8_t fake_cuda_api[88];
+static int stream_gets;
+static void *fake_stream_get(void *args) {
+  __atomic_add_fetch(&stream_gets, 1, __ATOMIC_RELAXED);
+  putp(args, 24, (void *)0x5eed);
+  return NULL;
+}
+
+// group_cuda drives the GPU entries through the library on a machine
+// whatever its GPU: with host pointers posing as device memory, every GPU
+// call must fail cleanly (no CUDA runtime, or memory that is not the
+// device's), write no output byte, and leave the process working.
+static void group_cuda(void) {
+  put64(fake_cuda_api, 0, sizeof fake_cuda_api);
+  void *create = (void *)fake_error_create, *sget = (void *)fake_stream_get;
+  memcpy(fake_cuda_api + 48, &create, 8);
+  memcpy(fake_cuda_api + 80, &sget, 8);
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4;
+  xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+  xattr attr = {"callback", 4, "copy_f32", 0};
+  xframe f;
+  char json[1024];
+
+  int64_t len = callbox_cuda_stats(json, sizeof json);
+  val("cuda_stats", "%lld %s", (long long)len, len >= 0 ? json : "");
+
+  // The metadata handshake.
+  xbuild(&f, 3, NULL, 0, NULL, 0, NULL, 0);
+  put64(f.meta_ext, 0, 32);
+  put32(f.meta_ext, 8, 1);
+  putp(f.meta_ext, 24, f.meta);
+  put64(f.meta, 0, 48);
+  put32(f.meta, 32, 0xFFFF);
+  putp(f.frame, 8, f.meta_ext);
+  xrun_with("cuda_metadata", &f, callbox_xla_ffi_cuda);
+  int32_t major, minor;
+  uint32_t traits;
+  memcpy(&major, f.meta + 8 + 16, 4);
+  memcpy(&minor, f.meta + 8 + 20, 4);
+  memcpy(&traits, f.meta + 32, 4);
+  val("cuda_metadata", "%d.%d traits=%u", major, minor, traits);
+
+  // The CPU api table has no Stream_Get: the handler says to use the
+  // CPU one.
+  xbuild(&f, 3, &a, 1, &r, 1, &attr, 1);
+  xrun_with("cuda_on_cpu_api", &f, callbox_xla_ffi_cuda);
+
+  // A call on the CUDA api table: a clean error, no output written.
+  xbuild(&f, 3, &a, 1, &r, 1, &attr, 1);
+  putp(f.frame, 16, fake_cuda_api);
+  xrun_with("cuda_call", &f, callbox_xla_ffi_cuda);
+  CHECK(stream_gets == 1, "Stream_Get called %d times", stream_gets);
+  CHECK(y[0] == 0 && y[3] == 0, "a failed GPU call wrote its output");
+  xattr unknown = {"callback", 4, "nope", 0};
+  xbuild(&f, 3, &a, 1, &r, 1, &unknown, 1);
+  putp(f.frame, 16, fake_cuda_api);
+  xrun_with("cuda_unknown", &f, callbox_xla_ffi_cuda);
+
+  // DLPack tensors in CUDA memory.
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  ti.device.device_type = CALLBOX_DEVICE_CUDA;
+  to.device.device_type = CALLBOX_DEVICE_CUDA;
+  callbox_tensor *ins[1] = {&ti}, *outs[1] = {&to};
+  char msg[2048];
+  msg[0] = 0;
+  int code = callbox_cuda_call_dlpack("copy_f32", 0x5eed, ins, 1, outs, 1, msg, sizeof msg);
+  val("cuda_dlpack", "%d %s", code, clean(msg, json, sizeof json));
+  CHECK(y[0] == 0 && y[3] == 0, "a failed DLPack call wrote its output");
+  msg[0] = 0;
+  code = callbox_cuda_call_dlpack(NULL, 0x5eed, ins, 1, outs, 1, msg, sizeof msg);
+  val("cuda_dlpack_null", "%d %s", code, clean(msg, json, sizeof json));
+  code = callbox_cuda_call_dlpack("copy_f32", 0x5eed, NULL, 1, outs, 1, NULL, 0);
+  val("cuda_dlpack_no_msg", "%d", code);
+  report("cuda_plain_call", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+
+  // Without a default host, nothing is served.
+  report("cuda_clear_default", callbox_set_default_host(0));
+  xbuild(&f, 3, &a, 1, &r, 1, &attr, 1);
+  putp(f.frame, 16, fake_cuda_api);
+  xrun_with("cuda_no_host", &f, callbox_xla_ffi_cuda);
+  val("cuda_stats_no_host", "%lld", (long long)callbox_cuda_stats(json, sizeof json));
+  report("cuda_set_default", callbox_set_default_host(host));
+  val("cuda_stats_again", "%d", callbox_cuda_stats(NULL, 0) > 0);
+
+  // The process still works.
+  callbox_tensor ci = f32(x, 1, &n), co = f32(y, 1, &n);
+  report("cuda_cpu_after", callbox_call(host, "copy_f32", &ci, 1, &co, 1));
+  CHECK(y[3] == 4, "the CPU call after the GPU calls");
 }
 
 // group_lazy runs one XLA call on the default host, which comes from
@@ -695,6 +801,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "hostile")) group_hostile();
     else if (!strcmp(g, "close")) group_close();
     else if (!strcmp(g, "lazy")) group_lazy();
+    else if (!strcmp(g, "cuda")) group_cuda();
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;

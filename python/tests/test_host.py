@@ -23,7 +23,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.0.0"
+    assert callbox.library_version() == "1.1.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 
