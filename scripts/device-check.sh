@@ -11,7 +11,9 @@
 #   - the C harness's library smoke check (a compile of the public header);
 #   - python/bench_jax.py: the JAX timings (1 KiB jitted call, a chain of
 #     100 ordered calls, 4 MiB and 32 MiB against jax.pure_callback), with
-#     the targets and the anchors of shared/anchors-jax.md.
+#     the targets and the anchors of shared/anchors-jax.md;
+# then, where scripts/device-check-cuda.sh is present and nvidia-smi finds
+# a GPU, that script (the GPU path under real JAX on the GPU backend).
 # and prints the numbers. Exit status: non-zero if a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,5 +66,17 @@ fi
 
 echo "== JAX timings"
 "$PY" python/bench_jax.py || status=1
+
+# The GPU path (issue 14) has its own script: real JAX on the GPU, both copy
+# modes, timings beside jax.pure_callback and the copy floor. It needs the
+# GPU backend, so JAX_PLATFORMS=cpu is not passed on.
+if [ -f scripts/device-check-cuda.sh ]; then
+  echo "== the GPU path (scripts/device-check-cuda.sh)"
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    env -u JAX_PLATFORMS bash scripts/device-check-cuda.sh || status=1
+  else
+    echo "no NVIDIA GPU here (nvidia-smi finds none): the GPU path's check did not run"
+  fi
+fi
 
 exit $status

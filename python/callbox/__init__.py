@@ -10,6 +10,8 @@ GuestError, InvalidArgument, ...). callbox.jax has the JAX integration
 (import it explicitly; it needs jax).
 """
 
+import ctypes
+
 from ._lib import find_library
 from .errors import (
     ABIViolation,
@@ -33,7 +35,7 @@ from .errors import (
 )
 from .host import CallbackInfo, Chain, Host
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 
 def library_version():
@@ -43,8 +45,27 @@ def library_version():
     return _lib.lib().callbox_version().decode()
 
 
+def cuda_stats():
+    """The GPU path's counters (callbox_cuda_stats) as a dict: mode, calls,
+    pinned_calls, staged_calls, pageable_calls, pins, pin_time_ms, ... for
+    the default host; None when no default host is set."""
+    import json
+
+    from . import _lib
+
+    lib = _lib.lib()
+    buf = ctypes.create_string_buffer(4096)
+    n = lib.callbox_cuda_stats(buf, len(buf))
+    if n < 0:
+        return None
+    if n >= len(buf):
+        buf = ctypes.create_string_buffer(n + 1)
+        lib.callbox_cuda_stats(buf, len(buf))
+    return json.loads(buf.value.decode())
+
+
 __all__ = [
-    "Host", "Chain", "CallbackInfo", "CallbackError", "find_library", "library_version",
+    "Host", "Chain", "CallbackInfo", "CallbackError", "find_library", "library_version", "cuda_stats",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

@@ -127,6 +127,11 @@ def _declare(lib):
     fn("callbox_default_host", ctypes.POINTER(Host))
     lib.callbox_xla_ffi.argtypes = [ctypes.c_void_p]
     lib.callbox_xla_ffi.restype = ctypes.c_void_p
+    if hasattr(lib, "callbox_xla_ffi_cuda"):  # 1.1: the GPU entries
+        lib.callbox_xla_ffi_cuda.argtypes = [ctypes.c_void_p]
+        lib.callbox_xla_ffi_cuda.restype = ctypes.c_void_p
+        lib.callbox_cuda_stats.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.callbox_cuda_stats.restype = ctypes.c_int64
     return lib
 
 

@@ -43,17 +43,34 @@ _default_host = None
 
 def register(host=None, *, platform="cpu"):
     """Register the XLA FFI target "callbox" with JAX (once per platform)
-    and, when host is given, make it the host the handler calls. Without
-    one, the handler opens a host from CALLBOX_CONFIG on first use."""
+    and, when host is given, make it the host the handler calls.
+
+    platform "cpu" registers the CPU handler (callbox_xla_ffi); without a
+    host, it opens one from CALLBOX_CONFIG on first use. platform "cuda"
+    (or "gpu") registers the GPU handler (callbox_xla_ffi_cuda, library
+    1.1): device buffers are copied straight into the sandbox on XLA's
+    stream. The GPU handler serves the default host and does not open one
+    itself, so without a host the default host is opened now (from
+    CALLBOX_CONFIG)."""
     global _default_host
     lib = _lib.lib()
+    gpu = platform.lower() in ("cuda", "gpu")
     if host is not None:
         host.set_default()
         _default_host = host
-    if platform not in _registered:
-        jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(lib.callbox_xla_ffi), platform=platform)
-        _register_ordered(platform)
-        _registered.add(platform)
+    elif gpu:
+        _host(None)
+    key = "cuda" if gpu else platform
+    if key not in _registered:
+        if gpu:
+            if not hasattr(lib, "callbox_xla_ffi_cuda"):
+                raise OSError("libcallbox %s has no GPU handler (callbox_xla_ffi_cuda needs 1.1)" % lib.callbox_version().decode())
+            target = jax.ffi.pycapsule(lib.callbox_xla_ffi_cuda)
+        else:
+            target = jax.ffi.pycapsule(lib.callbox_xla_ffi)
+        jax.ffi.register_ffi_target(TARGET, target, platform="CUDA" if gpu else platform)
+        _register_ordered(key)
+        _registered.add(key)
 
 
 def _host(host):

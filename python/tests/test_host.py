@@ -220,3 +220,11 @@ def test_readme_examples(guest_dir):
 def test_default_host(host):
     host.set_default()
     assert callbox.Host.default().handle == host.handle
+
+
+def test_cuda_stats_follow_the_default_host(host):
+    # The GPU path is installed with the default host; no GPU call has run.
+    host.set_default()
+    stats = callbox.cuda_stats()
+    assert stats["mode"] == "auto"
+    assert stats["calls"] == 0 and stats["pins"] == 0
