@@ -470,6 +470,12 @@ func TestHarnessDefaultHost(t *testing.T) {
 	r.xok(t, "lazy")
 	assert.Equal(t, "3", r.vals["lazy"])
 	r.ok(t, "default_host")
+	assert.Equal(t, "-1", r.vals["lazy_cuda_before"], "no GPU path before the default host opens")
+	assert.Equal(t, "1", r.vals["lazy_cuda_after"], "the lazily opened default host serves the GPU entries")
+
+	// A bad copy mode fails the open, naming the variable.
+	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG=" + cfg, "CALLBOX_CUDA_COPY=bogus"}, "lazy")
+	r.xfails(t, "lazy", abi.CodeInvalidArgument, `CALLBOX_CUDA_COPY="bogus": want auto, staged or pageable`)
 
 	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG="}, "lazy")
 	r.xfails(t, "lazy", abi.CodeInvalidArgument, "no callbox host: set CALLBOX_CONFIG")

@@ -763,8 +763,10 @@ static void group_lazy(void) {
   float x[3] = {1, 2, 3}, y[3] = {0};
   int64_t n = 3;
   xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+  val("lazy_cuda_before", "%lld", (long long)callbox_cuda_stats(NULL, 0));
   xcall("lazy", "copy_f32", &a, 1, &r, 1);
   val("lazy", "%g", y[2]);
+  val("lazy_cuda_after", "%d", callbox_cuda_stats(NULL, 0) > 0);
   callbox_host h = 0;
   report("default_host", callbox_default_host(&h));
 }
