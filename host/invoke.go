@@ -96,9 +96,16 @@ func (c *callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 	}
 	specs, layout := p.specs, p.layout
 
-	g, created, gerr := c.pool.get(ctx)
+	// One deadline for the whole call: every guest entry it makes
+	// (instantiation, _initialize, callbox_alloc/free, the callback) runs
+	// against it.
+	deadline := sandbox.Deadline(start, c.spec.Limits.Timeout)
+	g, created, gerr := c.pool.get(ctx, deadline)
 	if gerr != nil {
 		return st, c.acquireError(ctx, gerr)
+	}
+	if !created {
+		g.inst.SetDeadline(deadline)
 	}
 	st.NewInstance = created
 	healthy := false
@@ -273,9 +280,9 @@ func (c *callback) run(ctx context.Context, g *guest, layout *abi.FrameLayout, r
 		// reports refusals (MemoryDenied); wasmtime's C API does not, so,
 		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
 		// within a page of the limit counts too: both engines then agree.
-		if status == abi.StatusResourceExhausted && (state.MemoryDenied || atMemoryLimit(uint64(len(mem)), c.spec.Limits.MaxMemory)) {
+		if status == abi.StatusResourceExhausted && state.MemoryLimitHit(uint64(len(mem))) {
 			e.kind = MemoryLimit
-			e.Message = fmt.Sprintf("memory limit of %s reached (guest returned %s)", sandbox.FormatBytes(c.spec.Limits.MaxMemory), status)
+			e.Message = sandbox.MemoryLimitMessage(c.spec.Limits.MaxMemory, "guest returned "+status.String())
 			return false, e
 		}
 		return true, e
@@ -329,9 +336,6 @@ func (c *callback) callError(err error, during string) *CallbackError {
 	} else {
 		e = c.fail(ABIViolation, err.Error(), err)
 	}
-	if e.kind == Timeout && c.spec.Limits.Timeout > 0 {
-		e.Message = fmt.Sprintf("timeout after %v", c.spec.Limits.Timeout)
-	}
 	if during != "" {
 		e.Message = during + ": " + e.Message
 	}
@@ -342,9 +346,4 @@ func (c *callback) callError(err error, during string) *CallbackError {
 // OK: the ABI drops it, but an operator may want to know.
 func (c *callback) logDroppedError(ctx context.Context, msg string) {
 	c.logger.DebugContext(ctx, "guest set an error message but returned OK; dropped", "message", msg)
-}
-
-// atMemoryLimit reports a guest memory within one page of its limit.
-func atMemoryLimit(memBytes, limit uint64) bool {
-	return limit != 0 && memBytes+abi.PageSize > limit
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -28,10 +29,12 @@ type guest struct {
 }
 
 // newGuest instantiates the module, runs _initialize and resolves the
-// exports a call needs. The probe instance made at load also checks the ABI
-// version; later instances of the same module bytes need not.
-func (c *callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
-	inst, err := c.mod.Instantiate(ctx)
+// exports a call needs, all against deadline: the deadline of the host call
+// (or load) it serves, which stays set on the instance. The probe instance
+// made at load also checks the ABI version; later instances of the same
+// module bytes need not.
+func (c *callback) newGuest(ctx context.Context, deadline time.Time, probe bool) (*guest, error) {
+	inst, err := c.mod.Instantiate(ctx, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -104,13 +107,11 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	}
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
-		kind := sandbox.GuestError
-		if g.inst.State().MemoryDenied || atMemoryLimit(uint64(len(g.inst.Memory())), g.inst.State().Limits().MaxMemory) {
-			// As after RESOURCE_EXHAUSTED: the within-a-page fallback
-			// makes wasmtime, which reports no refusals, agree with wazero.
-			kind = sandbox.MemoryLimit
+		msg := fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)
+		if state := g.inst.State(); state.MemoryLimitHit(uint64(len(g.inst.Memory()))) {
+			return abi.Region{}, &sandbox.Trap{Class: sandbox.MemoryLimit, Message: sandbox.MemoryLimitMessage(state.Limits().MaxMemory, msg)}
 		}
-		return abi.Region{}, &sandbox.Trap{Class: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
+		return abi.Region{}, &sandbox.Trap{Class: sandbox.GuestError, Message: msg}
 	}
 	mem := g.inst.Memory()
 	if err := abi.CheckRange(uint64(len(mem)), ptr, uint64(size), abi.ExportAlloc+" result"); err != nil {
@@ -202,8 +203,9 @@ func newPool(c *callback, max int) *pool {
 }
 
 // get returns an instance for one call, waiting for a free slot until ctx is
-// done. created reports a new instance.
-func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
+// done. created reports a new instance, made against deadline (the call's);
+// an idle one keeps the deadline it had, for the caller to set.
+func (p *pool) get(ctx context.Context, deadline time.Time) (g *guest, created bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -218,7 +220,7 @@ func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
 	}
 	p.live++
 	p.mu.Unlock()
-	g, err = p.c.newGuest(ctx, false)
+	g, err = p.c.newGuest(ctx, deadline, false)
 	if err != nil {
 		p.mu.Lock()
 		p.live--

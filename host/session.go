@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // ErrSessionClosed is returned by a Session used after Release, or after a
@@ -45,7 +46,7 @@ func (h *Host) NewSession(ctx context.Context, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, _, err := c.pool.get(ctx)
+	g, _, err := c.pool.get(ctx, sandbox.Deadline(time.Now(), c.spec.Limits.Timeout))
 	if err != nil {
 		h.inflight.Done()
 		return nil, c.acquireError(ctx, err)
@@ -68,6 +69,7 @@ func (s *Session) Alloc(ctx context.Context, dtype abi.DType, shape ...int64) (T
 	if n > abi.MaxTensorBytes {
 		return Tensor{}, fmt.Errorf("%s%v does not fit a wasm32 memory", dtype, shape)
 	}
+	s.g.inst.SetDeadline(sandbox.Deadline(time.Now(), s.c.spec.Limits.Timeout))
 	reg, err := s.g.allocate(ctx, uint32(max(n, 1)))
 	if err != nil {
 		s.broken = true
@@ -130,6 +132,7 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 		return nil, Stats{Wall: time.Since(start)}, cerr
 	}
 	var st Stats
+	s.g.inst.SetDeadline(sandbox.Deadline(start, s.c.spec.Limits.Timeout))
 	kept, cerr := s.c.runGuarded(ctx, s.g, p.layout, &r, p.specs, &st)
 	st.Wall = time.Since(start)
 	if cerr != nil {
@@ -153,6 +156,7 @@ func (s *Session) Release(ctx context.Context) {
 	s.done = true
 	defer s.h.inflight.Done()
 	if !s.broken {
+		s.g.inst.SetDeadline(sandbox.Deadline(time.Now(), s.c.spec.Limits.Timeout))
 		for _, reg := range s.allocs {
 			if err := s.g.release(ctx, reg); err != nil {
 				s.broken = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -158,7 +159,7 @@ func newRawSandbox(ctx context.Context, engine string, wasm []byte, cacheDir str
 	if err != nil {
 		return fail(err)
 	}
-	if r.inst, err = r.mod.Instantiate(ctx); err != nil {
+	if r.inst, err = r.mod.Instantiate(ctx, time.Time{}); err != nil {
 		return fail(err)
 	}
 	for i, e := range rawExports {

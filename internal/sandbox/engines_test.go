@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
@@ -80,17 +81,17 @@ func engines(t *testing.T) []engineCase {
 // limits are the test defaults. The timeout leaves room for wazero, whose
 // call stack is large: unbounded recursion takes a few hundred milliseconds
 // to overflow it.
-func limits() sandbox.Limits {
-	return sandbox.Limits{Timeout: 3 * time.Second, MaxMemory: 4 << 20, MaxError: 64, MaxLog: 1024}
+func limits() config.Limits {
+	return config.Limits{Timeout: 3 * time.Second, MaxMemory: 4 << 20, MaxError: 64, MaxLog: 1024}
 }
 
-func instantiate(t *testing.T, e sandbox.Engine, src string, lim sandbox.Limits, logger *slog.Logger) sandbox.Instance {
+func instantiate(t *testing.T, e sandbox.Engine, src string, lim config.Limits, logger *slog.Logger) sandbox.Instance {
 	t.Helper()
 	ctx := context.Background()
 	m, err := e.Compile(ctx, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
-	inst, err := m.Instantiate(ctx)
+	inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), lim.Timeout))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inst.Close(ctx) })
 	return inst
@@ -103,6 +104,8 @@ func call(t *testing.T, inst sandbox.Instance, name string, arg uint64) (uint64,
 	fn, err := inst.Export(name, i32toi32[0], i32toi32[1])
 	require.NoError(t, err)
 	stack := []uint64{arg}
+	// Each call is one host call with a deadline of its own.
+	inst.SetDeadline(sandbox.Deadline(time.Now(), inst.State().Limits().Timeout))
 	err = inst.Call(context.Background(), fn, stack)
 	return stack[0], err
 }
@@ -226,7 +229,7 @@ func TestFuel(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			inst, err := m.Instantiate(context.Background())
+			inst, err := m.Instantiate(context.Background(), time.Time{})
 			require.NoError(t, err)
 			defer inst.Close(context.Background())
 			_, err = call(t, inst, "spin", 0)

@@ -9,15 +9,12 @@ package wasmtime
 import "C"
 
 import (
-	"github.com/seed4b3e0ccb/callbox/abi"
-
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"runtime/cgo"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +22,6 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/seed4b3e0ccb/callbox/internal/cachefile"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -48,8 +44,14 @@ type Engine struct {
 	mu      sync.Mutex
 	engines map[engineKey]*wt.Engine
 	ticker  *epochTicker
-	disk    *cachefile.Dir        // serialized compiled modules; nil without CacheDir
-	modules map[string]*wt.Module // compiled modules by cache key, shared by callbacks
+	// modules holds compiled modules, shared by callbacks (in memory, and
+	// serialized on disk under CacheDir/wasmtime).
+	modules *sandbox.CompileCache[*wt.Module]
+	// A Go time and the C guard's CLOCK_MONOTONIC reading taken together:
+	// deadlines convert to the guard's clock by arithmetic alone (Go's
+	// monotonic readings), with no clock read and no cgo crossing.
+	anchorGo time.Time
+	anchorNs int64
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -64,14 +66,20 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
-	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, modules: map[string]*wt.Module{}}
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}}
+	e.anchorGo, e.anchorNs = time.Now(), int64(C.cb_mono_ns())
+	dir := ""
 	if opts.CacheDir != "" {
-		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "wasmtime"))
-		if err != nil {
-			return nil, err
-		}
-		e.disk = d
+		dir = filepath.Join(opts.CacheDir, "wasmtime")
 	}
+	modules, err := sandbox.NewCompileCache(dir, func(m *wt.Module) ([]byte, bool) {
+		b, err := m.Serialize()
+		return b, err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.modules = modules
 	ticker, err := newEpochTicker(opts.EpochInterval)
 	if err != nil {
 		return nil, err
@@ -129,9 +137,27 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	if err != nil {
 		return nil, err
 	}
-	sum := sandbox.ModuleSum(wasm, cfg)
-	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, ek.fuel, ek.maxStack, runtime.GOARCH)
-	mod, err := e.compiled(eng, key, wasm)
+	key := sandbox.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), "wasmtime"+Version,
+		fmt.Sprintf("fuel%v", ek.fuel), fmt.Sprintf("stack%d", ek.maxStack), runtime.GOARCH)
+	mod, err := e.modules.Get(key, func(path string) (*wt.Module, bool) {
+		// Deserializing from the file lets wasmtime map it instead of
+		// copying it.
+		m, err := wt.NewModuleDeserializeFile(eng, path)
+		return m, err == nil
+	}, func() (*wt.Module, error) {
+		// wasmtime's store limiter refuses memory.grow silently; the grow
+		// hook tells the host when that refusal was the memory limit. A
+		// module the rewriter cannot handle runs as is (MemoryLimit is
+		// then inferred from the memory size).
+		if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
+			wasm = hooked
+		}
+		m, err := wt.NewModule(eng, wasm)
+		if err != nil {
+			return nil, fmt.Errorf("wasmtime: %w", err)
+		}
+		return m, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -144,54 +170,12 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg}, nil
 }
 
-// compiled returns the compiled module for key: from memory, from disk, or
-// rewritten and compiled now.
-func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte) (*wt.Module, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if mod, ok := e.modules[key]; ok {
-		return mod, nil
-	}
-	var mod *wt.Module
-	if e.disk != nil {
-		// Deserializing from the file lets wasmtime map it instead of
-		// copying it.
-		if path, ok := e.disk.GetRaw(key); ok {
-			mod, _ = wt.NewModuleDeserializeFile(eng, path) // a bad entry recompiles
-		}
-	}
-	if mod == nil {
-		// wasmtime's store limiter refuses memory.grow silently; the grow
-		// hook tells the host when that refusal was the memory limit. A
-		// module the rewriter cannot handle runs as is (MemoryLimit is
-		// then inferred from the memory size).
-		if hooked, err := meter.Instrument(wasm, meter.Options{GrowHook: true}); err == nil {
-			wasm = hooked
-		}
-		m, err := wt.NewModule(eng, wasm)
-		if err != nil {
-			return nil, fmt.Errorf("wasmtime: %w", err)
-		}
-		mod = m
-		if e.disk != nil {
-			if payload, err := mod.Serialize(); err == nil {
-				e.disk.PutRaw(key, payload)
-			}
-		}
-	}
-	e.modules[key] = mod
-	return mod, nil
-}
-
 // Close implements sandbox.Engine.
 func (e *Engine) Close(context.Context) error {
 	e.ticker.close()
+	e.modules.Close((*wt.Module).Close)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for k, mod := range e.modules {
-		mod.Close()
-		delete(e.modules, k)
-	}
 	for k, eng := range e.engines {
 		eng.Close()
 		delete(e.engines, k)
@@ -246,15 +230,7 @@ func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) 
 		if ext := c.GetExport("memory"); ext != nil && ext.Memory() != nil {
 			mem = ext.Memory().UnsafeData(c)
 		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					g.Fail(&sandbox.Trap{Class: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
-				}
-			}()
-			hf.Fn(g, mem, stack)
-		}()
-		if g.Abort != nil {
+		if g.CallHost(&hf, mem, stack) {
 			return nil, wt.NewTrap("callbox: call aborted by the host")
 		}
 		out := make([]wt.Val, len(hf.Results))
@@ -284,17 +260,20 @@ func (m *module) Close(context.Context) error {
 	return nil
 }
 
-// Instantiate implements sandbox.Module. The start function runs under the
-// module's timeout, like a call.
-func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
+// Instantiate implements sandbox.Module. The start function runs against
+// deadline, like a call.
+func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.Instance, error) {
 	inst := &instance{m: m, state: sandbox.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	inst.SetDeadline(deadline)
 	inst.store = wt.NewStoreWithData(m.eng, inst)
 	lim := m.cfg.Limits
 	memLimit := int64(-1)
 	if lim.MaxMemory > 0 {
 		memLimit = int64(lim.MaxMemory)
 	}
-	inst.store.Limiter(memLimit, abi.MaxTableElements, -1, -1, -1)
+	// Tables are bounded in the module itself (sandbox.Compile), as on
+	// wazero.
+	inst.store.Limiter(memLimit, -1, -1, -1, -1)
 	inst.storePtr = *(**C.wasmtime_store_t)(unsafe.Pointer(inst.store))
 	if C.cb_store_context(inst.storePtr) != (*C.wasmtime_context_t)(unsafe.Pointer(inst.store.Context())) {
 		inst.store.Close()
@@ -313,8 +292,8 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 		inst.Close(ctx)
 		return nil, err
 	}
-	timeout, watch := inst.begin(ctx)
-	C.cb_guard_begin(inst.guard, timeout, watch)
+	watch := inst.begin(ctx)
+	C.cb_guard_begin(inst.guard, inst.deadlineNs, watch)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
 	C.cb_guard_end(inst.guard)
 	t := inst.end(err, nil)
@@ -361,6 +340,10 @@ type instance struct {
 	args     *[maxStack]C.cb_val_raw_t
 	res      *C.cb_call_result_t // C memory, reused by every call
 
+	// deadlineNs is the deadline last set, on the guard's CLOCK_MONOTONIC
+	// clock; 0: none.
+	deadlineNs C.int64_t
+
 	// Per call, on the calling goroutine (the epoch callback runs on it).
 	callCtx   context.Context
 	unwatch   func() // stops watching callCtx; nil when not watching
@@ -382,66 +365,63 @@ func (i *instance) Export(name string, params, results []sandbox.ValType) (sandb
 	}
 	ext := i.inst.GetExport(i.store, name)
 	if ext == nil || ext.Func() == nil {
-		return nil, fmt.Errorf("export %q is missing", name)
+		return nil, sandbox.MissingExport(name)
 	}
 	f := ext.Func()
 	ty := f.Type(i.store)
-	if !sameTypes(ty.Params(), params) || !sameTypes(ty.Results(), results) {
-		return nil, fmt.Errorf("export %q has type %s, want %s", name, typeString(ty.Params(), ty.Results()), sandboxTypeString(params, results))
+	got := sandbox.FuncType{Params: valTypes(ty.Params()), Results: valTypes(ty.Results())}
+	if err := sandbox.CheckExport(name, got, sandbox.FuncType{Params: params, Results: results}); err != nil {
+		return nil, err
 	}
 	// wasmtime-go's Func is a single wasmtime_func_t value.
 	raw := *(*C.cb_wasmtime_func_t)(unsafe.Pointer(f))
 	return &function{fn: raw, params: len(params), results: results}, nil
 }
 
-func sameTypes(a []*wt.ValType, b []sandbox.ValType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Kind() != valType(b[i]).Kind() {
-			return false
+func valTypes(vs []*wt.ValType) []sandbox.ValType {
+	out := make([]sandbox.ValType, len(vs))
+	for i, v := range vs {
+		switch v.Kind() {
+		case wt.KindI32:
+			out[i] = sandbox.I32
+		case wt.KindI64:
+			out[i] = sandbox.I64
+		case wt.KindF32:
+			out[i] = sandbox.F32
+		case wt.KindF64:
+			out[i] = sandbox.F64
+		default:
+			out[i] = sandbox.ValType(v.Kind())
 		}
 	}
-	return true
+	return out
 }
 
-func typeString(p, r []*wt.ValType) string {
-	name := func(vs []*wt.ValType) string {
-		s := make([]string, len(vs))
-		for i, v := range vs {
-			s[i] = v.String()
-		}
-		return strings.Join(s, ", ")
+// SetDeadline implements sandbox.Instance: the deadline is converted once
+// to the guard's clock, by arithmetic on Go's monotonic readings (no clock
+// read, no cgo crossing); cb_call arms the guard with it.
+func (i *instance) SetDeadline(deadline time.Time) {
+	i.state.SetDeadline(deadline)
+	if deadline.IsZero() {
+		i.deadlineNs = 0
+		return
 	}
-	return "(" + name(p) + ") -> (" + name(r) + ")"
+	e := i.m.e
+	i.deadlineNs = C.int64_t(max(e.anchorNs+int64(deadline.Sub(e.anchorGo)), 1))
 }
 
-func sandboxTypeString(p, r []sandbox.ValType) string {
-	name := func(vs []sandbox.ValType) string {
-		s := make([]string, len(vs))
-		for i, v := range vs {
-			s[i] = v.String()
-		}
-		return strings.Join(s, ", ")
-	}
-	return "(" + name(p) + ") -> (" + name(r) + ")"
-}
-
-// begin prepares a call and returns what the guard needs: the timeout in
-// nanoseconds (0: none) and whether the caller's context can end (then the
-// epoch callback asks Go to watch it once the call outlives a tick). The
-// guard, fuel and epoch deadline are armed in C, by cb_call in the same
-// crossing as the call (or cb_guard_begin and armStore, for
-// instantiation).
-func (i *instance) begin(ctx context.Context) (C.int64_t, C.int32_t) {
+// begin prepares a call and returns whether the caller's context can end
+// (then the epoch callback asks Go to watch it once the call outlives a
+// tick). The guard (with the deadline last set), fuel and epoch deadline
+// are armed in C, by cb_call in the same crossing as the call (or
+// cb_guard_begin and armStore, for instantiation).
+func (i *instance) begin(ctx context.Context) C.int32_t {
 	i.callCtx = ctx
 	i.state.Begin(ctx)
-	var watch C.int32_t
 	if ctx.Done() != nil {
-		watch = 1
+		return 1
 	}
-	return C.int64_t(i.m.cfg.Limits.Timeout.Nanoseconds()), watch
+	return 0
 }
 
 // armStore sets fuel and the epoch deadline through wasmtime-go, for the
@@ -466,23 +446,20 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	i.state.End()
 	ctx := i.callCtx
 	i.callCtx = nil
-	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 && res != nil {
-		i.fuelUsed, i.fuelKnown = fuel-uint64(res.fuel_left), true
-	}
-	var t *sandbox.Trap
-	switch {
-	case i.state.Abort != nil:
-		t = i.state.Abort
-	case i.guard.tripped == C.CB_TRIP_DEADLINE:
-		t = &sandbox.Trap{Class: sandbox.Timeout, Message: fmt.Sprintf("timeout after %v", i.m.cfg.Limits.Timeout)}
-	case i.guard.tripped == C.CB_TRIP_STOP:
-		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
-	case res != nil && res.trap != nil:
-		t = classifyRawTrap(res.trap)
-	case res != nil && res.error != nil:
-		t = &sandbox.Trap{Class: sandbox.OtherTrap, Message: rawErrorMessage(res.error)}
-	case err != nil:
-		t = classifyGoError(err)
+	// The engine's own trap, read only when nothing before it in the
+	// shared order decides.
+	var trap *sandbox.Trap
+	interrupted := i.guard.tripped != C.CB_TRIP_NONE
+	failed := err != nil || res != nil && (res.trap != nil || res.error != nil)
+	if failed && i.state.Abort == nil && !interrupted {
+		switch {
+		case res != nil && res.trap != nil:
+			trap = classifyRawTrap(res.trap, i.m.cfg.Limits)
+		case res != nil && res.error != nil:
+			trap = sandbox.EngineTrap(sandbox.OtherTrap, rawErrorMessage(res.error), nil, nil)
+		default:
+			trap = classifyGoError(err, i.m.cfg.Limits)
+		}
 	}
 	if res != nil {
 		if res.trap != nil {
@@ -492,22 +469,31 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 			C.cb_error_delete(res.error)
 		}
 	}
-	if t == nil {
-		return nil
+	var t *sandbox.Trap
+	if failed || i.state.Abort != nil {
+		t = i.state.Classify(ctx, interrupted, trap, uint64(len(i.view)))
 	}
-	return sandbox.MemoryLimitTrap(t, i.state, uint64(len(i.view)))
+	// wasmtime writes the fuel counter back to the store when a call
+	// returns or runs out of fuel, not when it is interrupted or traps
+	// elsewhere: the fuel left is then stale, so the fuel used is known
+	// only for those two outcomes.
+	i.fuelUsed, i.fuelKnown = 0, false
+	if fuel := i.m.cfg.Limits.Fuel; fuel > 0 && res != nil && (t == nil || t.Class == sandbox.FuelExhausted) {
+		i.fuelUsed, i.fuelKnown = fuel-min(uint64(res.fuel_left), fuel), true
+	}
+	return t
 }
 
 // Call implements sandbox.Instance through wasmtime's unchecked call, which
 // skips wasmtime-go's per-call type reflection, in one cgo crossing.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(*function)
-	timeout, watch := i.begin(ctx)
+	watch := i.begin(ctx)
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), i.guard, timeout, watch, res)
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, C.uint64_t(i.m.cfg.Limits.Fuel), i.guard, i.deadlineNs, watch, res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)

@@ -223,17 +223,19 @@ void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard) {
   wasmtime_store_epoch_deadline_callback(store, epoch_callback, guard, NULL);
 }
 
-static void guard_arm(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
+int64_t cb_mono_ns(void) { return mono_ns(); }
+
+static void guard_arm(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
   if (++g->seq == 0) {
     g->seq = 1;
   }
-  g->deadline_ns = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+  g->deadline_ns = deadline_ns;
   g->watch = watch;
   g->tripped = CB_TRIP_NONE;
 }
 
-void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
-  guard_arm(g, timeout_ns, watch);
+void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
+  guard_arm(g, deadline_ns, watch);
   ticker_enter(g->ticker);
 }
 
@@ -241,12 +243,12 @@ void cb_guard_end(cb_guard_t *g) { ticker_exit(g->ticker); }
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
+             uint64_t fuel, cb_guard_t *guard, int64_t deadline_ns,
              int32_t watch, cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
   out->fuel_left = 0;
-  cb_guard_begin(guard, timeout_ns, watch);
+  cb_guard_begin(guard, deadline_ns, watch);
   if (fuel) {
     wasmtime_error_t *err = wasmtime_context_set_fuel(ctx, fuel);
     if (err) {

@@ -88,17 +88,19 @@ typedef struct cb_guard {
 
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
-// cb_guard_begin arms a call made outside cb_call (instantiation):
-// deadline timeout_ns from now (0: none), the ticker running.
-void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch);
+// cb_mono_ns reads CLOCK_MONOTONIC, the clock of the guard's deadlines.
+int64_t cb_mono_ns(void);
+// cb_guard_begin arms a call made outside cb_call (instantiation): its
+// absolute deadline (CLOCK_MONOTONIC ns; 0: none), the ticker running.
+void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch);
 void cb_guard_end(cb_guard_t *g);
-// cb_call arms the call (fuel when non-zero, the guard's deadline, an epoch
-// deadline one tick ahead), calls fn with wasmtime's unchecked API, and
+// cb_call arms the call (fuel when non-zero, the guard's absolute deadline
+// deadline_ns, an epoch deadline one tick ahead), calls fn with wasmtime's unchecked API, and
 // reads back the fuel left and the memory's data pointer and size: one cgo
 // crossing per call.
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
-             uint64_t fuel, cb_guard_t *guard, int64_t timeout_ns,
+             uint64_t fuel, cb_guard_t *guard, int64_t deadline_ns,
              int32_t watch, cb_call_result_t *out);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
