@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -295,7 +297,9 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 		want[name] = sig
 	}
 	required := []string{abi.ExportVersion, abi.ExportAlloc, cb.Export}
-	for name, sig := range want {
+	// In a fixed order, so the message does not vary from load to load.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		sig := want[name]
 		e, ok := m.Export(name)
 		if !ok {
 			continue
