@@ -177,3 +177,51 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 	}
 	return o
 }
+
+// FuzzInspect feeds host.Inspect arbitrary bytes, seeded with every hostile
+// module: it must never panic (a module the load check refuses is never
+// compiled), and a module it finds no problem with must load, with the
+// same default limits, on wazero (Inspect's engine).
+func FuzzInspect(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "hostile", "*.wat"))
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		wasm, err := wat.Compile(string(src))
+		if err != nil {
+			f.Fatal(p, err)
+		}
+		f.Add(wasm)
+	}
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		ctx := context.Background()
+		r, err := host.Inspect(ctx, wasm)
+		if err != nil {
+			return // not a module
+		}
+		if len(r.Problems) > 0 || len(r.Callbacks) == 0 {
+			return
+		}
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close(ctx)
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export = "inspected", r.Callbacks[0].Export
+		if r.Callbacks[0].Signature == nil {
+			cb.Signature = "(x: f32[n]) -> f32[n]"
+		}
+		for _, imp := range r.Imports {
+			if imp.Module == "wasi_snapshot_preview1" {
+				cb.WASI = config.WASIMinimal
+			}
+		}
+		if err := h.LoadModule(ctx, cb, wasm); err != nil && !errors.Is(err, host.Timeout) {
+			t.Fatalf("Inspect found no problem, but Load refuses the module: %v", err)
+		}
+	})
+}

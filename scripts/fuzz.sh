@@ -24,6 +24,8 @@ targets=(
   "./config FuzzLoad"
   "./config FuzzLoadEnv"
   "./host FuzzGuest"
+  "./host FuzzInspect"
+  "./internal/meter FuzzInstrument"
 )
 failed=()
 start=$(date +%s)
