@@ -52,7 +52,21 @@ type Engine struct {
 	// monotonic readings), with no clock read and no cgo crossing.
 	anchorGo time.Time
 	anchorNs int64
+	// hostFuncs is every host function a module may import (the WASI
+	// profile included: a linker defines the subset its module is
+	// granted); the C trampoline names one by its index here.
+	hostFuncs []sandbox.HostFunc
+	hostIndex map[string]int // "module.name" -> index in hostFuncs
 }
+
+// stores finds the instance a host call is for: the C trampoline passes
+// the calling store's data word (wasmtime-go's store index). Like
+// cgo.Handle's table, it is process-wide, because a C callback has nothing
+// else to go by.
+var stores = struct {
+	sync.RWMutex
+	m map[uintptr]*instance
+}{m: map[uintptr]*instance{}}
 
 var _ sandbox.Engine = (*Engine)(nil)
 
@@ -60,13 +74,18 @@ var _ sandbox.Engine = (*Engine)(nil)
 func New(_ context.Context, opts Options) (*Engine, error) {
 	// The cgo shim reads wasmtime-go's Func and Memory values as the C
 	// structs they wrap; refuse to run against a layout we do not know.
-	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) {
-		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory layout differs from the one this build expects")
+	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) ||
+		unsafe.Sizeof(wt.Linker{}) != 2*unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.FuncType{}) != 3*unsafe.Sizeof(uintptr(0)) {
+		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType layout differs from the one this build expects")
 	}
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
-	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}}
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, hostIndex: map[string]int{}}
+	e.hostFuncs = append(sandbox.HostFuncs(true), sandbox.GrowDeniedFunc())
+	for i, hf := range e.hostFuncs {
+		e.hostIndex[hf.Module+"."+hf.Name] = i
+	}
 	e.anchorGo, e.anchorNs = time.Now(), int64(C.cb_mono_ns())
 	dir := ""
 	if opts.CacheDir != "" {
@@ -163,8 +182,9 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	}
 	linker := wt.NewLinker(eng)
 	for _, hf := range append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc()) {
-		if err := linker.FuncNew(hf.Module, hf.Name, funcType(hf), adapt(hf)); err != nil {
-			return nil, fmt.Errorf("wasmtime: define %s.%s: %w", hf.Module, hf.Name, err)
+		if err := e.define(linker, hf); err != nil {
+			linker.Close()
+			return nil, err
 		}
 	}
 	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg}, nil
@@ -207,42 +227,68 @@ func funcType(hf sandbox.HostFunc) *wt.FuncType {
 	return wt.NewFuncType(p, r)
 }
 
-// adapt wraps an engine-neutral host function for wasmtime. The instance
-// is found through the store's data.
-func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) {
-	return func(c *wt.Caller, args []wt.Val) ([]wt.Val, *wt.Trap) {
-		inst, _ := c.Data().(*instance)
-		if inst == nil {
-			return nil, wt.NewTrap("callbox: unknown instance")
-		}
-		g := inst.state
-		n := max(len(hf.Params), len(hf.Results))
-		stack := make([]uint64, n)
-		for i, a := range args {
-			switch a.Kind() {
-			case wt.KindI64:
-				stack[i] = uint64(a.I64())
-			default:
-				stack[i] = uint64(uint32(a.I32()))
-			}
-		}
-		var mem []byte
-		if ext := c.GetExport("memory"); ext != nil && ext.Memory() != nil {
-			mem = ext.Memory().UnsafeData(c)
-		}
-		if g.CallHost(&hf, mem, stack) {
-			return nil, wt.NewTrap("callbox: call aborted by the host")
-		}
-		out := make([]wt.Val, len(hf.Results))
-		for i, r := range hf.Results {
-			if r == sandbox.I64 {
-				out[i] = wt.ValI64(int64(stack[i]))
-			} else {
-				out[i] = wt.ValI32(int32(uint32(stack[i])))
-			}
-		}
-		return out, nil
+// define adds a host function to a linker as wasmtime's unchecked kind,
+// implemented by callboxHost through the C trampoline (glue.c).
+func (e *Engine) define(linker *wt.Linker, hf sandbox.HostFunc) error {
+	idx, ok := e.hostIndex[hf.Module+"."+hf.Name]
+	if !ok {
+		return fmt.Errorf("wasmtime: host function %s.%s is not in the engine's table", hf.Module, hf.Name)
 	}
+	ty := funcType(hf)
+	mod, name := C.CString(hf.Module), C.CString(hf.Name)
+	defer C.free(unsafe.Pointer(mod))
+	defer C.free(unsafe.Pointer(name))
+	// wasmtime-go's Linker and FuncType start with their C pointers.
+	cerr := C.cb_define_host(*(**C.wasmtime_linker_t)(unsafe.Pointer(linker)), mod, C.size_t(len(hf.Module)), name, C.size_t(len(hf.Name)),
+		*(**C.wasm_functype_t)(unsafe.Pointer(ty)), C.uintptr_t(idx))
+	runtime.KeepAlive(ty)
+	runtime.KeepAlive(linker)
+	if cerr != nil {
+		msg := rawErrorMessage(cerr)
+		C.cb_error_delete(cerr)
+		return fmt.Errorf("wasmtime: define %s.%s: %s", hf.Module, hf.Name, msg)
+	}
+	return nil
+}
+
+// callboxHost runs a host function called by a guest, on the guest's
+// thread: one C-to-Go crossing per call, with no allocation (the stack is
+// the instance's own, the memory a view of the guest's). It returns 1 to
+// stop the guest (an abort was recorded, see GuestState.CallHost).
+//
+//export callboxHost
+func callboxHost(store C.uintptr_t, fn C.uintptr_t, args *C.cb_val_raw_t, n C.size_t, data *C.uint8_t, size C.size_t) C.int {
+	stores.RLock()
+	inst := stores.m[uintptr(store)]
+	stores.RUnlock()
+	if inst == nil || int(fn) >= len(inst.m.e.hostFuncs) {
+		return 1 // an instance we do not know: refuse to serve it
+	}
+	hf := &inst.m.e.hostFuncs[fn]
+	raw := unsafe.Slice(args, int(n))
+	stack := inst.hostStack[:max(len(hf.Params), len(hf.Results))]
+	for k, p := range hf.Params {
+		v := uint64(raw[k].lo)
+		if p == sandbox.I32 || p == sandbox.F32 {
+			v = uint64(uint32(v))
+		}
+		stack[k] = v
+	}
+	var mem []byte
+	if data != nil && size > 0 {
+		mem = unsafe.Slice((*byte)(unsafe.Pointer(data)), int(size))
+	}
+	if inst.state.CallHost(hf, mem, stack) {
+		return 1
+	}
+	for k, r := range hf.Results {
+		v := stack[k]
+		if r == sandbox.I32 || r == sandbox.F32 {
+			v = uint64(uint32(v))
+		}
+		raw[k] = C.cb_val_raw_t{lo: C.uint64_t(v)}
+	}
+	return 0
 }
 
 type module struct {
@@ -280,6 +326,10 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 		return nil, errors.New("wasmtime: store layout differs from the one this build expects")
 	}
 	inst.ctxPtr = C.cb_store_context(inst.storePtr)
+	inst.storeData = uintptr(C.cb_context_data(inst.ctxPtr))
+	stores.Lock()
+	stores.m[inst.storeData] = inst
+	stores.Unlock()
 	inst.handle = cgo.NewHandle(inst)
 	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
 	inst.guard.ticker = m.e.ticker.t
@@ -343,6 +393,10 @@ type instance struct {
 	// deadlineNs is the deadline last set, on the guard's CLOCK_MONOTONIC
 	// clock; 0: none.
 	deadlineNs C.int64_t
+	// storeData is the store's data word, the key of stores.
+	storeData uintptr
+	// hostStack holds a host call's parameters and results.
+	hostStack [16]uint64
 
 	// Per call, on the calling goroutine (the epoch callback runs on it).
 	callCtx   context.Context
@@ -527,6 +581,11 @@ func (i *instance) Close(context.Context) error {
 		i.handle.Delete()
 		i.handle = 0
 	}
+	stores.Lock()
+	if stores.m[i.storeData] == i {
+		delete(stores.m, i.storeData)
+	}
+	stores.Unlock()
 	for _, p := range []unsafe.Pointer{unsafe.Pointer(i.args), unsafe.Pointer(i.res), unsafe.Pointer(i.mem)} {
 		if p != nil {
 			C.free(p)

@@ -58,6 +58,35 @@ extern const cb_byte_vec_t *wasmtime_frame_func_name(const wasm_frame_t *frame);
 
 extern void wasmtime_engine_increment_epoch(wasm_engine_t *engine);
 
+typedef struct wasmtime_caller wasmtime_caller_t;
+// wasmtime_extern_t: a kind byte, then a union whose largest member is the
+// 24-byte wasmtime_memory_t (8-byte aligned).
+typedef struct {
+  uint8_t kind;
+  union {
+    cb_memory_t memory;
+    cb_wasmtime_func_t func;
+  } of;
+} cb_extern_t;
+#define CB_EXTERN_MEMORY 3
+extern wasmtime_error_t *wasmtime_linker_define_func_unchecked(
+    wasmtime_linker_t *linker, const char *module, size_t module_len,
+    const char *name, size_t name_len, const wasm_functype_t *ty,
+    wasm_trap_t *(*cb)(void *env, wasmtime_caller_t *caller,
+                       cb_val_raw_t *args_and_results, size_t n),
+    void *data, void (*finalizer)(void *));
+extern bool wasmtime_caller_export_get(wasmtime_caller_t *caller,
+                                       const char *name, size_t name_len,
+                                       cb_extern_t *item);
+extern wasmtime_context_t *wasmtime_caller_context(wasmtime_caller_t *caller);
+extern void *wasmtime_context_get_data(const wasmtime_context_t *context);
+extern wasm_trap_t *wasmtime_trap_new(const char *msg, size_t msg_len);
+
+// Implemented in Go (engine.go): runs host function fn for the instance of
+// store, on args (results written back), with the guest's memory.
+extern int callboxHost(uintptr_t store, uintptr_t fn, cb_val_raw_t *args,
+                       size_t n, uint8_t *mem, size_t mem_size);
+
 // Implemented in Go (engine.go): starts watching the calling context.
 extern void callboxWatch(uintptr_t handle);
 
@@ -215,6 +244,42 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
   return NULL;
 }
 
+// ---- host functions --------------------------------------------------------
+
+static wasm_trap_t *host_trampoline(void *env, wasmtime_caller_t *caller,
+                                    cb_val_raw_t *args, size_t n) {
+  wasmtime_context_t *ctx = wasmtime_caller_context(caller);
+  uint8_t *data = NULL;
+  size_t size = 0;
+  cb_extern_t item;
+  // The memory is looked up at every call: it is the caller's own, also
+  // while its start function runs, before the instance exists for Go.
+  if (wasmtime_caller_export_get(caller, "memory", 6, &item) &&
+      item.kind == CB_EXTERN_MEMORY) {
+    cb_memory_view(ctx, &item.of.memory, &data, &size);
+  }
+  if (callboxHost((uintptr_t)wasmtime_context_get_data(ctx), (uintptr_t)env,
+                  args, n, data, size)) {
+    static const char msg[] = "callbox: call aborted by the host";
+    return wasmtime_trap_new(msg, sizeof(msg) - 1);
+  }
+  return NULL;
+}
+
+wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
+                                 size_t module_len, const char *name,
+                                 size_t name_len, const wasm_functype_t *ty,
+                                 uintptr_t fn) {
+  return wasmtime_linker_define_func_unchecked(linker, module, module_len,
+                                               name, name_len, ty,
+                                               host_trampoline, (void *)fn,
+                                               NULL);
+}
+
+uintptr_t cb_context_data(wasmtime_context_t *ctx) {
+  return (uintptr_t)wasmtime_context_get_data(ctx);
+}
+
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store) {
   return wasmtime_store_context(store);
 }
@@ -340,3 +405,4 @@ void cb_error_delete(wasmtime_error_t *err) { wasmtime_error_delete(err); }
 _Static_assert(sizeof(cb_memory_t) == 24, "wasmtime_memory_t is 24 bytes");
 _Static_assert(sizeof(cb_wasmtime_func_t) == 16, "wasmtime_func_t is 16 bytes");
 _Static_assert(sizeof(cb_val_raw_t) == 16, "wasmtime_val_raw_t is 16 bytes");
+_Static_assert(sizeof(cb_extern_t) == 32, "wasmtime_extern_t is 32 bytes");

@@ -86,6 +86,20 @@ typedef struct cb_guard {
   int32_t tripped;      // CB_TRIP_*: set by the callback when it stops a call
 } cb_guard_t;
 
+typedef struct wasmtime_linker wasmtime_linker_t;
+typedef struct wasm_functype_t wasm_functype_t;
+
+// cb_define_host defines module.name in linker as a host function whose
+// body is Go's callboxHost: wasmtime's unchecked host-call path, so a call
+// from the guest costs one C-to-Go crossing and no allocation. fn is the
+// function's index in the engine's host-function table.
+wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
+                                 size_t module_len, const char *name,
+                                 size_t name_len, const wasm_functype_t *ty,
+                                 uintptr_t fn);
+// cb_context_data is the store's data word (wasmtime-go's store index),
+// which host calls use to find their instance.
+uintptr_t cb_context_data(wasmtime_context_t *ctx);
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
 // cb_mono_ns reads CLOCK_MONOTONIC, the clock of the guard's deadlines.
