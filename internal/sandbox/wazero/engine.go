@@ -427,7 +427,9 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 // overflow is the metered module's import for a call stack past the limit.
 func (e *Engine) overflow(ctx context.Context, mod api.Module, _ []uint64) {
 	if inst := e.instanceOf(ctx, mod); inst != nil {
-		inst.state.Fail(sandbox.StackOverflowTrap(uint64(inst.m.stackLimit)))
+		// Worded as on wasmtime: the limit is named when the callback
+		// set one.
+		inst.state.Fail(sandbox.StackOverflowTrap(inst.m.cfg.Limits.MaxStack))
 	}
 	panic(abortSignal{})
 }
