@@ -155,7 +155,7 @@ func newRawSandbox(ctx context.Context, engine string, wasm []byte, cacheDir str
 		_ = r.close(ctx)
 		return nil, fmt.Errorf("raw %s: %w", engine, err)
 	}
-	r.mod, err = eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "kernels", Logger: slog.New(slog.DiscardHandler)})
+	r.mod, err = sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{Name: "kernels", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fail(err)
 	}

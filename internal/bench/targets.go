@@ -183,7 +183,7 @@ func MeasureInstantiate(ctx context.Context, engine string, memBytes uint64) Ins
 	}
 	defer eng.Close(ctx)
 	wasm := genModule(uint32(memBytes/abi.PageSize), 0, 0)
-	mod, err := eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "inst", Limits: config.Limits{Timeout: BenchTimeout, MaxMemory: 256 << 20}})
+	mod, err := sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{Name: "inst", Limits: config.Limits{Timeout: BenchTimeout, MaxMemory: 256 << 20}})
 	if err != nil {
 		res.Err = err
 		return res

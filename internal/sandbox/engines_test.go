@@ -88,7 +88,7 @@ func limits() config.Limits {
 func instantiate(t *testing.T, e sandbox.Engine, src string, lim config.Limits, logger *slog.Logger) sandbox.Instance {
 	t.Helper()
 	ctx := context.Background()
-	m, err := e.Compile(ctx, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
+	m, err := sandbox.Compile(ctx, e, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
 	inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), lim.Timeout))
@@ -366,6 +366,28 @@ func TestCorruptCacheIsRecompiled(t *testing.T) {
 			}))
 			require.Greater(t, n, 0, "the first run wrote cache entries")
 			require.Equal(t, uint64(42), run(), "a corrupt entry is recompiled, never executed")
+		})
+	}
+}
+
+// A module whose initial memory is above the limit fails to instantiate;
+// it never panics, even on wazero, whose memory allocator protocol has no
+// way to refuse and panicked (the host's load check refuses such modules
+// before compiling them: this is the engines' own line of defence).
+func TestInstantiateMemoryAboveLimit(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			ctx := context.Background()
+			lim := limits()
+			lim.MaxMemory = 1 << 20
+			m, err := sandbox.Compile(ctx, e, wat.Must(`(module (memory (export "memory") 1025))`), sandbox.ModuleConfig{Name: "t", Limits: lim})
+			require.NoError(t, err)
+			defer m.Close(ctx)
+			inst, err := m.Instantiate(ctx, time.Time{})
+			require.Error(t, err)
+			assert.Nil(t, inst)
+			assert.Contains(t, err.Error(), "instantiate: ")
 		})
 	}
 }
