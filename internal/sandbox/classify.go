@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // This file is the one place where failures are named: the order in which
@@ -61,19 +62,33 @@ func StackOverflowTrap(maxStack uint64) *Trap {
 	return &Trap{Class: StackOverflow, Message: fmt.Sprintf("stack overflow (max_stack %s)", FormatBytes(maxStack))}
 }
 
-// EngineTrap is an engine's own trap, already mapped onto a kind. Its
-// message is the kind's name, the same on every engine; the engine's text
-// is kept as the detail of OtherTrap (which has no other name) and in
-// Cause.
-func EngineTrap(k Kind, detail string, frames []Frame, cause error) *Trap {
-	msg := k.String()
-	if k == OtherTrap && detail != "" {
-		msg = "trap: " + detail
+// EngineTrap is an engine's own trap, already mapped onto a kind, worded
+// the same on every engine: fuel, stack and timeout traps as FuelTrap,
+// StackOverflowTrap and TimeoutTrap say (from the callback's limits), any
+// other kind by its name. The engine's text (detail) is kept in Cause, and
+// as the message of OtherTrap, which has no other name.
+func EngineTrap(k Kind, detail string, frames []Frame, cause error, lim *config.Limits) *Trap {
+	var t *Trap
+	switch k {
+	case FuelExhausted:
+		t = FuelTrap(lim.Fuel)
+	case StackOverflow:
+		t = StackOverflowTrap(lim.MaxStack)
+	case Timeout:
+		t = TimeoutTrap(lim.Timeout, "")
+	case OtherTrap:
+		t = &Trap{Class: k, Message: "trap"}
+		if detail != "" {
+			t.Message = "trap: " + detail
+		}
+	default:
+		t = &Trap{Class: k, Message: k.String()}
 	}
 	if cause == nil && detail != "" {
 		cause = errors.New(detail)
 	}
-	return &Trap{Class: k, Message: msg, Frames: frames, Cause: cause}
+	t.Frames, t.Cause = frames, cause
+	return t
 }
 
 // Classify is the one order in which both engines classify the end of a

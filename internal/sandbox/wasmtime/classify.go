@@ -72,7 +72,7 @@ func KindOfTrapCode(code uint8) sandbox.Kind {
 const maxFrames = 64
 
 // classifyRawTrap reads a trap returned by the direct call path.
-func classifyRawTrap(trap *C.wasm_trap_t, lim config.Limits) *sandbox.Trap {
+func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits) *sandbox.Trap {
 	kind := sandbox.OtherTrap
 	var code C.uint8_t
 	if C.cb_trap_code(trap, &code) != 0 {
@@ -93,27 +93,7 @@ func classifyRawTrap(trap *C.wasm_trap_t, lim config.Limits) *sandbox.Trap {
 		frames = append(frames, f)
 	}
 	C.cb_trace_delete(trace)
-	return kindTrap(kind, detail, frames, nil, lim)
-}
-
-// kindTrap is the trap of a kind, worded as on every engine.
-func kindTrap(kind sandbox.Kind, detail string, frames []sandbox.Frame, cause error, lim config.Limits) *sandbox.Trap {
-	var t *sandbox.Trap
-	switch kind {
-	case sandbox.FuelExhausted:
-		t = sandbox.FuelTrap(lim.Fuel)
-	case sandbox.StackOverflow:
-		t = sandbox.StackOverflowTrap(lim.MaxStack)
-	case sandbox.Timeout:
-		t = sandbox.TimeoutTrap(lim.Timeout, "")
-	default:
-		return sandbox.EngineTrap(kind, detail, frames, cause)
-	}
-	t.Frames, t.Cause = frames, cause
-	if cause == nil {
-		t.Cause = errors.New(detail)
-	}
-	return t
+	return sandbox.EngineTrap(kind, detail, frames, nil, lim)
 }
 
 func rawErrorMessage(err *C.wasmtime_error_t) string {
@@ -124,7 +104,7 @@ func rawErrorMessage(err *C.wasmtime_error_t) string {
 
 // classifyGoError classifies an error from wasmtime-go's own call paths
 // (instantiation).
-func classifyGoError(err error, lim config.Limits) *sandbox.Trap {
+func classifyGoError(err error, lim *config.Limits) *sandbox.Trap {
 	var trap *wt.Trap
 	if errors.As(err, &trap) {
 		kind := sandbox.OtherTrap
@@ -139,9 +119,9 @@ func classifyGoError(err error, lim config.Limits) *sandbox.Trap {
 			}
 			frames = append(frames, fr)
 		}
-		return kindTrap(kind, trapMessage(trap.Message(), kind), frames, err, lim)
+		return sandbox.EngineTrap(kind, trapMessage(trap.Message(), kind), frames, err, lim)
 	}
-	return sandbox.EngineTrap(sandbox.OtherTrap, err.Error(), nil, err)
+	return sandbox.EngineTrap(sandbox.OtherTrap, err.Error(), nil, err, lim)
 }
 
 // trapMessage keeps wasmtime's first line ("wasm trap: integer divide by

@@ -508,11 +508,11 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	if failed && i.state.Abort == nil && !interrupted {
 		switch {
 		case res != nil && res.trap != nil:
-			trap = classifyRawTrap(res.trap, i.m.cfg.Limits)
+			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits)
 		case res != nil && res.error != nil:
-			trap = sandbox.EngineTrap(sandbox.OtherTrap, rawErrorMessage(res.error), nil, nil)
+			trap = sandbox.EngineTrap(sandbox.OtherTrap, rawErrorMessage(res.error), nil, nil, &i.m.cfg.Limits)
 		default:
-			trap = classifyGoError(err, i.m.cfg.Limits)
+			trap = classifyGoError(err, &i.m.cfg.Limits)
 		}
 	}
 	if res != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -513,7 +514,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 	case errors.As(err, &exit):
 		trap = &sandbox.Trap{Class: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
 	default:
-		trap = classifyMessage(err)
+		trap = classifyMessage(err, &i.m.cfg.Limits)
 		trap.Frames = parseFrames(err.Error())
 	}
 	size := i.alloc.size
@@ -522,7 +523,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 	}
 	t := i.state.Classify(ctx, interrupted, trap, size)
 	if t == nil { // cannot happen: a failed entry always classifies
-		t = sandbox.EngineTrap(sandbox.OtherTrap, fmt.Sprint(err), nil, err)
+		t = sandbox.EngineTrap(sandbox.OtherTrap, fmt.Sprint(err), nil, err, &i.m.cfg.Limits)
 	}
 	return t
 }
@@ -544,7 +545,7 @@ var wasmErrors = []struct {
 	{"null reference", sandbox.IndirectCallMismatch},
 }
 
-func classifyMessage(err error) *sandbox.Trap {
+func classifyMessage(err error, lim *config.Limits) *sandbox.Trap {
 	head, _, _ := strings.Cut(err.Error(), "\n")
 	text := head
 	// A failed start function is wrapped: "start function[0] failed: wasm
@@ -555,13 +556,13 @@ func classifyMessage(err error) *sandbox.Trap {
 	}
 	for _, w := range wasmErrors {
 		if text == w.text || strings.HasSuffix(text, "]: "+w.text) {
-			return sandbox.EngineTrap(w.kind, text, nil, err)
+			return sandbox.EngineTrap(w.kind, text, nil, err, lim)
 		}
 	}
 	if strings.Contains(head, "(recovered by wazero)") {
 		return &sandbox.Trap{Class: sandbox.HostPanic, Message: head, Cause: err}
 	}
-	return sandbox.EngineTrap(sandbox.OtherTrap, text, nil, err)
+	return sandbox.EngineTrap(sandbox.OtherTrap, text, nil, err, lim)
 }
 
 // parseFrames reads the "wasm stack trace:" block wazero appends to errors.
