@@ -122,7 +122,8 @@ func describeResult(outs []abi.Tensor, err error) string {
 		if !errors.As(err, &ce) {
 			return "untyped error: " + err.Error()
 		}
-		return fmt.Sprintf("%s status=%v guest=%q", ce.Kind().Ident(), ce.Status, ce.GuestMessage)
+		// The message too: one message per kind, whatever the engine.
+		return fmt.Sprintf("%s status=%v guest=%q message=%q", ce.Kind().Ident(), ce.Status, ce.GuestMessage, ce.Message)
 	}
 	var b strings.Builder
 	for i, o := range outs {
