@@ -183,6 +183,9 @@ func (g *GuestState) emit(level slog.Level, text []byte, stream string) {
 		g.LogDropped += take - room
 	}
 	g.LogBytes += min(take, room)
+	if !g.logger.Enabled(g.ctx, level) {
+		return // counted against the cap, but not formatted for nothing
+	}
 	msg := capText(text, room)
 	if stream != "" {
 		g.logger.Log(g.ctx, level, msg, "stream", stream)
