@@ -59,15 +59,6 @@ type Engine struct {
 	hostIndex map[string]int // "module.name" -> index in hostFuncs
 }
 
-// stores finds the instance a host call is for: the C trampoline passes
-// the calling store's data word (wasmtime-go's store index). Like
-// cgo.Handle's table, it is process-wide, because a C callback has nothing
-// else to go by.
-var stores = struct {
-	sync.RWMutex
-	m map[uintptr]*instance
-}{m: map[uintptr]*instance{}}
-
 var _ sandbox.Engine = (*Engine)(nil)
 
 // New creates the engine. Nothing is compiled until Compile.
@@ -252,17 +243,17 @@ func (e *Engine) define(linker *wt.Linker, hf sandbox.HostFunc) error {
 }
 
 // callboxHost runs a host function called by a guest, on the guest's
-// thread: one C-to-Go crossing per call, with no allocation (the stack is
-// the instance's own, the memory a view of the guest's). It returns 1 to
-// stop the guest (an abort was recorded, see GuestState.CallHost).
+// thread: one C-to-Go crossing per call, with no lookup and no allocation
+// (the trampoline passes the instance, pinned, from the thread's current
+// guard; the stack is the instance's own, the memory a view of the
+// guest's). It returns 1 to stop the guest (an abort was recorded, see
+// GuestState.CallHost).
 //
 //export callboxHost
-func callboxHost(store C.uintptr_t, fn C.uintptr_t, args *C.cb_val_raw_t, n C.size_t, data *C.uint8_t, size C.size_t) C.int {
-	stores.RLock()
-	inst := stores.m[uintptr(store)]
-	stores.RUnlock()
-	if inst == nil || int(fn) >= len(inst.m.e.hostFuncs) {
-		return 1 // an instance we do not know: refuse to serve it
+func callboxHost(ptr unsafe.Pointer, fn C.uintptr_t, args *C.cb_val_raw_t, n C.size_t, data *C.uint8_t, size C.size_t) C.int {
+	inst := (*instance)(ptr)
+	if int(fn) >= len(inst.m.e.hostFuncs) {
+		return 1
 	}
 	hf := &inst.m.e.hostFuncs[fn]
 	raw := unsafe.Slice(args, int(n))
@@ -326,14 +317,14 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 		return nil, errors.New("wasmtime: store layout differs from the one this build expects")
 	}
 	inst.ctxPtr = C.cb_store_context(inst.storePtr)
-	inst.storeData = uintptr(C.cb_context_data(inst.ctxPtr))
-	stores.Lock()
-	stores.m[inst.storeData] = inst
-	stores.Unlock()
 	inst.handle = cgo.NewHandle(inst)
 	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
 	inst.guard.ticker = m.e.ticker.t
 	inst.guard.handle = C.uintptr_t(inst.handle)
+	// Host calls reach the instance through the guard: pinned, it may be
+	// kept in C memory until Close.
+	inst.pinner.Pin(inst)
+	inst.guard.inst = unsafe.Pointer(inst)
 	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
@@ -343,9 +334,13 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 		return nil, err
 	}
 	watch := inst.begin(ctx)
+	// The guard is the thread's current one from cb_guard_begin to
+	// cb_guard_end: the instantiation must run on the same thread.
+	runtime.LockOSThread()
 	C.cb_guard_begin(inst.guard, inst.deadlineNs, watch)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
 	C.cb_guard_end(inst.guard)
+	runtime.UnlockOSThread()
 	t := inst.end(err, nil)
 	if t != nil {
 		inst.Close(ctx)
@@ -393,8 +388,7 @@ type instance struct {
 	// deadlineNs is the deadline last set, on the guard's CLOCK_MONOTONIC
 	// clock; 0: none.
 	deadlineNs C.int64_t
-	// storeData is the store's data word, the key of stores.
-	storeData uintptr
+	pinner     runtime.Pinner
 	// hostStack holds a host call's parameters and results.
 	hostStack [16]uint64
 
@@ -581,11 +575,7 @@ func (i *instance) Close(context.Context) error {
 		i.handle.Delete()
 		i.handle = 0
 	}
-	stores.Lock()
-	if stores.m[i.storeData] == i {
-		delete(stores.m, i.storeData)
-	}
-	stores.Unlock()
+
 	for _, p := range []unsafe.Pointer{unsafe.Pointer(i.args), unsafe.Pointer(i.res), unsafe.Pointer(i.mem)} {
 		if p != nil {
 			C.free(p)
@@ -600,6 +590,7 @@ func (i *instance) Close(context.Context) error {
 		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
 		i.guard = nil
 	}
+	i.pinner.Unpin()
 	return nil
 }
 

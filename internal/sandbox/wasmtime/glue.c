@@ -79,13 +79,17 @@ extern bool wasmtime_caller_export_get(wasmtime_caller_t *caller,
                                        const char *name, size_t name_len,
                                        cb_extern_t *item);
 extern wasmtime_context_t *wasmtime_caller_context(wasmtime_caller_t *caller);
-extern void *wasmtime_context_get_data(const wasmtime_context_t *context);
 extern wasm_trap_t *wasmtime_trap_new(const char *msg, size_t msg_len);
 
-// Implemented in Go (engine.go): runs host function fn for the instance of
-// store, on args (results written back), with the guest's memory.
-extern int callboxHost(uintptr_t store, uintptr_t fn, cb_val_raw_t *args,
-                       size_t n, uint8_t *mem, size_t mem_size);
+// Implemented in Go (engine.go): runs host function fn for the instance
+// inst, on args (results written back), with the guest's memory.
+extern int callboxHost(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
+                       uint8_t *mem, size_t mem_size);
+
+// The guard of the guest call running on this thread: set while cb_call
+// (or an instantiation between cb_guard_begin and cb_guard_end) runs, so a
+// host call finds its instance and memory without a lookup.
+static __thread cb_guard_t *cb_current;
 
 // Implemented in Go (engine.go): starts watching the calling context.
 extern void callboxWatch(uintptr_t handle);
@@ -248,18 +252,24 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
 
 static wasm_trap_t *host_trampoline(void *env, wasmtime_caller_t *caller,
                                     cb_val_raw_t *args, size_t n) {
+  cb_guard_t *g = cb_current;
+  if (!g || !g->inst) {
+    static const char msg[] = "callbox: host call outside a guest call";
+    return wasmtime_trap_new(msg, sizeof(msg) - 1);
+  }
   wasmtime_context_t *ctx = wasmtime_caller_context(caller);
   uint8_t *data = NULL;
   size_t size = 0;
   cb_extern_t item;
-  // The memory is looked up at every call: it is the caller's own, also
-  // while its start function runs, before the instance exists for Go.
-  if (wasmtime_caller_export_get(caller, "memory", 6, &item) &&
-      item.kind == CB_EXTERN_MEMORY) {
+  if (g->mem) {
+    cb_memory_view(ctx, g->mem, &data, &size);
+  } else if (wasmtime_caller_export_get(caller, "memory", 6, &item) &&
+             item.kind == CB_EXTERN_MEMORY) {
+    // The start function runs before the instance's memory is known to
+    // Go: the caller's own export, as a call would see it.
     cb_memory_view(ctx, &item.of.memory, &data, &size);
   }
-  if (callboxHost((uintptr_t)wasmtime_context_get_data(ctx), (uintptr_t)env,
-                  args, n, data, size)) {
+  if (callboxHost(g->inst, (uintptr_t)env, args, n, data, size)) {
     static const char msg[] = "callbox: call aborted by the host";
     return wasmtime_trap_new(msg, sizeof(msg) - 1);
   }
@@ -274,10 +284,6 @@ wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
                                                name, name_len, ty,
                                                host_trampoline, (void *)fn,
                                                NULL);
-}
-
-uintptr_t cb_context_data(wasmtime_context_t *ctx) {
-  return (uintptr_t)wasmtime_context_get_data(ctx);
 }
 
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store) {
@@ -301,10 +307,14 @@ static void guard_arm(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
 
 void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
   guard_arm(g, deadline_ns, watch);
+  cb_current = g;
   ticker_enter(g->ticker);
 }
 
-void cb_guard_end(cb_guard_t *g) { ticker_exit(g->ticker); }
+void cb_guard_end(cb_guard_t *g) {
+  cb_current = NULL;
+  ticker_exit(g->ticker);
+}
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
@@ -313,6 +323,7 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
   out->trap = NULL;
   out->error = NULL;
   out->fuel_left = 0;
+  guard->mem = mem;
   cb_guard_begin(guard, deadline_ns, watch);
   if (fuel) {
     wasmtime_error_t *err = wasmtime_context_set_fuel(ctx, fuel);

@@ -79,6 +79,8 @@ enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
 typedef struct cb_guard {
   cb_ticker_t *ticker;
   uintptr_t handle;     // cgo handle of the Go instance
+  void *inst;           // the Go instance itself, pinned (runtime.Pinner)
+  const struct cb_memory *mem; // the instance's memory once known; NULL before
   int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none
   uint32_t seq;         // the call's number, never 0
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
@@ -97,15 +99,15 @@ wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
                                  size_t module_len, const char *name,
                                  size_t name_len, const wasm_functype_t *ty,
                                  uintptr_t fn);
-// cb_context_data is the store's data word (wasmtime-go's store index),
-// which host calls use to find their instance.
-uintptr_t cb_context_data(wasmtime_context_t *ctx);
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
 // cb_mono_ns reads CLOCK_MONOTONIC, the clock of the guard's deadlines.
 int64_t cb_mono_ns(void);
 // cb_guard_begin arms a call made outside cb_call (instantiation): its
-// absolute deadline (CLOCK_MONOTONIC ns; 0: none), the ticker running.
+// absolute deadline (CLOCK_MONOTONIC ns; 0: none), the ticker running, and
+// the guard as the calling thread's current one (host calls find their
+// instance through it), until cb_guard_end. The caller keeps the goroutine
+// on its thread (runtime.LockOSThread) in between.
 void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch);
 void cb_guard_end(cb_guard_t *g);
 // cb_call arms the call (fuel when non-zero, the guard's absolute deadline
