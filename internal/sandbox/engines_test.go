@@ -391,3 +391,44 @@ func TestInstantiateMemoryAboveLimit(t *testing.T) {
 		})
 	}
 }
+
+// The deadline belongs to the host call, not to one guest entry: the one
+// given to Instantiate stays set for later Calls, SetDeadline replaces it,
+// and zero means none.
+func TestDeadlinePersistsAcrossCalls(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			ctx := context.Background()
+			m, err := sandbox.Compile(ctx, e, wat.Must(trapsWAT), sandbox.ModuleConfig{Name: "t", Limits: limits()})
+			require.NoError(t, err)
+			defer m.Close(ctx)
+			spin := func(ctx context.Context, inst sandbox.Instance) error {
+				fn, err := inst.Export("spin", i32toi32[0], i32toi32[1])
+				require.NoError(t, err)
+				return inst.Call(ctx, fn, []uint64{0})
+			}
+			passed := time.Now().Add(-time.Millisecond)
+
+			inst, err := m.Instantiate(ctx, passed)
+			require.NoError(t, err, "no start function: nothing runs against the deadline yet")
+			defer inst.Close(ctx)
+			err = spin(ctx, inst)
+			require.ErrorIs(t, err, sandbox.Timeout, "a call runs against the instantiation's deadline")
+			assert.Equal(t, "timeout after 3s", err.Error())
+
+			inst, err = m.Instantiate(ctx, time.Now().Add(time.Hour))
+			require.NoError(t, err)
+			defer inst.Close(ctx)
+			inst.SetDeadline(passed)
+			require.ErrorIs(t, spin(ctx, inst), sandbox.Timeout, "SetDeadline replaces it")
+
+			inst, err = m.Instantiate(ctx, time.Time{})
+			require.NoError(t, err)
+			defer inst.Close(ctx)
+			cctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(30*time.Millisecond, cancel)
+			require.ErrorIs(t, spin(cctx, inst), sandbox.Canceled, "a zero deadline is none: only the context ends the call")
+		})
+	}
+}
