@@ -196,6 +196,11 @@ func FuzzInspect(f *testing.F) {
 		f.Add(wasm)
 	}
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	// A minimum memory above the default max_memory: crashed Inspect.
+	f.Add(wat.Must(`(module (memory (export "memory") 1025)
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 1024))
+  (func (export "run") (param i32) (result i32) (i32.const 0)))`))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		ctx := context.Background()
 		r, err := host.Inspect(ctx, wasm)
