@@ -116,19 +116,20 @@ func FuzzGuest(f *testing.F) {
 		}
 		for i := 1; i < len(results); i++ {
 			a, b := results[0], results[i]
-			if a.kind != b.kind || a.status != b.status || a.message != b.message || !bytes.Equal(a.out, b.out) {
-				t.Fatalf("engines differ: %s: %s status %v %.200q; %s: %s status %v %.200q (outputs equal: %v)",
-					engines[0], a.kind.Ident(), a.status, a.message, engines[i], b.kind.Ident(), b.status, b.message, bytes.Equal(a.out, b.out))
+			if a.kind != b.kind || a.status != b.status || a.message != b.message || a.hostMessage != b.hostMessage || !bytes.Equal(a.out, b.out) {
+				t.Fatalf("engines differ: %s: %s status %v %.200q %q; %s: %s status %v %.200q %q (outputs equal: %v)",
+					engines[0], a.kind.Ident(), a.status, a.message, a.hostMessage, engines[i], b.kind.Ident(), b.status, b.message, b.hostMessage, bytes.Equal(a.out, b.out))
 			}
 		}
 	})
 }
 
 type outcome struct {
-	kind    host.Kind
-	status  abi.Status
-	message string
-	out     []byte
+	kind        host.Kind
+	status      abi.Status
+	message     string // the guest's
+	hostMessage string // the host's: one per kind, whatever the engine
+	out         []byte
 }
 
 // runScript runs one script on one callback and checks the invariants
@@ -165,7 +166,7 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 		if !bytes.Equal(out.Data, before) {
 			t.Fatalf("%s: a failed call (%v) wrote the output buffer", e, err)
 		}
-		o.kind, o.status, o.message = ce.Kind(), ce.Status, ce.GuestMessage
+		o.kind, o.status, o.message, o.hostMessage = ce.Kind(), ce.Status, ce.GuestMessage, ce.Message
 	}
 	// The host keeps serving.
 	benign := []host.Tensor{abi.From([]byte{1, 0, 0}), abi.From(slices.Clone(x))}
