@@ -24,6 +24,8 @@ targets=(
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
   "./host FuzzGuest"
+  "./host FuzzInspect"
+  "./internal/meter FuzzInstrument"
 )
 failed=()
 start=$(date +%s)
