@@ -203,7 +203,14 @@ cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus) {
   }
   t->interval_ns = interval_ns;
   t->cpus = cpus > 0 ? cpus : 1;
-  pthread_mutex_init(&t->mu, NULL);
+  // Priority inheritance: the ticker thread may run at a real-time
+  // priority, and must not wait behind a normal thread preempted while
+  // holding the lock (registering an instance, say).
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+  pthread_mutex_init(&t->mu, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&t->cond, NULL);
   if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
     pthread_cond_destroy(&t->cond);
