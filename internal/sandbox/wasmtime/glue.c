@@ -172,10 +172,16 @@ static void *ticker_main(void *arg) {
       next_tick += t->interval_ns;
     }
     if (deadline <= now) {
-      // A call's deadline is due: this tick is for it.
+      // A call's deadline is due: this tick is for it, if the call is
+      // still running (it may have ended while the thread slept).
+      pthread_mutex_lock(&t->mu);
+      int64_t due = earliest_deadline(t, ticked_until);
+      pthread_mutex_unlock(&t->mu);
       ticked_until = now;
-      __atomic_store_n(&t->urgent_deadline, deadline, __ATOMIC_RELEASE);
-      __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      if (due <= now) {
+        __atomic_store_n(&t->urgent_deadline, due, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      }
     }
     if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) == 0) {
       // Idle: park. A call that entered after the load may have seen
