@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,9 +74,13 @@ func FuzzGuest(f *testing.F) {
 	// one engine hit the short timeout (a script of ten thousand imports
 	// can come close to it, and a loaded machine pushes it over).
 	const timeout, slowTimeout = 100 * time.Millisecond, 5 * time.Second
+	// The "fuzzfuel_" callbacks add a fuel budget: fuel is counted the
+	// same way on both engines, so even which inputs exhaust it must
+	// agree.
+	const fuzzFuel = 300_000
 	engines := engineNames()
 	for _, e := range engines {
-		for prefix, d := range map[string]time.Duration{"fuzz_": timeout, "fuzzslow_": slowTimeout} {
+		for prefix, d := range map[string]time.Duration{"fuzz_": timeout, "fuzzslow_": slowTimeout, "fuzzfuel_": slowTimeout} {
 			cb := config.DefaultCallback()
 			cb.Name, cb.Export, cb.Engine = prefix+e, "run", e
 			cb.Signature = "(script: u8[k], x: f32[n]) -> f32[n]"
@@ -83,6 +88,9 @@ func FuzzGuest(f *testing.F) {
 			cb.MaxInstances = 1
 			cb.Limits.Timeout = d
 			cb.Limits.MaxMemory = 1 << 20
+			if prefix == "fuzzfuel_" {
+				cb.Limits.Fuel = fuzzFuel
+			}
 			if err := h.LoadModule(ctx, cb, wasm); err != nil {
 				f.Fatal(err)
 			}
@@ -114,12 +122,19 @@ func FuzzGuest(f *testing.F) {
 		if timing {
 			results = run("fuzzslow_", slowTimeout)
 		}
-		for i := 1; i < len(results); i++ {
-			a, b := results[0], results[i]
-			if a.kind != b.kind || a.status != b.status || a.message != b.message || a.hostMessage != b.hostMessage || !bytes.Equal(a.out, b.out) {
-				t.Fatalf("engines differ: %s: %s status %v %.200q %q; %s: %s status %v %.200q %q (outputs equal: %v)",
-					engines[0], a.kind.Ident(), a.status, a.message, a.hostMessage, engines[i], b.kind.Ident(), b.status, b.message, b.hostMessage, bytes.Equal(a.out, b.out))
+		compare := func(what string, results []outcome) {
+			for i := 1; i < len(results); i++ {
+				a, b := results[0], results[i]
+				if a.kind != b.kind || a.status != b.status || a.message != b.message || a.hostMessage != b.hostMessage || !bytes.Equal(a.out, b.out) {
+					t.Fatalf("engines differ%s: %s: %s status %v %.200q %q; %s: %s status %v %.200q %q (outputs equal: %v)",
+						what, engines[0], a.kind.Ident(), a.status, a.message, a.hostMessage, engines[i], b.kind.Ident(), b.status, b.message, b.hostMessage, bytes.Equal(a.out, b.out))
+				}
 			}
+		}
+		compare("", results)
+		fueled := run("fuzzfuel_", slowTimeout)
+		if !slices.ContainsFunc(fueled, func(o outcome) bool { return o.kind == host.Timeout }) {
+			compare(fmt.Sprintf(" with fuel %d", fuzzFuel), fueled)
 		}
 	})
 }

@@ -215,7 +215,7 @@ func meterFuncs() []sandbox.HostFunc {
 }
 
 // wasmtimeSlice is how many fuel units a metered guest runs between two
-// refills (a crossing into Go each): about a millisecond of compiled code.
+// refills (a crossing into Go each): 0.1-0.3 ms of plain compiled code.
 // Fuel statistics after a timeout are at most this far short.
 const wasmtimeSlice = 1 << 20
 

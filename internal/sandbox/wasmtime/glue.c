@@ -207,10 +207,16 @@ static void *ticker_main(void *arg) {
       next_tick += t->interval_ns;
     }
     if (deadline <= now) {
-      // A call's deadline is due: this tick is for it.
+      // A call's deadline is due: this tick is for it, if the call is
+      // still running (it may have ended while the thread slept).
+      pthread_mutex_lock(&t->mu);
+      int64_t due = earliest_deadline(t, ticked_until);
+      pthread_mutex_unlock(&t->mu);
       ticked_until = now;
-      __atomic_store_n(&t->urgent_deadline, deadline, __ATOMIC_RELEASE);
-      __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      if (due <= now) {
+        __atomic_store_n(&t->urgent_deadline, due, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      }
     }
     if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) == 0) {
       // Idle: park. A call that entered after the load may have seen
@@ -238,7 +244,14 @@ cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus) {
   }
   t->interval_ns = interval_ns;
   t->cpus = cpus > 0 ? cpus : 1;
-  pthread_mutex_init(&t->mu, NULL);
+  // Priority inheritance: the ticker thread may run at a real-time
+  // priority, and must not wait behind a normal thread preempted while
+  // holding the lock (registering an instance, say).
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+  pthread_mutex_init(&t->mu, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&t->cond, NULL);
   if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
     pthread_cond_destroy(&t->cond);
