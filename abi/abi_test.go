@@ -158,7 +158,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		end := l.Outputs[0].End()
 		frame[end+2] ^= 0xff
 		err = l.Verify(frame, base, meta)
-		assert.ErrorContains(t, err, "guest wrote 3 bytes past the end of its 24-byte buffer")
+		assert.ErrorContains(t, err, "guest wrote past the end of its 24-byte buffer: the first changed byte is at end+2")
 		frame[end+2] ^= 0xff
 
 		// A rewritten descriptor field is caught and named.

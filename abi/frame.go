@@ -255,7 +255,7 @@ func (l *FrameLayout) Verify(frame []byte, base uint32, meta []byte) error {
 		if !bytes.Equal(frame[g.Off:g.End()], guardPattern) {
 			at := firstDiff(frame[g.Off:g.End()], guardPattern)
 			return &Violation{What: fmt.Sprintf("output %d", i), Offset: uint64(base) + uint64(g.Off) + uint64(at),
-				Msg: fmt.Sprintf("guest wrote %d bytes past the end of its %d-byte buffer", at+1, l.Outputs[i].Len)}
+				Msg: fmt.Sprintf("guest wrote past the end of its %d-byte buffer: the first changed byte is at end+%d", l.Outputs[i].Len, at)}
 		}
 	}
 	return nil

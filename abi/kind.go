@@ -12,7 +12,11 @@ type Kind uint8
 // The failure taxonomy. Values are stable; new kinds are appended.
 const (
 	KindNone Kind = iota
-	// Timeout: the call ran past its wall-clock limit.
+	// Timeout: the call ran past its deadline: its callback's timeout,
+	// which bounds the whole host call (instantiation, _initialize, the
+	// guest allocator and the callback share one deadline), or the
+	// caller's context deadline (the error then wraps
+	// context.DeadlineExceeded).
 	Timeout
 	// FuelExhausted: the call used up its instruction budget.
 	FuelExhausted
@@ -45,7 +49,9 @@ const (
 	ABIViolation
 	// HostPanic: a bug in the host's own code, caught and contained.
 	HostPanic
-	// Canceled: the caller's context was cancelled during the call.
+	// Canceled: the caller's context was canceled during the call (the
+	// error wraps context.Canceled). A context that ended because its
+	// deadline passed is a Timeout, not Canceled.
 	Canceled
 	// OtherTrap: any other engine trap (for example a misaligned atomic).
 	OtherTrap

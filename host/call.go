@@ -216,7 +216,7 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	if cl.began.IsZero() {
 		cl.began = time.Now()
 	}
-	g, created, err := c.pool.get(ctx)
+	g, created, err := c.pool.get(ctx, c.spec.Limits.Timeout)
 	if err != nil {
 		return c.acquireError(ctx, err)
 	}
@@ -324,11 +324,14 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 		e := c.fail(GuestError, "guest returned "+status.String(), nil)
 		e.Status, e.GuestMessage = status, state.ErrorMessage
 		// RESOURCE_EXHAUSTED after a refused memory.grow is a MemoryLimit
-		// (ABI.md, section 4; other statuses stay GuestError).
-		if status == abi.StatusResourceExhausted && state.MemoryDenied || status == abi.StatusResourceExhausted && atMemoryLimit(uint64(len(mem)), c.spec.Limits.MaxMemory) {
+		// (ABI.md, section 4; other statuses stay GuestError). wazero
+		// reports refusals (MemoryDenied); wasmtime's C API does not, so,
+		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
+		// within a page of the limit counts too: both engines then agree.
+		if status == abi.StatusResourceExhausted && state.MemoryLimitHit(uint64(len(mem))) {
 			cl.kept = false
 			e.kind = MemoryLimit
-			e.Message = fmt.Sprintf("memory limit of %s reached (guest returned %s)", sandbox.FormatBytes(c.spec.Limits.MaxMemory), status)
+			e.Message = sandbox.MemoryLimitMessage(c.spec.Limits.MaxMemory, "guest returned "+status.String())
 		}
 		return e
 	}
@@ -377,7 +380,7 @@ func (cl *call) deliver(r *request) *CallbackError {
 // memory describes the instance's linear memory.
 func (cl *call) memory() GuestMemory {
 	mem := cl.g.inst.Memory()
-	gm := GuestMemory{Instance: cl.g.id, Size: uint64(len(mem)), Stable: cl.c.stableMemory}
+	gm := GuestMemory{Instance: cl.g.id, Size: uint64(len(mem)), Stable: cl.g.stable}
 	if len(mem) > 0 {
 		gm.Base = unsafe.Pointer(unsafe.SliceData(mem))
 	}

@@ -122,7 +122,8 @@ func describeResult(outs []abi.Tensor, err error) string {
 		if !errors.As(err, &ce) {
 			return "untyped error: " + err.Error()
 		}
-		return fmt.Sprintf("%s status=%v guest=%q", ce.Kind().Ident(), ce.Status, ce.GuestMessage)
+		// The message too: one message per kind, whatever the engine.
+		return fmt.Sprintf("%s status=%v guest=%q message=%q", ce.Kind().Ident(), ce.Status, ce.GuestMessage, ce.Message)
 	}
 	var b strings.Builder
 	for i, o := range outs {
@@ -150,4 +151,39 @@ func describeResult(outs []abi.Tensor, err error) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestDifferentialLoad loads every hostile module that must fail (or
+// pass) at load on wazero and on wasmtime side by side and requires the
+// same outcome: the same kind and the same message, word for word (start
+// function traps, _initialize, the probe calls, the load check). The one
+// documented difference (elem_oob, a wazero choice) is skipped.
+func TestDifferentialLoad(t *testing.T) {
+	if !wasmtime.Available {
+		t.Skip("this build has no wasmtime engine (cgo disabled)")
+	}
+	ctx := context.Background()
+	compared := 0
+	for _, hc := range hostileCases {
+		if hc.phase != atLoad || hc.differs != nil {
+			continue
+		}
+		t.Run(hc.name, func(t *testing.T) {
+			wasm := hostileWasm(t, hc)
+			results := map[string]string{}
+			for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {
+				h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+				require.NoError(t, err)
+				err = h.LoadModule(ctx, hostileCallback(hc, e), wasm)
+				results[e] = "loaded"
+				if err != nil {
+					results[e] = fmt.Sprintf("%s: %v", abi.KindOf(err).Ident(), err)
+				}
+				require.NoError(t, h.Close(ctx))
+			}
+			require.Equal(t, results[config.EngineWazero], results[config.EngineWasmtime], "the engines disagree at load")
+			compared++
+		})
+	}
+	t.Logf("%d modules compared at load across engines", compared)
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,9 +74,13 @@ func FuzzGuest(f *testing.F) {
 	// one engine hit the short timeout (a script of ten thousand imports
 	// can come close to it, and a loaded machine pushes it over).
 	const timeout, slowTimeout = 100 * time.Millisecond, 5 * time.Second
+	// The "fuzzfuel_" callbacks add a fuel budget: fuel is counted the
+	// same way on both engines, so even which inputs exhaust it must
+	// agree.
+	const fuzzFuel = 300_000
 	engines := engineNames()
 	for _, e := range engines {
-		for prefix, d := range map[string]time.Duration{"fuzz_": timeout, "fuzzslow_": slowTimeout} {
+		for prefix, d := range map[string]time.Duration{"fuzz_": timeout, "fuzzslow_": slowTimeout, "fuzzfuel_": slowTimeout} {
 			cb := config.DefaultCallback()
 			cb.Name, cb.Export, cb.Engine = prefix+e, "run", e
 			cb.Signature = "(script: u8[k], x: f32[n]) -> f32[n]"
@@ -82,6 +88,9 @@ func FuzzGuest(f *testing.F) {
 			cb.MaxInstances = 1
 			cb.Limits.Timeout = d
 			cb.Limits.MaxMemory = 1 << 20
+			if prefix == "fuzzfuel_" {
+				cb.Limits.Fuel = fuzzFuel
+			}
 			if err := h.LoadModule(ctx, cb, wasm); err != nil {
 				f.Fatal(err)
 			}
@@ -113,21 +122,29 @@ func FuzzGuest(f *testing.F) {
 		if timing {
 			results = run("fuzzslow_", slowTimeout)
 		}
-		for i := 1; i < len(results); i++ {
-			a, b := results[0], results[i]
-			if a.kind != b.kind || a.status != b.status || a.message != b.message || !bytes.Equal(a.out, b.out) {
-				t.Fatalf("engines differ: %s: %s status %v %.200q; %s: %s status %v %.200q (outputs equal: %v)",
-					engines[0], a.kind.Ident(), a.status, a.message, engines[i], b.kind.Ident(), b.status, b.message, bytes.Equal(a.out, b.out))
+		compare := func(what string, results []outcome) {
+			for i := 1; i < len(results); i++ {
+				a, b := results[0], results[i]
+				if a.kind != b.kind || a.status != b.status || a.message != b.message || a.hostMessage != b.hostMessage || !bytes.Equal(a.out, b.out) {
+					t.Fatalf("engines differ%s: %s: %s status %v %.200q %q; %s: %s status %v %.200q %q (outputs equal: %v)",
+						what, engines[0], a.kind.Ident(), a.status, a.message, a.hostMessage, engines[i], b.kind.Ident(), b.status, b.message, b.hostMessage, bytes.Equal(a.out, b.out))
+				}
 			}
+		}
+		compare("", results)
+		fueled := run("fuzzfuel_", slowTimeout)
+		if !slices.ContainsFunc(fueled, func(o outcome) bool { return o.kind == host.Timeout }) {
+			compare(fmt.Sprintf(" with fuel %d", fuzzFuel), fueled)
 		}
 	})
 }
 
 type outcome struct {
-	kind    host.Kind
-	status  abi.Status
-	message string
-	out     []byte
+	kind        host.Kind
+	status      abi.Status
+	message     string // the guest's
+	hostMessage string // the host's: one per kind, whatever the engine
+	out         []byte
 }
 
 // runScript runs one script on one callback and checks the invariants
@@ -164,7 +181,7 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 		if !bytes.Equal(out.Data, before) {
 			t.Fatalf("%s: a failed call (%v) wrote the output buffer", e, err)
 		}
-		o.kind, o.status, o.message = ce.Kind(), ce.Status, ce.GuestMessage
+		o.kind, o.status, o.message, o.hostMessage = ce.Kind(), ce.Status, ce.GuestMessage, ce.Message
 	}
 	// The host keeps serving.
 	benign := []host.Tensor{abi.From([]byte{1, 0, 0}), abi.From(slices.Clone(x))}
@@ -176,4 +193,63 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 		t.Fatalf("%s: %d instances left alive with fresh isolation", e, st.Live)
 	}
 	return o
+}
+
+// FuzzInspect feeds host.Inspect arbitrary bytes, seeded with every hostile
+// module: it must never panic (a module the load check refuses is never
+// compiled), and it must agree with Load given the same default limits on
+// wazero (Inspect's engine): a module it finds no problem with loads (or
+// times out: timing is the machine's), one it finds a problem with is
+// refused.
+func FuzzInspect(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "hostile", "*.wat"))
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		wasm, err := wat.Compile(string(src))
+		if err != nil {
+			f.Fatal(p, err)
+		}
+		f.Add(wasm)
+	}
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	// A minimum memory above the default max_memory: crashed Inspect.
+	f.Add(wat.Must(`(module (memory (export "memory") 1025)
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 1024))
+  (func (export "run") (param i32) (result i32) (i32.const 0)))`))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		ctx := context.Background()
+		r, err := host.Inspect(ctx, wasm)
+		if err != nil {
+			return // not a module
+		}
+		if len(r.Callbacks) == 0 {
+			return
+		}
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close(ctx)
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export = "inspected", r.Callbacks[0].Export
+		if r.Callbacks[0].Signature == nil {
+			cb.Signature = "(x: f32[n]) -> f32[n]"
+		}
+		for _, imp := range r.Imports {
+			if imp.Module == "wasi_snapshot_preview1" {
+				cb.WASI = config.WASIMinimal
+			}
+		}
+		err = h.LoadModule(ctx, cb, wasm)
+		switch {
+		case len(r.Problems) > 0 && err == nil && !strings.Contains(strings.Join(r.Problems, "\n"), "timeout"):
+			t.Fatalf("Inspect found problems %q, but Load accepts the module", r.Problems)
+		case len(r.Problems) == 0 && err != nil && !errors.Is(err, host.Timeout):
+			t.Fatalf("Inspect found no problem, but Load refuses the module: %v", err)
+		}
+	})
 }

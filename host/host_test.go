@@ -161,7 +161,7 @@ func TestTimeoutThenServe(t *testing.T) {
 func TestABIViolations(t *testing.T) {
 	cases := map[string]string{
 		"bad_status":    "status 77 is not an ABI v1 status",
-		"overrun":       "guest wrote 1 bytes past the end of its 8-byte buffer",
+		"overrun":       "guest wrote past the end of its 8-byte buffer: the first changed byte is at end+0",
 		"redirect":      "the data pointer of output 0's descriptor",
 		"bad_error_ptr": "callbox.error message at guest offset 4294967288",
 	}

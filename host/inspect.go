@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -65,9 +68,12 @@ type CallbackReport struct {
 	Signature *abi.Signature // nil when the module does not declare one
 }
 
-// Inspect reads a module and, in a sandbox with the default limits (WASI
-// granted if the module imports it), asks it for its ABI version and
-// signatures. It never fails on an ABI violation; it lists them.
+// Inspect reads a module and, when it passes the load check that Load
+// applies (with the default limits, WASI granted if the module imports
+// it), asks it in a sandbox for its ABI version and signatures. A module
+// that would not load is never compiled or run: its problems are listed
+// instead. Inspect never fails on an ABI violation, and never panics, on
+// any module; it returns an error only for bytes that are not a module.
 func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	m, err := wasmbin.Parse(wasm)
 	if err != nil {
@@ -109,7 +115,7 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	}
 	var exports []string
 	for _, e := range m.Exports {
-		if e.Kind != wasmbin.KindFunc || e.Func == nil || !sameValTypes(e.Func.Params, callbackSig[0]) || !sameValTypes(e.Func.Results, callbackSig[1]) {
+		if e.Kind != wasmbin.KindFunc || e.Func == nil || !funcType(e.Func).Equal(sandbox.FuncType{Params: callbackSig[0], Results: callbackSig[1]}) {
 			continue
 		}
 		if _, abiExport := exportSigs[e.Name]; abiExport {
@@ -128,10 +134,19 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	if wasi {
 		cb.WASI = config.WASIMinimal
 	}
-	if err := checkModule(m, cb, wasi); err != nil {
-		r.Problems = append(r.Problems, splitErrors(err)...)
+	// The load path's own check, before anything compiles the module.
+	// A module the check refuses is never compiled, except one refused
+	// only for imports the host does not provide: probe reads its version
+	// and signatures with those imports stubbed out.
+	if _, err := checkLoad(wasm, cb); err != nil {
+		problems := splitErrors(err)
+		r.Problems = append(r.Problems, problems...)
+		if onlyUnprovidedImports(problems) {
+			r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
+		}
+	} else {
+		r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
 	}
-	r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
 	for _, name := range exports {
 		r.Callbacks = append(r.Callbacks, CallbackReport{Export: name, Signature: sigs[name]})
 	}
@@ -147,13 +162,14 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module
 		return
 	}
 	defer eng.Close(ctx)
-	mod, err := eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "inspect", Limits: limitsOf(cb.Limits), WASI: cb.WASI == config.WASIMinimal})
+	mod, err := sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{Name: "inspect", Limits: cb.Limits, WASI: cb.WASI == config.WASIMinimal})
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
 		return
 	}
 	defer mod.Close(ctx)
-	inst, err := mod.Instantiate(ctx)
+	// One deadline for the whole probe, as at load.
+	inst, err := mod.Instantiate(ctx, sandbox.Deadline(time.Now(), cb.Limits.Timeout))
 	if err != nil {
 		// Still read the version and signatures when only the imports
 		// stand in the way (the problem is already listed).
@@ -197,7 +213,22 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module
 	*sigs = table
 }
 
+// onlyUnprovidedImports reports load problems that are all imports the
+// host does not provide (checkModule's wording).
+func onlyUnprovidedImports(problems []string) bool {
+	for _, p := range problems {
+		if !strings.Contains(p, "which the host does not provide") {
+			return false
+		}
+	}
+	return len(problems) > 0
+}
+
 func splitErrors(err error) []string {
+	var ke *kindError
+	if errors.As(err, &ke) {
+		err = ke.err
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []string
 		for _, e := range j.Unwrap() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -79,8 +80,8 @@ func stubbedInstance(ctx context.Context, wasm []byte, m *wasmbin.Module, cb con
 		_ = rt.Close(ctx)
 		return nil, err
 	}
-	limits := limitsOf(cb.Limits)
-	return &stubInstance{rt: rt, mod: mod, state: sandbox.NewGuestState(&limits, nil), timeout: cb.Limits}, nil
+	limits := cb.Limits
+	return &stubInstance{rt: rt, mod: mod, state: sandbox.NewGuestState(&limits, nil), deadline: sandbox.Deadline(time.Now(), cb.Limits.Timeout)}, nil
 }
 
 func valueTypes(vs []byte) []api.ValueType {
@@ -94,11 +95,14 @@ func valueTypes(vs []byte) []api.ValueType {
 // stubInstance is a sandbox.Instance over a plain wazero module, for
 // Inspect's probe calls only.
 type stubInstance struct {
-	rt      wazero.Runtime
-	mod     api.Module
-	state   *sandbox.GuestState
-	timeout config.Limits
+	rt       wazero.Runtime
+	mod      api.Module
+	state    *sandbox.GuestState
+	deadline time.Time // one for the whole probe, as at load
 }
+
+// SetDeadline implements sandbox.Instance.
+func (s *stubInstance) SetDeadline(d time.Time) { s.deadline = d }
 
 func (s *stubInstance) Export(name string, params, results []sandbox.ValType) (sandbox.Function, error) {
 	fn := s.mod.ExportedFunction(name)
@@ -129,9 +133,9 @@ func (s *stubInstance) Call(ctx context.Context, fn sandbox.Function, stack []ui
 	if !ok {
 		return errors.New("not a function of this instance")
 	}
-	if s.timeout.Timeout > 0 {
+	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, s.deadline)
 		defer cancel()
 	}
 	return f.CallWithStack(ctx, stack)

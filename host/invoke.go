@@ -169,9 +169,6 @@ func (c *Callback) callError(err error, during string) *CallbackError {
 	} else {
 		e = c.fail(ABIViolation, err.Error(), err)
 	}
-	if e.kind == Timeout && c.spec.Limits.Timeout > 0 {
-		e.Message = fmt.Sprintf("timeout after %v", c.spec.Limits.Timeout)
-	}
 	if during != "" {
 		e.Message = during + ": " + e.Message
 	}
@@ -182,9 +179,4 @@ func (c *Callback) callError(err error, during string) *CallbackError {
 // OK: the ABI drops it, but an operator may want to know.
 func (c *Callback) logDroppedError(ctx context.Context, msg string) {
 	c.logger.DebugContext(ctx, "guest set an error message but returned OK; dropped", "message", msg)
-}
-
-// atMemoryLimit reports a guest memory within one page of its limit.
-func atMemoryLimit(memBytes, limit uint64) bool {
-	return limit != 0 && memBytes+abi.PageSize > limit
 }

@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
 )
@@ -32,10 +36,8 @@ type Callback struct {
 	mod    sandbox.Module
 	pool   *pool
 	hasFre bool
-	// stableMemory: the engine guarantees instance memory never moves.
-	stableMemory bool
-	skewed       bool
-	logger       *slog.Logger
+	skewed bool
+	logger *slog.Logger
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 }
@@ -99,14 +101,11 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
 		return nil, withKind(InvalidArgument, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256))
 	}
-	info, err := wasmbin.Parse(wasm)
+	info, err := checkLoad(wasm, cb)
 	if err != nil {
-		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
-	}
-	wasi := cb.WASI == config.WASIMinimal
-	if err := checkModule(info, cb, wasi); err != nil {
 		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
 	}
+	wasi := cb.WASI == config.WASIMinimal
 	// The signature table from the custom section, if any.
 	var embedded *abi.Signature
 	if secs := info.Custom[abi.SignatureSection]; len(secs) > 0 {
@@ -134,20 +133,13 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	}
 	c := &Callback{h: h, name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
 	_, c.hasFre = info.Export(abi.ExportFree)
-	c.stableMemory = eng.Supports(sandbox.FeatureStableMemory)
 	// The id is known only after the signature is; guest log lines carry
 	// it through the logger's lazily bound attribute.
 	logger := slog.New(&idHandler{Handler: h.logger.With("callback", cb.Name).Handler(), id: &c.id})
 	c.logger = logger
-	// Give every table a maximum: wazero has no table limit of its own and
-	// would let table.grow allocate up to 32 GiB of host memory.
-	limited, err := wasmbin.LimitTables(wasm, abi.MaxTableElements)
-	if err != nil {
-		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
-	}
-	c.mod, err = eng.Compile(ctx, limited, sandbox.ModuleConfig{
+	c.mod, err = sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{
 		Name:   cb.Name,
-		Limits: limitsOf(cb.Limits),
+		Limits: cb.Limits,
 		WASI:   wasi,
 		Logger: logger,
 		SHA256: sum,
@@ -158,8 +150,9 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	c.pool = newPool(c, cb.MaxInstances)
 
 	// A probe instance checks the ABI version, runs _initialize, and reads
-	// the signature export when there is no custom section.
-	probe, err := c.newGuest(ctx, true)
+	// the signature export when there is no custom section: all of it one
+	// guest run against one deadline, as a call is.
+	probe, err := c.newGuest(ctx, sandbox.Deadline(time.Now(), cb.Limits.Timeout), true)
 	if err != nil {
 		_ = c.mod.Close(ctx)
 		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
@@ -217,11 +210,6 @@ func (h *idHandler) WithGroup(name string) slog.Handler {
 	return &idHandler{Handler: h.Handler.WithGroup(name), id: h.id}
 }
 
-func limitsOf(l config.Limits) sandbox.Limits {
-	return sandbox.Limits{Timeout: l.Timeout, MaxMemory: l.MaxMemory, Fuel: l.Fuel, MaxStack: l.MaxStack,
-		MaxError: l.MaxError, MaxLog: l.MaxLog}
-}
-
 func joinSections(secs [][]byte) []byte {
 	var out []byte
 	for _, s := range secs {
@@ -264,6 +252,21 @@ var (
 	callbackSig = [2][]sandbox.ValType{{i32}, {i32}}
 )
 
+// checkLoad is the load check, the one set of rules every module passes
+// before anything compiles or instantiates it, on every path (Load and
+// Inspect): it parses the module (bounded: wasmbin) and applies
+// checkModule. Its errors carry their Kind.
+func checkLoad(wasm []byte, cb config.Callback) (*wasmbin.Module, error) {
+	info, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, withKind(ABIViolation, err)
+	}
+	if err := checkModule(info, cb, cb.WASI == config.WASIMinimal); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
 // checkModule applies the ABI's load-time rules to a parsed module: the
 // required exports with the right types, nothing imported that the host
 // does not grant, one 32-bit memory within the limit, bounded tables.
@@ -293,8 +296,8 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, fmt.Errorf("imports %s, which the host does not provide", full))
 			continue
 		}
-		if imp.Func != nil && !sameValTypes(imp.Func.Params, hf.Params) || imp.Func != nil && !sameValTypes(imp.Func.Results, hf.Results) {
-			errs = append(errs, fmt.Errorf("imports %s with type %s, but the host's has type %s", full, imp.Func, hostFuncType(hf)))
+		if want := (sandbox.FuncType{Params: hf.Params, Results: hf.Results}); imp.Func != nil && !funcType(imp.Func).Equal(want) {
+			errs = append(errs, fmt.Errorf("imports %s with type %s, but the host's has type %s", full, funcType(imp.Func), want))
 		}
 	}
 	want := map[string][2][]sandbox.ValType{cb.Export: callbackSig}
@@ -302,7 +305,9 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 		want[name] = sig
 	}
 	required := []string{abi.ExportVersion, abi.ExportAlloc, cb.Export}
-	for name, sig := range want {
+	// In a fixed order, so the message does not vary from load to load.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		sig := want[name]
 		e, ok := m.Export(name)
 		if !ok {
 			continue
@@ -311,8 +316,10 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, fmt.Errorf("export %s is a %s, want a function", name, e.Kind))
 			continue
 		}
-		if e.Func != nil && (!sameValTypes(e.Func.Params, sig[0]) || !sameValTypes(e.Func.Results, sig[1])) {
-			errs = append(errs, fmt.Errorf("export %s has type %s, want %s", name, e.Func, hostFuncType(sandbox.HostFunc{Params: sig[0], Results: sig[1]})))
+		if e.Func != nil {
+			if err := sandbox.CheckExport(name, funcType(e.Func), sandbox.FuncType{Params: sig[0], Results: sig[1]}); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, name := range required {
@@ -324,8 +331,8 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 	// that already had one could not be instrumented, and on wazero would
 	// run without the meter's stack limit and fuel.
 	for _, e := range m.Exports {
-		if strings.HasPrefix(e.Name, reservedExportPrefix) {
-			errs = append(errs, fmt.Errorf("export %s uses the prefix %s, which the host reserves", e.Name, reservedExportPrefix))
+		if strings.HasPrefix(e.Name, meter.ExportPrefix) {
+			errs = append(errs, fmt.Errorf("export %s uses the prefix %s, which the host reserves", e.Name, meter.ExportPrefix))
 		}
 	}
 	if e, ok := m.Export(abi.ExportMemory); !ok || e.Kind != wasmbin.KindMemory {
@@ -366,29 +373,14 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 	return nil
 }
 
-// reservedExportPrefix is the export-name prefix the host reserves for its
-// load-time instrumentation (internal/meter).
-const reservedExportPrefix = "callbox_meter_"
-
-func sameValTypes(a []byte, b []sandbox.ValType) bool {
-	if len(a) != len(b) {
-		return false
+// funcType converts a parsed function type.
+func funcType(t *wasmbin.FuncType) sandbox.FuncType {
+	ft := sandbox.FuncType{Params: make([]sandbox.ValType, len(t.Params)), Results: make([]sandbox.ValType, len(t.Results))}
+	for i, p := range t.Params {
+		ft.Params[i] = sandbox.ValType(p)
 	}
-	for i := range a {
-		if a[i] != byte(b[i]) {
-			return false
-		}
+	for i, r := range t.Results {
+		ft.Results[i] = sandbox.ValType(r)
 	}
-	return true
-}
-
-func hostFuncType(hf sandbox.HostFunc) string {
-	t := wasmbin.FuncType{}
-	for _, p := range hf.Params {
-		t.Params = append(t.Params, byte(p))
-	}
-	for _, r := range hf.Results {
-		t.Results = append(t.Results, byte(r))
-	}
-	return t.String()
+	return ft
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -29,17 +30,21 @@ type guest struct {
 	calls  uint64
 	meta   []byte // host copy of the last frame's metadata
 	stack  [4]uint64
+	// stable: the instance's memory never moves (sandbox.MemoryStable).
+	stable bool
 }
 
 // newGuest instantiates the module, runs _initialize and resolves the
-// exports a call needs. The probe instance made at load also checks the ABI
-// version; later instances of the same module bytes need not.
-func (c *Callback) newGuest(ctx context.Context, probe bool) (*guest, error) {
-	inst, err := c.mod.Instantiate(ctx)
+// exports a call needs, all against deadline: the deadline of the host call
+// (or load) it serves, which stays set on the instance. The probe instance
+// made at load also checks the ABI version; later instances of the same
+// module bytes need not.
+func (c *Callback) newGuest(ctx context.Context, deadline time.Time, probe bool) (*guest, error) {
+	inst, err := c.mod.Instantiate(ctx, deadline)
 	if err != nil {
 		return nil, err
 	}
-	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose}
+	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose, stable: sandbox.MemoryStable(c.engine, inst)}
 	fail := func(err error) (*guest, error) {
 		_ = inst.Close(ctx)
 		return nil, err
@@ -115,13 +120,11 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	}
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
-		kind := sandbox.GuestError
-		if g.inst.State().MemoryDenied || atMemoryLimit(uint64(len(g.inst.Memory())), g.inst.State().Limits().MaxMemory) {
-			// As after RESOURCE_EXHAUSTED: the within-a-page fallback
-			// makes wasmtime, which reports no refusals, agree with wazero.
-			kind = sandbox.MemoryLimit
+		msg := fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)
+		if state := g.inst.State(); state.MemoryLimitHit(uint64(len(g.inst.Memory()))) {
+			return abi.Region{}, &sandbox.Trap{Class: sandbox.MemoryLimit, Message: sandbox.MemoryLimitMessage(state.Limits().MaxMemory, msg)}
 		}
-		return abi.Region{}, &sandbox.Trap{Class: kind, Message: fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)}
+		return abi.Region{}, &sandbox.Trap{Class: sandbox.GuestError, Message: msg}
 	}
 	mem := g.inst.Memory()
 	if err := abi.CheckRange(uint64(len(mem)), ptr, uint64(size), abi.ExportAlloc+" result"); err != nil {
@@ -235,24 +238,30 @@ func newPool(c *Callback, max int) *pool {
 	return &pool{c: c, fresh: c.spec.Isolation == config.IsolationFresh, slots: make(chan struct{}, max)}
 }
 
-// get returns an instance for one call, waiting for a free slot until ctx is
-// done. created reports a new instance.
-func (p *pool) get(ctx context.Context) (g *guest, created bool, err error) {
+// get returns an instance for one host call, waiting for a free slot until
+// ctx is done. created reports a new instance. The call's one deadline,
+// timeout from now (0: none), starts once the slot is taken (waiting for
+// one is not guest time) and is armed on the instance: a new one is
+// instantiated against it, an idle one has it set. Every guest entry the
+// call makes runs against it.
+func (p *pool) get(ctx context.Context, timeout time.Duration) (g *guest, created bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	}
+	deadline := sandbox.Deadline(time.Now(), timeout)
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		g = p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
+		g.inst.SetDeadline(deadline)
 		return g, false, nil
 	}
 	p.live++
 	p.mu.Unlock()
-	g, err = p.c.newGuest(ctx, false)
+	g, err = p.c.newGuest(ctx, deadline, false)
 	if err != nil {
 		p.mu.Lock()
 		p.live--

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // ErrSessionClosed is returned by a Session used after Release, or after a
@@ -43,7 +44,7 @@ func (h *Host) NewSession(ctx context.Context, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, _, err := c.pool.get(ctx)
+	g, _, err := c.pool.get(ctx, c.spec.Limits.Timeout)
 	if err != nil {
 		h.inflight.Done()
 		return nil, c.acquireError(ctx, err)
@@ -69,6 +70,7 @@ func (s *Session) Alloc(ctx context.Context, dtype abi.DType, shape ...int64) (T
 	if n > abi.MaxTensorBytes {
 		return Tensor{}, fmt.Errorf("%s%v does not fit a wasm32 memory", dtype, shape)
 	}
+	s.g.inst.SetDeadline(sandbox.Deadline(time.Now(), s.c.spec.Limits.Timeout))
 	reg, err := s.g.allocate(ctx, uint32(max(n, 1)))
 	if err != nil {
 		s.broken = true
@@ -129,6 +131,9 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 	p, cerr := s.c.planFor(inputs, inputAt)
 	if cerr == nil {
 		cl.p = p
+		// The session's instance serves one host call after another: each
+		// (this Invoke, an Alloc, the Release) has a deadline of its own.
+		s.g.inst.SetDeadline(sandbox.Deadline(cl.began, s.c.spec.Limits.Timeout))
 		cerr = s.runGuarded(ctx, &cl, &r)
 	}
 	cl.st.Wall = time.Since(cl.began)
@@ -172,6 +177,7 @@ func (s *Session) Release(ctx context.Context) {
 	s.done = true
 	defer s.h.inflight.Done()
 	if !s.broken {
+		s.g.inst.SetDeadline(sandbox.Deadline(time.Now(), s.c.spec.Limits.Timeout))
 		for len(s.g.blocks) > 0 {
 			reg := s.g.blocks[len(s.g.blocks)-1]
 			s.g.blocks = s.g.blocks[:len(s.g.blocks)-1]

@@ -27,6 +27,8 @@ targets=(
   "./host FuzzGuest"
   "./lowering FuzzParse"
   "./ffi FuzzFromDL"
+  "./host FuzzInspect"
+  "./internal/meter FuzzInstrument"
 )
 failed=()
 start=$(date +%s)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
@@ -50,9 +51,14 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageErr(err error) error    { return &exitError{exitUsage, err} }
-func callbackErr(err error) error { return &exitError{exitCallback, err} }
-func outputErr(err error) error   { return &exitError{exitOutput, err} }
+func usageErr(err error) error  { return &exitError{exitUsage, err} }
+func outputErr(err error) error { return &exitError{exitOutput, err} }
+
+// callbackErr is a failed call: its one line names the kind, whatever the
+// message says (an ABI violation's message names what the guest did).
+func callbackErr(err error) error {
+	return &exitError{exitCallback, fmt.Errorf("%w (kind %s)", err, abi.KindOf(err).Ident())}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

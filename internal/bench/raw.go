@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -154,11 +155,11 @@ func newRawSandbox(ctx context.Context, engine string, wasm []byte, cacheDir str
 		_ = r.close(ctx)
 		return nil, fmt.Errorf("raw %s: %w", engine, err)
 	}
-	r.mod, err = eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "kernels", Logger: slog.New(slog.DiscardHandler)})
+	r.mod, err = sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{Name: "kernels", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fail(err)
 	}
-	if r.inst, err = r.mod.Instantiate(ctx); err != nil {
+	if r.inst, err = r.mod.Instantiate(ctx, time.Time{}); err != nil {
 		return fail(err)
 	}
 	for i, e := range rawExports {

@@ -183,7 +183,7 @@ func MeasureInstantiate(ctx context.Context, engine string, memBytes uint64) Ins
 	}
 	defer eng.Close(ctx)
 	wasm := genModule(uint32(memBytes/abi.PageSize), 0, 0)
-	mod, err := eng.Compile(ctx, wasm, sandbox.ModuleConfig{Name: "inst", Limits: sandbox.Limits{Timeout: BenchTimeout, MaxMemory: 256 << 20}})
+	mod, err := sandbox.Compile(ctx, eng, wasm, sandbox.ModuleConfig{Name: "inst", Limits: config.Limits{Timeout: BenchTimeout, MaxMemory: 256 << 20}})
 	if err != nil {
 		res.Err = err
 		return res
@@ -193,7 +193,7 @@ func MeasureInstantiate(ctx context.Context, engine string, memBytes uint64) Ins
 	res.NsPerOp, res.CPUPerOp = math.Inf(1), math.NaN()
 	for range 3 {
 		s, err := measure(&runner{op: func() error {
-			inst, err := mod.Instantiate(ctx)
+			inst, err := mod.Instantiate(ctx, sandbox.Deadline(time.Now(), BenchTimeout))
 			if err != nil {
 				return err
 			}
@@ -252,7 +252,7 @@ func MeasureCache(ctx context.Context, engine string, wasm []byte, reps int) Cac
 	// address and hands the sum to the engine, which keys its caches on
 	// it; the engine-level hit is timed given that sum (HitLoad includes
 	// it).
-	cfg := sandbox.ModuleConfig{Name: "big", Limits: sandbox.Limits{Timeout: time.Second, MaxMemory: 64 << 20}, SHA256: sha256.Sum256(wasm)}
+	cfg := sandbox.ModuleConfig{Name: "big", Limits: config.Limits{Timeout: time.Second, MaxMemory: 64 << 20}, SHA256: sha256.Sum256(wasm)}
 	compile := func() (wall, cpu time.Duration, err error) {
 		eng, err := newEngine(ctx, engine, dir)
 		if err != nil {

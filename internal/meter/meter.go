@@ -63,8 +63,8 @@ const (
 	// GrowDeniedName is called with the pages a refused memory.grow asked
 	// for.
 	GrowDeniedName = "grow_denied"
-	BudgetExport   = "callbox_meter_budget"
-	StackExport    = "callbox_meter_stack"
+	BudgetExport   = ExportPrefix + "budget"
+	StackExport    = ExportPrefix + "stack"
 )
 
 // Fuel rates of operations whose work grows with an operand. The
@@ -92,6 +92,12 @@ const (
 // Options.MaxBlocks. It does not wrap ErrUnsupported: the module is
 // refused, not run unmetered.
 var ErrTooManyBlocks = errors.New("too many blocks in one function")
+
+// ExportPrefix starts the name of every export the rewrite adds. A module
+// that already exports a name with it cannot be instrumented (and on wazero
+// would run without its fuel and stack limits), so the host reserves the
+// prefix: its load check refuses such modules.
+const ExportPrefix = "callbox_meter_"
 
 // FrameOverhead is the bytes charged per call on top of 8 per parameter and
 // local, approximating an engine's per-frame bookkeeping.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
@@ -30,7 +31,7 @@ func hostFunc(t *testing.T, module, name string) sandbox.HostFunc {
 // Replacement characters are 3 bytes: a message of invalid UTF-8 used to
 // grow to twice max_error.
 func TestErrorCapHoldsForInvalidUTF8(t *testing.T) {
-	lim := sandbox.Limits{MaxError: 4096, MaxLog: 4096}
+	lim := config.Limits{MaxError: 4096, MaxLog: 4096}
 	g := sandbox.NewGuestState(&lim, nil)
 	mem := []byte(strings.Repeat("\xffA", 4096))
 	g.HostError(mem, 0, uint32(len(mem)))
@@ -50,7 +51,7 @@ func TestErrorCapHoldsForInvalidUTF8(t *testing.T) {
 // A long stdout write with no newline used to rescan the whole buffer for
 // every 4 KiB line: quadratic host CPU that no timeout interrupts.
 func TestStdoutFloodIsLinear(t *testing.T) {
-	lim := sandbox.Limits{MaxError: 64, MaxLog: 64 << 10}
+	lim := config.Limits{MaxError: 64, MaxLog: 64 << 10}
 	g := sandbox.NewGuestState(&lim, nil)
 	mem := make([]byte, 64<<20)
 	for i := range mem {
@@ -75,12 +76,13 @@ func TestStdoutFloodIsLinear(t *testing.T) {
 // A WASI sleep used to wait for the caller's context only: a guest could
 // hold its caller for as long as it liked, past any timeout.
 func TestPollOneoffHonoursTimeout(t *testing.T) {
-	lim := sandbox.Limits{Timeout: 50 * time.Millisecond, MaxError: 64, MaxLog: 64}
+	lim := config.Limits{Timeout: 50 * time.Millisecond, MaxError: 64, MaxLog: 64}
 	g := sandbox.NewGuestState(&lim, nil)
 	mem := make([]byte, 256)
 	binary.LittleEndian.PutUint32(mem[16:], 1)      // clock: monotonic
 	binary.LittleEndian.PutUint64(mem[24:], 3600e9) // one hour
 	poll := hostFunc(t, sandbox.WASIModule, "poll_oneoff")
+	g.SetDeadline(time.Now().Add(lim.Timeout))
 	g.Begin(context.Background())
 	start := time.Now()
 	poll.Fn(g, mem, []uint64{0, 64, 1, 128})
@@ -91,6 +93,7 @@ func TestPollOneoffHonoursTimeout(t *testing.T) {
 
 	// A sleep within the timeout still sleeps and succeeds.
 	binary.LittleEndian.PutUint64(mem[24:], uint64(5*time.Millisecond))
+	g.SetDeadline(time.Now().Add(lim.Timeout))
 	g.Begin(context.Background())
 	stack := []uint64{0, 64, 1, 128}
 	poll.Fn(g, mem, stack)
@@ -102,7 +105,7 @@ func TestPollOneoffHonoursTimeout(t *testing.T) {
 // Capping reads no more of a message than it keeps: megabytes of invalid
 // UTF-8 cost the host no more than a few KiB.
 func TestErrorCapReadsOnlyTheCap(t *testing.T) {
-	lim := sandbox.Limits{MaxError: 4096, MaxLog: 4096}
+	lim := config.Limits{MaxError: 4096, MaxLog: 4096}
 	g := sandbox.NewGuestState(&lim, nil)
 	mem := make([]byte, 64<<20)
 	for i := range mem {

@@ -13,23 +13,19 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"time"
-)
 
-// Limits are enforced by the engine on every call of a module's instances.
-type Limits struct {
-	Timeout   time.Duration // wall clock per call (and per instantiation); 0 = none
-	MaxMemory uint64        // linear memory bytes, a multiple of abi.PageSize
-	Fuel      uint64        // work budget per call (see FuelMeter for the unit); 0 = unlimited
-	MaxStack  uint64        // wasm stack bytes; 0 = engine default
-	MaxError  uint64        // bytes of guest error message kept
-	MaxLog    uint64        // bytes of guest log output per call
-}
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
+)
 
 // ModuleConfig describes how to compile and run one callback module.
 type ModuleConfig struct {
 	// Name identifies the module in diagnostics (the callback name).
-	Name   string
-	Limits Limits
+	Name string
+	// Limits are the callback's limits, as config defines them (the one
+	// Limits type): the engines read Timeout, MaxMemory, Fuel, MaxStack,
+	// MaxError and MaxLog. MaxOutput is the host's.
+	Limits config.Limits
 	// WASI grants the minimal WASI profile (captured stdout/stderr, clocks,
 	// random; no files, sockets, args or environment).
 	WASI bool
@@ -58,9 +54,33 @@ const (
 	FeatureMaxStack                // Limits.MaxStack
 	// FeatureStableMemory: an instance's linear memory never moves for
 	// the instance's life (growth maps more of one reservation), so its
-	// base address may be cached and pinned once.
+	// base address may be cached and pinned once. An instance that
+	// implements StableMemory may still report that its own memory can
+	// move (MemoryStable).
 	FeatureStableMemory
 )
+
+// StableMemory is implemented by instances that decide memory stability
+// per instance: on wazero, a reservation that could not be mapped falls
+// back to a growable slice, which moves when it grows.
+type StableMemory interface {
+	// MemoryStable reports whether this instance's linear memory never
+	// moves for its life.
+	MemoryStable() bool
+}
+
+// MemoryStable reports whether inst's linear memory never moves: the
+// engine's FeatureStableMemory, narrowed by the instance's own report
+// where it gives one.
+func MemoryStable(e Engine, inst Instance) bool {
+	if !e.Supports(FeatureStableMemory) {
+		return false
+	}
+	if s, ok := inst.(StableMemory); ok {
+		return s.MemoryStable()
+	}
+	return true
+}
 
 // Engine compiles modules. Implementations are safe for concurrent use.
 type Engine interface {
@@ -72,7 +92,8 @@ type Engine interface {
 	// Supports reports whether the engine enforces a limit feature.
 	Supports(Feature) bool
 	// Compile validates and compiles a module. The wasm bytes have already
-	// passed the host's import and export checks.
+	// passed CheckModule (the host's import, export, memory and table
+	// rules) and carry the table limit (LimitTables).
 	Compile(ctx context.Context, wasm []byte, cfg ModuleConfig) (Module, error)
 	// Close releases the engine and everything compiled by it.
 	Close(ctx context.Context) error
@@ -80,9 +101,13 @@ type Engine interface {
 
 // Module is a compiled module. Safe for concurrent use.
 type Module interface {
-	// Instantiate creates an instance, running the start function under
-	// the module's timeout. It does not call _initialize.
-	Instantiate(ctx context.Context) (Instance, error)
+	// Instantiate creates an instance, running the start function against
+	// deadline (zero: none). The deadline stays set for the instance's
+	// later Calls until SetDeadline changes it, so every guest entry of
+	// one host call (start, _initialize, callbox_alloc, the callback)
+	// shares the one deadline the host computed for that call. It does not
+	// call _initialize.
+	Instantiate(ctx context.Context, deadline time.Time) (Instance, error)
 	Close(ctx context.Context) error
 }
 
@@ -95,7 +120,12 @@ type Instance interface {
 	// Export resolves an exported function; it fails when the export is
 	// missing or has a different type than params -> results.
 	Export(name string, params, results []ValType) (Function, error)
-	// Call runs fn under the module's limits. stack holds the parameters on
+	// SetDeadline sets the deadline every later Call runs against (zero:
+	// none) until it is set again. It costs no clock read and no
+	// allocation: the host sets it once per host call.
+	SetDeadline(deadline time.Time)
+	// Call runs fn under the module's limits and the deadline last set.
+	// stack holds the parameters on
 	// entry and the results on return (as wazero's CallWithStack). On
 	// failure it returns a *Trap and the instance must not be used again.
 	Call(ctx context.Context, fn Function, stack []uint64) error
@@ -121,16 +151,13 @@ const (
 	F64 ValType = 0x7c
 )
 
-func (v ValType) String() string {
-	switch v {
-	case I32:
-		return "i32"
-	case I64:
-		return "i64"
-	case F32:
-		return "f32"
-	case F64:
-		return "f64"
+// Deadline is the deadline of a guest entry starting at now under timeout:
+// now + timeout, or zero (none) when timeout is not positive.
+func Deadline(now time.Time, timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
 	}
-	return "?"
+	return now.Add(timeout)
 }
+
+func (v ValType) String() string { return wasmbin.ValTypeName(byte(v)) }

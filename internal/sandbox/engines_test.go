@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
@@ -94,17 +95,17 @@ func engines(_ *testing.T) []engineCase {
 // limits are the test defaults. The timeout leaves room for wazero, whose
 // call stack is large: unbounded recursion takes a few hundred milliseconds
 // to overflow it.
-func limits() sandbox.Limits {
-	return sandbox.Limits{Timeout: 3 * time.Second, MaxMemory: 4 << 20, MaxError: 64, MaxLog: 1024}
+func limits() config.Limits {
+	return config.Limits{Timeout: 3 * time.Second, MaxMemory: 4 << 20, MaxError: 64, MaxLog: 1024}
 }
 
-func instantiate(t *testing.T, e sandbox.Engine, src string, lim sandbox.Limits, logger *slog.Logger) sandbox.Instance {
+func instantiate(t *testing.T, e sandbox.Engine, src string, lim config.Limits, logger *slog.Logger) sandbox.Instance {
 	t.Helper()
 	ctx := context.Background()
-	m, err := e.Compile(ctx, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
+	m, err := sandbox.Compile(ctx, e, wat.Must(src), sandbox.ModuleConfig{Name: "t", Limits: lim, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
-	inst, err := m.Instantiate(ctx)
+	inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), lim.Timeout))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inst.Close(ctx) })
 	return inst
@@ -117,6 +118,8 @@ func call(t *testing.T, inst sandbox.Instance, name string, arg uint64) (uint64,
 	fn, err := inst.Export(name, i32toi32[0], i32toi32[1])
 	require.NoError(t, err)
 	stack := []uint64{arg}
+	// Each call is one host call with a deadline of its own.
+	inst.SetDeadline(sandbox.Deadline(time.Now(), inst.State().Limits().Timeout))
 	err = inst.Call(context.Background(), fn, stack)
 	return stack[0], err
 }
@@ -139,6 +142,16 @@ func TestTrapTaxonomy(t *testing.T) {
 		{"grow_forever", sandbox.MemoryLimit},
 		{"bad_error_ptr", sandbox.ABIViolation},
 	}
+	// One message per kind, whatever the engine (issue: fuel and
+	// unreachable read differently on wasmtime).
+	messages := map[string]map[string]string{}
+	defer func() {
+		for export, byEngine := range messages {
+			if len(byEngine) == 2 {
+				assert.Equal(t, byEngine["wazero"], byEngine["wasmtime"], "%s: the engines word the same trap differently", export)
+			}
+		}
+	}()
 	for _, ec := range engines(t) {
 		e := ec.new(t)
 		for _, tc := range cases {
@@ -153,6 +166,10 @@ func TestTrapTaxonomy(t *testing.T) {
 				require.Error(t, err)
 				var trap *sandbox.Trap
 				require.True(t, errors.As(err, &trap), "%T %v", err, err)
+				if messages[tc.export] == nil {
+					messages[tc.export] = map[string]string{}
+				}
+				messages[tc.export][ec.name] = trap.Message
 				assert.Equal(t, tc.kind, trap.Class, "message: %s", trap.Message)
 				assert.ErrorIs(t, err, tc.kind)
 				assert.Less(t, time.Since(start), 10*time.Second, "a trap must end the call promptly")
@@ -240,11 +257,12 @@ func TestFuel(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			inst, err := m.Instantiate(context.Background())
+			inst, err := m.Instantiate(context.Background(), time.Time{})
 			require.NoError(t, err)
 			defer inst.Close(context.Background())
 			_, err = call(t, inst, "spin", 0)
 			require.ErrorIs(t, err, sandbox.FuelExhausted)
+			assert.Equal(t, "fuel exhausted (budget 10000)", err.Error(), "the same words on every engine")
 			used, ok := inst.FuelConsumed()
 			assert.True(t, ok)
 			assert.Equal(t, uint64(10_000), used)
@@ -362,6 +380,69 @@ func TestCorruptCacheIsRecompiled(t *testing.T) {
 			}))
 			require.Greater(t, n, 0, "the first run wrote cache entries")
 			require.Equal(t, uint64(42), run(), "a corrupt entry is recompiled, never executed")
+		})
+	}
+}
+
+// A module whose initial memory is above the limit fails to instantiate;
+// it never panics, even on wazero, whose memory allocator protocol has no
+// way to refuse and panicked (the host's load check refuses such modules
+// before compiling them: this is the engines' own line of defence).
+func TestInstantiateMemoryAboveLimit(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			ctx := context.Background()
+			lim := limits()
+			lim.MaxMemory = 1 << 20
+			m, err := sandbox.Compile(ctx, e, wat.Must(`(module (memory (export "memory") 1025))`), sandbox.ModuleConfig{Name: "t", Limits: lim})
+			require.NoError(t, err)
+			defer m.Close(ctx)
+			inst, err := m.Instantiate(ctx, time.Time{})
+			require.Error(t, err)
+			assert.Nil(t, inst)
+			assert.Contains(t, err.Error(), "instantiate: ")
+		})
+	}
+}
+
+// The deadline belongs to the host call, not to one guest entry: the one
+// given to Instantiate stays set for later Calls, SetDeadline replaces it,
+// and zero means none.
+func TestDeadlinePersistsAcrossCalls(t *testing.T) {
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			e := ec.new(t)
+			ctx := context.Background()
+			m, err := sandbox.Compile(ctx, e, wat.Must(trapsWAT), sandbox.ModuleConfig{Name: "t", Limits: limits()})
+			require.NoError(t, err)
+			defer m.Close(ctx)
+			spin := func(ctx context.Context, inst sandbox.Instance) error {
+				fn, err := inst.Export("spin", i32toi32[0], i32toi32[1])
+				require.NoError(t, err)
+				return inst.Call(ctx, fn, []uint64{0})
+			}
+			passed := time.Now().Add(-time.Millisecond)
+
+			inst, err := m.Instantiate(ctx, passed)
+			require.NoError(t, err, "no start function: nothing runs against the deadline yet")
+			defer inst.Close(ctx)
+			err = spin(ctx, inst)
+			require.ErrorIs(t, err, sandbox.Timeout, "a call runs against the instantiation's deadline")
+			assert.Equal(t, "timeout after 3s", err.Error())
+
+			inst, err = m.Instantiate(ctx, time.Now().Add(time.Hour))
+			require.NoError(t, err)
+			defer inst.Close(ctx)
+			inst.SetDeadline(passed)
+			require.ErrorIs(t, spin(ctx, inst), sandbox.Timeout, "SetDeadline replaces it")
+
+			inst, err = m.Instantiate(ctx, time.Time{})
+			require.NoError(t, err)
+			defer inst.Close(ctx)
+			cctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(30*time.Millisecond, cancel)
+			require.ErrorIs(t, spin(cctx, inst), sandbox.Canceled, "a zero deadline is none: only the context ends the call")
 		})
 	}
 }

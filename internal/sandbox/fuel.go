@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
-
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 )
 
@@ -86,7 +84,7 @@ func (f *FuelMeter) Refill(counter int64) (int64, *Trap) {
 }
 
 func (f *FuelMeter) exhausted() *Trap {
-	return &Trap{Class: FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", f.fuel)}
+	return FuelTrap(uint64(f.fuel))
 }
 
 // Used is the fuel a call used given the counter's value after it. It is
@@ -160,6 +158,6 @@ func RefillFunc() HostFunc {
 func OverflowFunc(limit uint64) HostFunc {
 	return HostFunc{Module: meter.RefillModule, Name: meter.OverflowName,
 		Fn: func(g *GuestState, _ []byte, _ []uint64) {
-			g.Fail(&Trap{Class: StackOverflow, Message: fmt.Sprintf("stack overflow (max_stack %s)", FormatBytes(limit))})
+			g.Fail(StackOverflowTrap(limit))
 		}}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,7 +112,7 @@ func TestFuelBoundsBulkWork(t *testing.T) {
 				m, err := e.Compile(ctx, wat.Must(bulkWAT()), sandbox.ModuleConfig{Name: "bulk", Limits: lim, WASI: true})
 				require.NoError(t, err)
 				defer m.Close(ctx)
-				inst, err := m.Instantiate(ctx)
+				inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), lim.Timeout))
 				require.NoError(t, err)
 				defer inst.Close(ctx)
 				_, err = call(t, inst, bc.export, 0)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
@@ -66,8 +67,9 @@ func FuzzImports(f *testing.F) {
 		f.Add(mem, script, uint16(16), uint16(64))
 	}
 	f.Fuzz(func(t *testing.T, mem, script []byte, maxError, maxLog uint16) {
-		lim := sandbox.Limits{Timeout: time.Millisecond, MaxError: uint64(maxError), MaxLog: uint64(maxLog)}
+		lim := config.Limits{Timeout: time.Millisecond, MaxError: uint64(maxError), MaxLog: uint64(maxLog)}
 		g := sandbox.NewGuestState(&lim, nil)
+		g.SetDeadline(time.Now().Add(lim.Timeout))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		const callSize = 1 + 9*4

@@ -331,8 +331,8 @@ func wasiRandom(g *GuestState, mem []byte, s []uint64) {
 
 // poll_oneoff supports clock subscriptions (sleeps); fd subscriptions
 // complete at once with EBADF. A sleep ends early when the call's context
-// is done or its timeout passes, and then the call is aborted with Canceled
-// or Timeout. (Engines interrupt guest code at the timeout but cannot
+// is done or its deadline passes, and then the call is aborted as
+// InterruptTrap says. (Engines interrupt guest code at the timeout but cannot
 // interrupt a host function, so without the deadline here a guest asking
 // to sleep for a day would hold its caller for a day.)
 func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
@@ -382,12 +382,12 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 		select {
 		case <-t.C:
 			if timedOut {
-				g.Fail(&Trap{Class: Timeout, Message: fmt.Sprintf("timeout after %v (in poll_oneoff)", g.limits.Timeout)})
+				g.Fail(TimeoutTrap(g.limits.Timeout, "in poll_oneoff"))
 				return
 			}
 		case <-g.ctx.Done():
 			t.Stop()
-			g.Fail(contextTrap(g.ctx.Err()))
+			g.Fail(InterruptTrap(g.ctx, g.limits.Timeout))
 			return
 		}
 	}

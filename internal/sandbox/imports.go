@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // GuestState is the host side of one instance's imports: what callbox.error,
@@ -17,7 +18,7 @@ import (
 // engines route their host functions here, so caps, truncation and bounds
 // checks behave identically. It is reset at the start of every call.
 type GuestState struct {
-	limits *Limits
+	limits *config.Limits
 	logger *slog.Logger
 
 	// ErrorMessage is the text the guest last passed to callbox.error.
@@ -39,10 +40,10 @@ type GuestState struct {
 	Counter FuelCounter
 
 	ctx context.Context
-	// deadline is when the call in progress reaches Limits.Timeout (zero
-	// for none). The engines interrupt guest code at the deadline, but not
-	// a host function that blocks (a WASI sleep), so those wait no longer
-	// than this.
+	// deadline is the deadline of the host call in progress (zero for
+	// none), set by the engine's SetDeadline. The engines interrupt guest
+	// code at the deadline, but not a host function that blocks (a WASI
+	// sleep), so those wait no longer than this.
 	deadline time.Time
 	born     time.Time
 	stdout   lineBuffer
@@ -50,7 +51,7 @@ type GuestState struct {
 }
 
 // NewGuestState creates the import state of one instance.
-func NewGuestState(limits *Limits, logger *slog.Logger) *GuestState {
+func NewGuestState(limits *config.Limits, logger *slog.Logger) *GuestState {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -58,19 +59,20 @@ func NewGuestState(limits *Limits, logger *slog.Logger) *GuestState {
 }
 
 // Limits returns the limits the instance runs under.
-func (g *GuestState) Limits() *Limits { return g.limits }
+func (g *GuestState) Limits() *config.Limits { return g.limits }
 
-// Begin resets the per-call state.
+// SetDeadline sets the deadline host functions that wait honour (zero:
+// none); the engines call it from their SetDeadline.
+func (g *GuestState) SetDeadline(deadline time.Time) { g.deadline = deadline }
+
+// Begin resets the per-call state. The deadline is not touched: it belongs
+// to the host call, which may enter the guest several times.
 func (g *GuestState) Begin(ctx context.Context) {
 	g.ErrorMessage = ""
 	g.LogBytes, g.LogDropped = 0, 0
 	g.Abort = nil
 	g.MemoryDenied = false
 	g.ctx = ctx
-	g.deadline = time.Time{}
-	if g.limits.Timeout > 0 {
-		g.deadline = time.Now().Add(g.limits.Timeout)
-	}
 }
 
 // End flushes partial stdout/stderr lines and reports dropped log bytes.
@@ -198,6 +200,9 @@ func (g *GuestState) emit(level slog.Level, text []byte, stream string) {
 		g.LogDropped += take - room
 	}
 	g.LogBytes += min(take, room)
+	if !g.logger.Enabled(g.ctx, level) {
+		return // counted against the cap, but not formatted for nothing
+	}
 	msg := capText(text, room)
 	if stream != "" {
 		g.logger.Log(g.ctx, level, msg, "stream", stream)

@@ -15,6 +15,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
@@ -71,27 +72,28 @@ func KindOfTrapCode(code uint8) sandbox.Kind {
 const maxFrames = 64
 
 // classifyRawTrap reads a trap returned by the direct call path.
-func classifyRawTrap(trap *C.wasm_trap_t) *sandbox.Trap {
-	t := &sandbox.Trap{Class: sandbox.OtherTrap}
+func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits) *sandbox.Trap {
+	kind := sandbox.OtherTrap
 	var code C.uint8_t
 	if C.cb_trap_code(trap, &code) != 0 {
-		t.Class = KindOfTrapCode(uint8(code))
+		kind = KindOfTrapCode(uint8(code))
 	}
 	var buf [1024]C.char
 	n := C.cb_trap_message(trap, &buf[0], C.size_t(len(buf)))
-	t.Message = trapMessage(C.GoStringN(&buf[0], C.int(min(int(n), len(buf)))), t.Class)
-	var frames [maxFrames]C.cb_frame_t
+	detail := trapMessage(C.GoStringN(&buf[0], C.int(min(int(n), len(buf)))), kind)
+	var frames []sandbox.Frame
+	var raw [maxFrames]C.cb_frame_t
 	var trace unsafe.Pointer
-	count := C.cb_trap_frames(trap, &frames[0], maxFrames, &trace)
+	count := C.cb_trap_frames(trap, &raw[0], maxFrames, &trace)
 	for k := 0; k < int(count) && k < maxFrames; k++ {
-		f := sandbox.Frame{FuncIndex: uint32(frames[k].func_index), Offset: uint64(frames[k].module_offset)}
-		if frames[k].func_name != nil {
-			f.Func = C.GoStringN(frames[k].func_name, C.int(frames[k].func_name_len))
+		f := sandbox.Frame{FuncIndex: uint32(raw[k].func_index), Offset: uint64(raw[k].module_offset)}
+		if raw[k].func_name != nil {
+			f.Func = C.GoStringN(raw[k].func_name, C.int(raw[k].func_name_len))
 		}
-		t.Frames = append(t.Frames, f)
+		frames = append(frames, f)
 	}
 	C.cb_trace_delete(trace)
-	return t
+	return sandbox.EngineTrap(kind, detail, frames, nil, lim)
 }
 
 func rawErrorMessage(err *C.wasmtime_error_t) string {
@@ -102,24 +104,24 @@ func rawErrorMessage(err *C.wasmtime_error_t) string {
 
 // classifyGoError classifies an error from wasmtime-go's own call paths
 // (instantiation).
-func classifyGoError(err error) *sandbox.Trap {
+func classifyGoError(err error, lim *config.Limits) *sandbox.Trap {
 	var trap *wt.Trap
 	if errors.As(err, &trap) {
-		t := &sandbox.Trap{Class: sandbox.OtherTrap, Cause: err}
+		kind := sandbox.OtherTrap
 		if code := trap.Code(); code != nil {
-			t.Class = KindOfTrapCode(uint8(*code))
+			kind = KindOfTrapCode(uint8(*code))
 		}
-		t.Message = trapMessage(trap.Message(), t.Class)
+		var frames []sandbox.Frame
 		for _, f := range trap.Frames() {
 			fr := sandbox.Frame{FuncIndex: f.FuncIndex(), Offset: uint64(f.ModuleOffset())}
 			if name := f.FuncName(); name != nil {
 				fr.Func = *name
 			}
-			t.Frames = append(t.Frames, fr)
+			frames = append(frames, fr)
 		}
-		return t
+		return sandbox.EngineTrap(kind, trapMessage(trap.Message(), kind), frames, err, lim)
 	}
-	return &sandbox.Trap{Class: sandbox.OtherTrap, Message: err.Error(), Cause: err}
+	return sandbox.EngineTrap(sandbox.OtherTrap, err.Error(), nil, err, lim)
 }
 
 // trapMessage keeps wasmtime's first line ("wasm trap: integer divide by

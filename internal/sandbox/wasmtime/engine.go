@@ -9,15 +9,12 @@ package wasmtime
 import "C"
 
 import (
-	"github.com/seed4b3e0ccb/callbox/abi"
-
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"runtime/cgo"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +22,6 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/seed4b3e0ccb/callbox/internal/cachefile"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -47,8 +43,19 @@ type Engine struct {
 	mu      sync.Mutex
 	engines map[engineKey]*wt.Engine
 	ticker  *epochTicker
-	disk    *cachefile.Dir        // serialized compiled modules; nil without CacheDir
-	modules map[string]*wt.Module // compiled modules by cache key, shared by callbacks
+	// modules holds compiled modules, shared by callbacks (in memory, and
+	// serialized on disk under CacheDir/wasmtime).
+	modules *sandbox.CompileCache[*wt.Module]
+	// A Go time and the C guard's CLOCK_MONOTONIC reading taken together:
+	// deadlines convert to the guard's clock by arithmetic alone (Go's
+	// monotonic readings), with no clock read and no cgo crossing.
+	anchorGo time.Time
+	anchorNs int64
+	// hostFuncs is every host function a module may import (the WASI
+	// profile included: a linker defines the subset its module is
+	// granted); the C trampoline names one by its index here.
+	hostFuncs []sandbox.HostFunc
+	hostIndex map[string]int // "module.name" -> index in hostFuncs
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -57,20 +64,34 @@ var _ sandbox.Engine = (*Engine)(nil)
 func New(_ context.Context, opts Options) (*Engine, error) {
 	// The cgo shim reads wasmtime-go's Func and Memory values as the C
 	// structs they wrap; refuse to run against a layout we do not know.
-	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) {
-		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory layout differs from the one this build expects")
+	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) ||
+		unsafe.Sizeof(wt.Linker{}) != 2*unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.FuncType{}) != 3*unsafe.Sizeof(uintptr(0)) {
+		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType layout differs from the one this build expects")
+	}
+	if C.GoString(C.cb_budget_name()) != meter.BudgetExport {
+		return nil, errors.New("wasmtime: the C glue's budget global name differs from the meter's")
 	}
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
-	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, modules: map[string]*wt.Module{}}
-	if opts.CacheDir != "" {
-		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "wasmtime"))
-		if err != nil {
-			return nil, err
-		}
-		e.disk = d
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, hostIndex: map[string]int{}}
+	e.hostFuncs = append(append(sandbox.HostFuncs(true), sandbox.GrowDeniedFunc()), meterFuncs()...)
+	for i, hf := range e.hostFuncs {
+		e.hostIndex[hf.Module+"."+hf.Name] = i
 	}
+	e.anchorGo, e.anchorNs = time.Now(), int64(C.cb_mono_ns())
+	dir := ""
+	if opts.CacheDir != "" {
+		dir = filepath.Join(opts.CacheDir, "wasmtime")
+	}
+	modules, err := sandbox.NewCompileCache(dir, func(m *wt.Module) ([]byte, bool) {
+		b, err := m.Serialize()
+		return b, err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.modules = modules
 	ticker, err := newEpochTicker(opts.EpochInterval)
 	if err != nil {
 		return nil, err
@@ -141,51 +162,14 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 		return nil, err
 	}
 	metered := cfg.Limits.Fuel > 0
-	sum := sandbox.ModuleSum(wasm, cfg)
-	key := fmt.Sprintf("%x-meter%d-wasmtime%s-fuel%v-stack%d-%s", sum, meter.Version, Version, metered, ek.maxStack, runtime.GOARCH)
-	mod, err := e.compiled(eng, key, wasm, metered)
-	if err != nil {
-		return nil, err
-	}
-	linker := wt.NewLinker(eng)
-	hfs := append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc())
-	if metered {
-		hfs = append(hfs, sandbox.RefillFunc(), sandbox.OverflowFunc(meteredStack))
-	}
-	for _, hf := range hfs {
-		if err := linker.FuncNew(hf.Module, hf.Name, funcType(hf), adapt(hf)); err != nil {
-			return nil, fmt.Errorf("wasmtime: define %s.%s: %w", hf.Module, hf.Name, err)
-		}
-	}
-	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered}, nil
-}
-
-// meteredStack is the meter's stack limit on wasmtime, which bounds the
-// stack itself (max_stack): high enough never to trip.
-const meteredStack = 1 << 62
-
-// wasmtimeSlice is how many fuel units a metered guest runs between two
-// refills (a crossing into Go each): about a millisecond of compiled code.
-// Fuel statistics after a timeout are at most this far short.
-const wasmtimeSlice = 1 << 20
-
-// compiled returns the compiled module for key: from memory, from disk, or
-// rewritten and compiled now.
-func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte, metered bool) (*wt.Module, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if mod, ok := e.modules[key]; ok {
-		return mod, nil
-	}
-	var mod *wt.Module
-	if e.disk != nil {
+	key := sandbox.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), "wasmtime"+Version,
+		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("stack%d", ek.maxStack), runtime.GOARCH)
+	mod, err := e.modules.Get(key, func(path string) (*wt.Module, bool) {
 		// Deserializing from the file lets wasmtime map it instead of
 		// copying it.
-		if path, ok := e.disk.GetRaw(key); ok {
-			mod, _ = wt.NewModuleDeserializeFile(eng, path) // a bad entry recompiles
-		}
-	}
-	if mod == nil {
+		m, err := wt.NewModuleDeserializeFile(eng, path)
+		return m, err == nil
+	}, func() (*wt.Module, error) {
 		// wasmtime's store limiter refuses memory.grow silently; the grow
 		// hook tells the host when that refusal was the memory limit. A
 		// module the rewriter cannot handle runs as is (MemoryLimit is
@@ -201,26 +185,46 @@ func (e *Engine) compiled(eng *wt.Engine, key string, wasm []byte, metered bool)
 		if err != nil {
 			return nil, fmt.Errorf("wasmtime: %w", err)
 		}
-		mod = m
-		if e.disk != nil {
-			if payload, err := mod.Serialize(); err == nil {
-				e.disk.PutRaw(key, payload)
-			}
+		return m, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	linker := wt.NewLinker(eng)
+	hfs := append(sandbox.HostFuncs(cfg.WASI), sandbox.GrowDeniedFunc())
+	if metered {
+		hfs = append(hfs, meterFuncs()...)
+	}
+	for _, hf := range hfs {
+		if err := e.define(linker, hf); err != nil {
+			linker.Close()
+			return nil, err
 		}
 	}
-	e.modules[key] = mod
-	return mod, nil
+	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered}, nil
 }
+
+// meteredStack is the meter's stack limit on wasmtime, which bounds the
+// stack itself (max_stack): high enough never to trip.
+const meteredStack = 1 << 62
+
+// meterFuncs are the metered module's imports: the refill (fuel accounting
+// only; epochs interrupt) and the stack overflow.
+func meterFuncs() []sandbox.HostFunc {
+	return []sandbox.HostFunc{sandbox.RefillFunc(), sandbox.OverflowFunc(meteredStack)}
+}
+
+// wasmtimeSlice is how many fuel units a metered guest runs between two
+// refills (a crossing into Go each): 0.1-0.3 ms of plain compiled code.
+// Fuel statistics after a timeout are at most this far short.
+const wasmtimeSlice = 1 << 20
 
 // Close implements sandbox.Engine.
 func (e *Engine) Close(context.Context) error {
 	e.ticker.close()
+	e.modules.Close((*wt.Module).Close)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for k, mod := range e.modules {
-		mod.Close()
-		delete(e.modules, k)
-	}
 	for k, eng := range e.engines {
 		eng.Close()
 		delete(e.engines, k)
@@ -252,63 +256,68 @@ func funcType(hf sandbox.HostFunc) *wt.FuncType {
 	return wt.NewFuncType(p, r)
 }
 
-// adapt wraps an engine-neutral host function for wasmtime. The instance
-// is found through the store's data.
-func adapt(hf sandbox.HostFunc) func(*wt.Caller, []wt.Val) ([]wt.Val, *wt.Trap) {
-	return func(c *wt.Caller, args []wt.Val) ([]wt.Val, *wt.Trap) {
-		inst, _ := c.Data().(*instance)
-		if inst == nil {
-			return nil, wt.NewTrap("callbox: unknown instance")
-		}
-		g := inst.state
-		if inst.m.metered {
-			if inst.hc.global == nil {
-				// The start function's imports run before Instantiate
-				// has the global: reach it through the caller.
-				if ext := c.GetExport(meter.BudgetExport); ext != nil {
-					inst.hc.global = ext.Global()
-				}
-			}
-			if inst.hc.global != nil {
-				inst.hc.c = c
-				g.Counter = &inst.hc
-			}
-		}
-		n := max(len(hf.Params), len(hf.Results))
-		stack := make([]uint64, n)
-		for i, a := range args {
-			switch a.Kind() {
-			case wt.KindI64:
-				stack[i] = uint64(a.I64())
-			default:
-				stack[i] = uint64(uint32(a.I32()))
-			}
-		}
-		var mem []byte
-		if ext := c.GetExport("memory"); ext != nil && ext.Memory() != nil {
-			mem = ext.Memory().UnsafeData(c)
-		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					g.Fail(&sandbox.Trap{Class: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
-				}
-			}()
-			hf.Fn(g, mem, stack)
-		}()
-		if g.Abort != nil {
-			return nil, wt.NewTrap("callbox: call aborted by the host")
-		}
-		out := make([]wt.Val, len(hf.Results))
-		for i, r := range hf.Results {
-			if r == sandbox.I64 {
-				out[i] = wt.ValI64(int64(stack[i]))
-			} else {
-				out[i] = wt.ValI32(int32(uint32(stack[i])))
-			}
-		}
-		return out, nil
+// define adds a host function to a linker as wasmtime's unchecked kind,
+// implemented by callboxHost through the C trampoline (glue.c).
+func (e *Engine) define(linker *wt.Linker, hf sandbox.HostFunc) error {
+	idx, ok := e.hostIndex[hf.Module+"."+hf.Name]
+	if !ok {
+		return fmt.Errorf("wasmtime: host function %s.%s is not in the engine's table", hf.Module, hf.Name)
 	}
+	ty := funcType(hf)
+	mod, name := C.CString(hf.Module), C.CString(hf.Name)
+	defer C.free(unsafe.Pointer(mod))
+	defer C.free(unsafe.Pointer(name))
+	// wasmtime-go's Linker and FuncType start with their C pointers.
+	cerr := C.cb_define_host(*(**C.wasmtime_linker_t)(unsafe.Pointer(linker)), mod, C.size_t(len(hf.Module)), name, C.size_t(len(hf.Name)),
+		*(**C.wasm_functype_t)(unsafe.Pointer(ty)), C.uintptr_t(idx))
+	runtime.KeepAlive(ty)
+	runtime.KeepAlive(linker)
+	if cerr != nil {
+		msg := rawErrorMessage(cerr)
+		C.cb_error_delete(cerr)
+		return fmt.Errorf("wasmtime: define %s.%s: %s", hf.Module, hf.Name, msg)
+	}
+	return nil
+}
+
+// callboxHost runs a host function called by a guest, on the guest's
+// thread: one C-to-Go crossing per call, with no lookup and no allocation
+// (the trampoline passes the instance, pinned, from the thread's current
+// guard; the stack is the instance's own, the memory a view of the
+// guest's). It returns 1 to stop the guest (an abort was recorded, see
+// GuestState.CallHost).
+//
+//export callboxHost
+func callboxHost(ptr unsafe.Pointer, fn C.uintptr_t, args *C.cb_val_raw_t, n C.size_t, data *C.uint8_t, size C.size_t) C.int {
+	inst := (*instance)(ptr)
+	if int(fn) >= len(inst.m.e.hostFuncs) {
+		return 1
+	}
+	hf := &inst.m.e.hostFuncs[fn]
+	raw := unsafe.Slice(args, int(n))
+	stack := inst.hostStack[:max(len(hf.Params), len(hf.Results))]
+	for k, p := range hf.Params {
+		v := uint64(raw[k].lo)
+		if p == sandbox.I32 || p == sandbox.F32 {
+			v = uint64(uint32(v))
+		}
+		stack[k] = v
+	}
+	var mem []byte
+	if data != nil && size > 0 {
+		mem = unsafe.Slice((*byte)(unsafe.Pointer(data)), int(size))
+	}
+	if inst.state.CallHost(hf, mem, stack) {
+		return 1
+	}
+	for k, r := range hf.Results {
+		v := stack[k]
+		if r == sandbox.I32 || r == sandbox.F32 {
+			v = uint64(uint32(v))
+		}
+		raw[k] = C.cb_val_raw_t{lo: C.uint64_t(v)}
+	}
+	return 0
 }
 
 type module struct {
@@ -327,17 +336,20 @@ func (m *module) Close(context.Context) error {
 	return nil
 }
 
-// Instantiate implements sandbox.Module. The start function runs under the
-// module's timeout, like a call.
-func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
+// Instantiate implements sandbox.Module. The start function runs against
+// deadline, like a call.
+func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.Instance, error) {
 	inst := &instance{m: m, state: sandbox.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	inst.SetDeadline(deadline)
 	inst.store = wt.NewStoreWithData(m.eng, inst)
 	lim := m.cfg.Limits
 	memLimit := int64(-1)
 	if lim.MaxMemory > 0 {
 		memLimit = int64(lim.MaxMemory)
 	}
-	inst.store.Limiter(memLimit, abi.MaxTableElements, -1, -1, -1)
+	// Tables are bounded in the module itself (sandbox.Compile), as on
+	// wazero.
+	inst.store.Limiter(memLimit, -1, -1, -1, -1)
 	inst.storePtr = *(**C.wasmtime_store_t)(unsafe.Pointer(inst.store))
 	if C.cb_store_context(inst.storePtr) != (*C.wasmtime_context_t)(unsafe.Pointer(inst.store.Context())) {
 		inst.store.Close()
@@ -354,20 +366,31 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 		inst.Close(ctx)
 		return nil, err
 	}
+	// Host calls reach the instance through the guard: pinned, it may be
+	// kept in C memory until Close.
+	inst.pinner.Pin(inst)
+	inst.guard.inst = unsafe.Pointer(inst)
+	if m.metered {
+		inst.state.Counter = hostCounter{inst.guard}
+	}
 	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))
 
 	inst.store.SetEpochDeadline(1)
-	timeout, watch := inst.begin(ctx, true)
+	watch := inst.begin(ctx, true)
 	if m.metered {
 		// The counter starts at its initial value, 0; the start
 		// function's first check refills it.
 		inst.state.Fuel.Start(sandbox.LoadFuel, wasmtimeSlice, 0)
 	}
-	C.cb_guard_begin(inst.guard, timeout, watch)
+	// The guard is the thread's current one from cb_guard_begin to
+	// cb_guard_end: the instantiation must run on the same thread.
+	runtime.LockOSThread()
+	C.cb_guard_begin(inst.guard, inst.deadlineNs, watch)
 	wi, err := m.linker.Instantiate(inst.store, m.mod)
 	C.cb_guard_end(inst.guard)
+	runtime.UnlockOSThread()
 	t := inst.end(err, nil)
 	if t != nil {
 		inst.Close(ctx)
@@ -397,15 +420,14 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	return inst, nil
 }
 
-// hostCounter reaches the budget global from a host function, through its
-// caller.
-type hostCounter struct {
-	c      *wt.Caller
-	global *wt.Global
-}
+// hostCounter reaches a metered instance's budget global from a host
+// function, through the caller the trampoline records in the guard
+// (cb_counter_get/cb_counter_set): only imports that charge for guest
+// bytes (GuestState.ChargeBytes) cross back into C for it.
+type hostCounter struct{ g *C.cb_guard_t }
 
-func (h *hostCounter) Get() int64  { return h.global.Get(h.c).I64() }
-func (h *hostCounter) Set(v int64) { _ = h.global.Set(h.c, wt.ValI64(v)) }
+func (h hostCounter) Get() int64  { return int64(C.cb_counter_get(h.g)) }
+func (h hostCounter) Set(v int64) { C.cb_counter_set(h.g, C.int64_t(v)) }
 
 // setView records the memory's current data pointer and size.
 func (i *instance) setView(data *C.uint8_t, size C.size_t) {
@@ -434,10 +456,16 @@ type instance struct {
 	res      *C.cb_call_result_t // C memory, reused by every call
 
 	// Metered modules (a fuel budget): the budget global, and a copy of
-	// it in C memory for cb_call; hc serves host functions.
+	// it in C memory for cb_call (host functions reach it through
+	// hostCounter).
 	budget    *wt.Global
 	budgetRaw *C.cb_global_t
-	hc        hostCounter
+	// deadlineNs is the deadline last set, on the guard's CLOCK_MONOTONIC
+	// clock; 0: none.
+	deadlineNs C.int64_t
+	pinner     runtime.Pinner
+	// hostStack holds a host call's parameters and results.
+	hostStack [16]uint64
 
 	// Per call, on the calling goroutine (the epoch callback runs on it).
 	callCtx     context.Context
@@ -462,59 +490,58 @@ func (i *instance) Export(name string, params, results []sandbox.ValType) (sandb
 	}
 	ext := i.inst.GetExport(i.store, name)
 	if ext == nil || ext.Func() == nil {
-		return nil, fmt.Errorf("export %q is missing", name)
+		return nil, sandbox.MissingExport(name)
 	}
 	f := ext.Func()
 	ty := f.Type(i.store)
-	if !sameTypes(ty.Params(), params) || !sameTypes(ty.Results(), results) {
-		return nil, fmt.Errorf("export %q has type %s, want %s", name, typeString(ty.Params(), ty.Results()), sandboxTypeString(params, results))
+	got := sandbox.FuncType{Params: valTypes(ty.Params()), Results: valTypes(ty.Results())}
+	if err := sandbox.CheckExport(name, got, sandbox.FuncType{Params: params, Results: results}); err != nil {
+		return nil, err
 	}
 	// wasmtime-go's Func is a single wasmtime_func_t value.
 	raw := *(*C.cb_wasmtime_func_t)(unsafe.Pointer(f))
 	return &function{fn: raw, params: len(params), results: results, service: sandbox.IsServiceExport(name)}, nil
 }
 
-func sameTypes(a []*wt.ValType, b []sandbox.ValType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Kind() != valType(b[i]).Kind() {
-			return false
+func valTypes(vs []*wt.ValType) []sandbox.ValType {
+	out := make([]sandbox.ValType, len(vs))
+	for i, v := range vs {
+		switch v.Kind() {
+		case wt.KindI32:
+			out[i] = sandbox.I32
+		case wt.KindI64:
+			out[i] = sandbox.I64
+		case wt.KindF32:
+			out[i] = sandbox.F32
+		case wt.KindF64:
+			out[i] = sandbox.F64
+		default:
+			out[i] = sandbox.ValType(v.Kind())
 		}
 	}
-	return true
+	return out
 }
 
-func typeString(p, r []*wt.ValType) string {
-	name := func(vs []*wt.ValType) string {
-		s := make([]string, len(vs))
-		for i, v := range vs {
-			s[i] = v.String()
-		}
-		return strings.Join(s, ", ")
+// SetDeadline implements sandbox.Instance: the deadline is converted once
+// to the guard's clock, by arithmetic on Go's monotonic readings (no clock
+// read, no cgo crossing); cb_call arms the guard with it.
+func (i *instance) SetDeadline(deadline time.Time) {
+	i.state.SetDeadline(deadline)
+	if deadline.IsZero() {
+		i.deadlineNs = 0
+		return
 	}
-	return "(" + name(p) + ") -> (" + name(r) + ")"
+	e := i.m.e
+	i.deadlineNs = C.int64_t(max(e.anchorNs+int64(deadline.Sub(e.anchorGo)), 1))
 }
 
-func sandboxTypeString(p, r []sandbox.ValType) string {
-	name := func(vs []sandbox.ValType) string {
-		s := make([]string, len(vs))
-		for i, v := range vs {
-			s[i] = v.String()
-		}
-		return strings.Join(s, ", ")
-	}
-	return "(" + name(p) + ") -> (" + name(r) + ")"
-}
-
-// begin prepares a call and returns what the guard needs: the timeout in
-// nanoseconds (0: none) and whether the caller's context can end (then the
-// epoch callback asks Go to watch it once the call outlives a tick). The
-// guard, fuel and epoch deadline are armed in C, by cb_call in the same
-// crossing as the call (or cb_guard_begin and armStore, for
-// instantiation).
-func (i *instance) begin(ctx context.Context, service bool) (C.int64_t, C.int32_t) {
+// begin prepares a call and returns whether the caller's context can end
+// (then the epoch callback asks Go to watch it once the call outlives a
+// tick). The guard (with the deadline last set), the metered budget
+// counter and the epoch deadline are armed in C, by cb_call in the same
+// crossing as the call (or cb_guard_begin, for instantiation). A service
+// export runs under sandbox.LoadFuel, not the callback's budget.
+func (i *instance) begin(ctx context.Context, service bool) C.int32_t {
 	i.callCtx = ctx
 	i.state.Begin(ctx)
 	if i.m.metered {
@@ -527,11 +554,10 @@ func (i *instance) begin(ctx context.Context, service bool) (C.int64_t, C.int32_
 			i.fuelCounter = i.state.Fuel.Begin(fuel, wasmtimeSlice)
 		}
 	}
-	var watch C.int32_t
 	if ctx.Done() != nil {
-		watch = 1
+		return 1
 	}
-	return C.int64_t(i.m.cfg.Limits.Timeout.Nanoseconds()), watch
+	return 0
 }
 
 // end disarms the call and classifies its failure, if any: err is a
@@ -544,23 +570,20 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	i.state.End()
 	ctx := i.callCtx
 	i.callCtx = nil
-	if i.m.metered && res != nil && i.budgetRaw != nil {
-		i.fuelUsed, i.fuelKnown = i.state.Fuel.Used(int64(res.counter)), true
-	}
-	var t *sandbox.Trap
-	switch {
-	case i.state.Abort != nil:
-		t = i.state.Abort
-	case i.guard.tripped == C.CB_TRIP_DEADLINE:
-		t = &sandbox.Trap{Class: sandbox.Timeout, Message: fmt.Sprintf("timeout after %v", i.m.cfg.Limits.Timeout)}
-	case i.guard.tripped == C.CB_TRIP_STOP:
-		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
-	case res != nil && res.trap != nil:
-		t = classifyRawTrap(res.trap)
-	case res != nil && res.error != nil:
-		t = &sandbox.Trap{Class: sandbox.OtherTrap, Message: rawErrorMessage(res.error)}
-	case err != nil:
-		t = classifyGoError(err)
+	// The engine's own trap, read only when nothing before it in the
+	// shared order decides.
+	var trap *sandbox.Trap
+	interrupted := i.guard.tripped != C.CB_TRIP_NONE
+	failed := err != nil || res != nil && (res.trap != nil || res.error != nil)
+	if failed && i.state.Abort == nil && !interrupted {
+		switch {
+		case res != nil && res.trap != nil:
+			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits)
+		case res != nil && res.error != nil:
+			trap = sandbox.EngineTrap(sandbox.OtherTrap, rawErrorMessage(res.error), nil, nil, &i.m.cfg.Limits)
+		default:
+			trap = classifyGoError(err, &i.m.cfg.Limits)
+		}
 	}
 	if res != nil {
 		if res.trap != nil {
@@ -570,22 +593,30 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 			C.cb_error_delete(res.error)
 		}
 	}
-	if t == nil {
-		return nil
+	var t *sandbox.Trap
+	if failed || i.state.Abort != nil {
+		t = i.state.Classify(ctx, interrupted, trap, uint64(len(i.view)))
 	}
-	return sandbox.MemoryLimitTrap(t, i.state, uint64(len(i.view)))
+	// The meter's counter: exact after a return or FuelExhausted, a floor
+	// at most one slice short after an interruption or another trap
+	// (FuelMeter.Used).
+	i.fuelUsed, i.fuelKnown = 0, false
+	if i.m.metered && res != nil && i.budgetRaw != nil {
+		i.fuelUsed, i.fuelKnown = i.state.Fuel.Used(int64(res.counter)), true
+	}
+	return t
 }
 
 // Call implements sandbox.Instance through wasmtime's unchecked call, which
 // skips wasmtime-go's per-call type reflection, in one cgo crossing.
 func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64) error {
 	f := fn.(*function)
-	timeout, watch := i.begin(ctx, f.service)
+	watch := i.begin(ctx, f.service)
 	for k := 0; k < f.params; k++ {
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, timeout, watch, res)
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, i.deadlineNs, watch, res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)
@@ -634,6 +665,7 @@ func (i *instance) Close(context.Context) error {
 		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
 		i.guard = nil
 	}
+	i.pinner.Unpin()
 	return nil
 }
 

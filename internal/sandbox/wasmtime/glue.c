@@ -73,6 +73,41 @@ extern const cb_byte_vec_t *wasmtime_frame_func_name(const wasm_frame_t *frame);
 
 extern void wasmtime_engine_increment_epoch(wasm_engine_t *engine);
 
+typedef struct wasmtime_caller wasmtime_caller_t;
+// wasmtime_extern_t: a kind byte, then a union whose largest member is the
+// 24-byte wasmtime_memory_t (8-byte aligned).
+typedef struct {
+  uint8_t kind;
+  union {
+    cb_memory_t memory;
+    cb_global_t global;
+    cb_wasmtime_func_t func;
+  } of;
+} cb_extern_t;
+#define CB_EXTERN_GLOBAL 1
+#define CB_EXTERN_MEMORY 3
+extern wasmtime_error_t *wasmtime_linker_define_func_unchecked(
+    wasmtime_linker_t *linker, const char *module, size_t module_len,
+    const char *name, size_t name_len, const wasm_functype_t *ty,
+    wasm_trap_t *(*cb)(void *env, wasmtime_caller_t *caller,
+                       cb_val_raw_t *args_and_results, size_t n),
+    void *data, void (*finalizer)(void *));
+extern bool wasmtime_caller_export_get(wasmtime_caller_t *caller,
+                                       const char *name, size_t name_len,
+                                       cb_extern_t *item);
+extern wasmtime_context_t *wasmtime_caller_context(wasmtime_caller_t *caller);
+extern wasm_trap_t *wasmtime_trap_new(const char *msg, size_t msg_len);
+
+// Implemented in Go (engine.go): runs host function fn for the instance
+// inst, on args (results written back), with the guest's memory.
+extern int callboxHost(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
+                       uint8_t *mem, size_t mem_size);
+
+// The guard of the guest call running on this thread: set while cb_call
+// (or an instantiation between cb_guard_begin and cb_guard_end) runs, so a
+// host call finds its instance and memory without a lookup.
+static __thread cb_guard_t *cb_current;
+
 // Implemented in Go (engine.go): starts watching the calling context.
 extern void callboxWatch(uintptr_t handle);
 
@@ -172,10 +207,16 @@ static void *ticker_main(void *arg) {
       next_tick += t->interval_ns;
     }
     if (deadline <= now) {
-      // A call's deadline is due: this tick is for it.
+      // A call's deadline is due: this tick is for it, if the call is
+      // still running (it may have ended while the thread slept).
+      pthread_mutex_lock(&t->mu);
+      int64_t due = earliest_deadline(t, ticked_until);
+      pthread_mutex_unlock(&t->mu);
       ticked_until = now;
-      __atomic_store_n(&t->urgent_deadline, deadline, __ATOMIC_RELEASE);
-      __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      if (due <= now) {
+        __atomic_store_n(&t->urgent_deadline, due, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
+      }
     }
     if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) == 0) {
       // Idle: park. A call that entered after the load may have seen
@@ -203,7 +244,14 @@ cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus) {
   }
   t->interval_ns = interval_ns;
   t->cpus = cpus > 0 ? cpus : 1;
-  pthread_mutex_init(&t->mu, NULL);
+  // Priority inheritance: the ticker thread may run at a real-time
+  // priority, and must not wait behind a normal thread preempted while
+  // holding the lock (registering an instance, say).
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+  pthread_mutex_init(&t->mu, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&t->cond, NULL);
   if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
     pthread_cond_destroy(&t->cond);
@@ -334,6 +382,94 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
   return NULL;
 }
 
+// ---- host functions --------------------------------------------------------
+
+static wasm_trap_t *host_trampoline(void *env, wasmtime_caller_t *caller,
+                                    cb_val_raw_t *args, size_t n) {
+  cb_guard_t *g = cb_current;
+  if (!g || !g->inst) {
+    static const char msg[] = "callbox: host call outside a guest call";
+    return wasmtime_trap_new(msg, sizeof(msg) - 1);
+  }
+  wasmtime_context_t *ctx = wasmtime_caller_context(caller);
+  uint8_t *data = NULL;
+  size_t size = 0;
+  cb_extern_t item;
+  if (g->mem) {
+    cb_memory_view(ctx, g->mem, &data, &size);
+  } else if (wasmtime_caller_export_get(caller, "memory", 6, &item) &&
+             item.kind == CB_EXTERN_MEMORY) {
+    // The start function runs before the instance's memory is known to
+    // Go: the caller's own export, as a call would see it.
+    cb_memory_view(ctx, &item.of.memory, &data, &size);
+  }
+  g->caller = caller; // for cb_counter_get/cb_counter_set
+  int abort = callboxHost(g->inst, (uintptr_t)env, args, n, data, size);
+  g->caller = NULL;
+  if (abort) {
+    static const char msg[] = "callbox: call aborted by the host";
+    return wasmtime_trap_new(msg, sizeof(msg) - 1);
+  }
+  return NULL;
+}
+
+static const char cb_budget_export[] = "callbox_meter_budget";
+
+const char *cb_budget_name(void) { return cb_budget_export; }
+
+// counter_global finds the budget global of a metered instance for the
+// host call in progress: through the caller's exports the first time (the
+// start function runs before Go knows the instance's exports), from the
+// guard after.
+static bool counter_global(cb_guard_t *g) {
+  if (!g->caller) {
+    return false;
+  }
+  if (!g->has_budget) {
+    cb_extern_t item;
+    if (!wasmtime_caller_export_get(g->caller, cb_budget_export,
+                                    sizeof(cb_budget_export) - 1, &item) ||
+        item.kind != CB_EXTERN_GLOBAL) {
+      return false;
+    }
+    g->budget = item.of.global;
+    g->has_budget = 1;
+  }
+  return true;
+}
+
+int64_t cb_counter_get(cb_guard_t *g) {
+  cb_val_t v = {0};
+  if (counter_global(g)) {
+    wasmtime_global_get(wasmtime_caller_context(g->caller), &g->budget, &v);
+  }
+  return v.of.i64;
+}
+
+void cb_counter_set(cb_guard_t *g, int64_t val) {
+  if (!counter_global(g)) {
+    return;
+  }
+  cb_val_t v = {0};
+  v.kind = CB_WASMTIME_I64;
+  v.of.i64 = val;
+  wasmtime_error_t *err =
+      wasmtime_global_set(wasmtime_caller_context(g->caller), &g->budget, &v);
+  if (err) { // cannot happen: the global is the module's own mutable i64
+    wasmtime_error_delete(err);
+  }
+}
+
+wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
+                                 size_t module_len, const char *name,
+                                 size_t name_len, const wasm_functype_t *ty,
+                                 uintptr_t fn) {
+  return wasmtime_linker_define_func_unchecked(linker, module, module_len,
+                                               name, name_len, ty,
+                                               host_trampoline, (void *)fn,
+                                               NULL);
+}
+
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store) {
   return wasmtime_store_context(store);
 }
@@ -342,30 +478,33 @@ void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard) {
   wasmtime_store_epoch_deadline_callback(store, epoch_callback, guard, NULL);
 }
 
-static void guard_arm(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
+int64_t cb_mono_ns(void) { return mono_ns(); }
+
+static void guard_arm(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
   if (++g->seq == 0) {
     g->seq = 1;
   }
-  __atomic_store_n(&g->deadline_ns, timeout_ns > 0 ? mono_ns() + timeout_ns : 0,
-                   __ATOMIC_RELAXED);
+  __atomic_store_n(&g->deadline_ns, deadline_ns, __ATOMIC_RELAXED);
   g->watch = watch;
   g->tripped = CB_TRIP_NONE;
 }
 
-void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch) {
-  guard_arm(g, timeout_ns, watch);
+void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
+  guard_arm(g, deadline_ns, watch);
+  cb_current = g;
   ticker_enter(g->ticker);
 }
 
 void cb_guard_end(cb_guard_t *g) {
   __atomic_store_n(&g->deadline_ns, 0, __ATOMIC_RELAXED); // no tick for it
+  cb_current = NULL;
   ticker_exit(g->ticker);
 }
 
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t timeout_ns, int32_t watch, cb_call_result_t *out) {
+             int64_t deadline_ns, int32_t watch, cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
   out->counter = 0;
@@ -379,7 +518,8 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
       return;
     }
   }
-  cb_guard_begin(guard, timeout_ns, watch);
+  guard->mem = mem;
+  cb_guard_begin(guard, deadline_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
   out->error = wasmtime_func_call_unchecked(ctx, (const wasmtime_func_t *)fn,
                                             args, nargs, &out->trap);
@@ -464,3 +604,4 @@ _Static_assert(sizeof(cb_global_t) == 24, "wasmtime_global_t is 24 bytes");
 _Static_assert(sizeof(cb_val_t) == 24, "wasmtime_val_t is 24 bytes");
 _Static_assert(sizeof(cb_wasmtime_func_t) == 16, "wasmtime_func_t is 16 bytes");
 _Static_assert(sizeof(cb_val_raw_t) == 16, "wasmtime_val_raw_t is 16 bytes");
+_Static_assert(sizeof(cb_extern_t) == 32, "wasmtime_extern_t is 32 bytes");

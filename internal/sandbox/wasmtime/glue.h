@@ -89,6 +89,14 @@ enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
 typedef struct cb_guard {
   cb_ticker_t *ticker;
   uintptr_t handle;     // cgo handle of the Go instance
+  void *inst;           // the Go instance itself, pinned (runtime.Pinner)
+  const struct cb_memory *mem; // the instance's memory once known; NULL before
+  // A metered instance's budget global, as host calls reach it: the caller
+  // of the host call in progress (NULL outside one), and the global once
+  // found through it.
+  struct wasmtime_caller *caller;
+  cb_global_t budget;
+  int32_t has_budget;
   int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none (also between calls)
   uint32_t seq;         // the call's number, never 0
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
@@ -103,21 +111,46 @@ typedef struct cb_guard {
 int cb_ticker_register(cb_ticker_t *t, cb_guard_t *g);
 void cb_ticker_unregister(cb_ticker_t *t, cb_guard_t *g);
 
+typedef struct wasmtime_linker wasmtime_linker_t;
+typedef struct wasm_functype_t wasm_functype_t;
+
+// cb_define_host defines module.name in linker as a host function whose
+// body is Go's callboxHost: wasmtime's unchecked host-call path, so a call
+// from the guest costs one C-to-Go crossing and no allocation. fn is the
+// function's index in the engine's host-function table.
+wasmtime_error_t *cb_define_host(wasmtime_linker_t *linker, const char *module,
+                                 size_t module_len, const char *name,
+                                 size_t name_len, const wasm_functype_t *ty,
+                                 uintptr_t fn);
+// cb_counter_get and cb_counter_set read and write a metered instance's
+// budget counter from the host call in progress on g (0 / nothing when
+// there is none, or no counter).
+int64_t cb_counter_get(cb_guard_t *g);
+void cb_counter_set(cb_guard_t *g, int64_t v);
+// cb_budget_name is the name of the metered module's budget global that
+// the counter functions look up (meter.BudgetExport; the engine checks
+// they agree).
+const char *cb_budget_name(void);
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
-// cb_guard_begin arms a call made outside cb_call (instantiation):
-// deadline timeout_ns from now (0: none), the ticker running.
-void cb_guard_begin(cb_guard_t *g, int64_t timeout_ns, int32_t watch);
+// cb_mono_ns reads CLOCK_MONOTONIC, the clock of the guard's deadlines.
+int64_t cb_mono_ns(void);
+// cb_guard_begin arms a call made outside cb_call (instantiation): its
+// absolute deadline (CLOCK_MONOTONIC ns; 0: none), the ticker running, and
+// the guard as the calling thread's current one (host calls find their
+// instance through it), until cb_guard_end. The caller keeps the goroutine
+// on its thread (runtime.LockOSThread) in between.
+void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch);
 void cb_guard_end(cb_guard_t *g);
 // cb_call arms the call (the metered budget counter, when budget is not
-// NULL, to counter; the guard's deadline; an epoch deadline one tick
-// ahead), calls fn with wasmtime's unchecked API, and reads back the
-// counter and the memory's data pointer and size: one cgo crossing per
-// call.
+// NULL, to counter; the guard's absolute deadline deadline_ns; an epoch
+// deadline one tick ahead), calls fn with wasmtime's unchecked API, and
+// reads back the counter and the memory's data pointer and size: one cgo
+// crossing per call.
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t timeout_ns, int32_t watch, cb_call_result_t *out);
+             int64_t deadline_ns, int32_t watch, cb_call_result_t *out);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
                     uint8_t **data, size_t *size);

@@ -28,13 +28,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/seed4b3e0ccb/callbox/internal/cachefile"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -60,11 +61,10 @@ type Engine struct {
 	rt       wazero.Runtime
 	metered  bool
 	cache    wazero.CompilationCache
-	disk     *cachefile.Dir // metered modules; nil without CacheDir
-
-	mu       sync.Mutex
-	rewrites map[string][]byte // metered modules by cache key
-	states   sync.Map          // api.Module (guest instance) -> *instance
+	// rewrites holds metered modules (in memory, and on disk under
+	// CacheDir/meter) keyed by the original module's sha256.
+	rewrites *sandbox.CompileCache[[]byte]
+	states   sync.Map // api.Module (guest instance) -> *instance
 }
 
 var _ sandbox.Engine = (*Engine)(nil)
@@ -96,15 +96,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
 		metered:  !opts.CloseOnContextDone,
 		cache:    cache,
-		rewrites: map[string][]byte{},
 	}
+	meterDir := ""
 	if opts.CacheDir != "" {
-		d, err := cachefile.Open(filepath.Join(opts.CacheDir, "meter"))
-		if err != nil {
-			return nil, err
-		}
-		e.disk = d
+		meterDir = filepath.Join(opts.CacheDir, "meter")
 	}
+	rewrites, err := sandbox.NewCompileCache(meterDir, func(b []byte) ([]byte, bool) { return b, true })
+	if err != nil {
+		return nil, err
+	}
+	e.rewrites = rewrites
 	if err := e.instantiateHosts(ctx, e.rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, err
@@ -158,9 +159,10 @@ type abortSignal struct{}
 
 func (abortSignal) Error() string { return "callbox: call aborted by the host" }
 
-// adapt wraps an engine-neutral host function for wazero. Panics from host
-// code are contained as HostPanic; an abort recorded by the function stops
-// the guest.
+// adapt wraps an engine-neutral host function for wazero
+// (GuestState.CallHost); an abort stops the guest by panicking through
+// wazero. The memory is the calling module's own, so host functions see it
+// during the start function too, as on wasmtime.
 func (e *Engine) adapt(hf sandbox.HostFunc) api.GoModuleFunction {
 	return api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 		inst := e.instanceOf(ctx, mod)
@@ -175,15 +177,11 @@ func (e *Engine) adapt(hf sandbox.HostFunc) api.GoModuleFunction {
 				g.Counter = counter{b}
 			}
 		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					g.Fail(&sandbox.Trap{Class: sandbox.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
-				}
-			}()
-			hf.Fn(g, inst.Memory(), stack)
-		}()
-		if g.Abort != nil {
+		var mem []byte
+		if m := mod.Memory(); m != nil {
+			mem, _ = m.Read(0, m.Size())
+		}
+		if g.CallHost(&hf, mem, stack) {
 			panic(abortSignal{})
 		}
 	})
@@ -276,31 +274,20 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	return m, nil
 }
 
-// meter returns the metered rewrite of a module, cached in memory and, with
-// a CacheDir, on disk under the original module's sha256 and the rewrite's
-// version and options, so loading a module again skips the rewrite.
+// meter returns the metered rewrite of a module, cached (in memory and,
+// with a CacheDir, on disk) under the original module's sha256 and the
+// rewrite's version and options, so loading a module again skips the
+// rewrite.
 func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) ([]byte, error) {
-	key := fmt.Sprintf("%x-meter%d-stack%d", sandbox.ModuleSum(wasm, cfg), meter.Version, stackLimit)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if b, ok := e.rewrites[key]; ok {
-		return b, nil
-	}
-	if e.disk != nil {
-		if b, ok := e.disk.Get(key); ok {
-			e.rewrites[key] = b
-			return b, nil
-		}
-	}
-	b, err := meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks})
-	if err != nil {
-		return nil, err
-	}
-	e.rewrites[key] = b
-	if e.disk != nil {
-		e.disk.Put(key, b)
-	}
-	return b, nil
+	key := sandbox.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", stackLimit))
+	return e.rewrites.Get(key, readFile, func() ([]byte, error) {
+		return meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks})
+	})
+}
+
+func readFile(path string) ([]byte, bool) {
+	b, err := os.ReadFile(path)
+	return b, err == nil
 }
 
 // purgeCache removes wazero's on-disk cache entries (files under the
@@ -316,6 +303,7 @@ func (e *Engine) purgeCache() {
 
 // Close implements sandbox.Engine.
 func (e *Engine) Close(ctx context.Context) error {
+	e.rewrites.Close(nil)
 	return errors.Join(e.rt.Close(ctx), e.cache.Close(ctx))
 }
 
@@ -329,21 +317,22 @@ type module struct {
 
 func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
 
-// Instantiate implements sandbox.Module. The start function runs under the
-// module's timeout.
-func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
+// Instantiate implements sandbox.Module. The start function runs against
+// deadline.
+func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.Instance, error) {
 	inst := &instance{m: m, state: sandbox.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	inst.SetDeadline(deadline)
 	alloc := &allocator{limit: m.cfg.Limits.MaxMemory, state: inst.state}
 	inst.alloc = alloc
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	cancel := func() {}
-	if m.cfg.Limits.Timeout > 0 && !m.metered {
-		ictx, cancel = context.WithTimeout(ictx, m.cfg.Limits.Timeout)
+	if !deadline.IsZero() && !m.metered {
+		ictx, cancel = context.WithDeadline(ictx, deadline)
 	}
 	defer cancel()
 	ictx = context.WithValue(ictx, instanceKey{}, inst)
 	inst.begin(ctx, true)
-	mod, err := m.e.rt.InstantiateModule(ictx, m.cm, m.e.modCfg)
+	mod, err := m.instantiate(ictx)
 	inst.end()
 	if err != nil {
 		t := inst.classify(ctx, err)
@@ -365,6 +354,19 @@ func (m *module) Instantiate(ctx context.Context) (sandbox.Instance, error) {
 	return inst, nil
 }
 
+// instantiate runs wazero's instantiation. wazero panics instead of failing
+// when the memory allocator refuses a module's initial memory (its minimum
+// above the limit: the host's load check refuses such modules, but the
+// engine does not rely on it); the panic is a failure here.
+func (m *module) instantiate(ctx context.Context) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("wazero instantiation panicked: %v", r)
+		}
+	}()
+	return m.e.rt.InstantiateModule(ctx, m.cm, m.e.modCfg)
+}
+
 // yieldEvery is how long a metered guest runs before its refill yields the
 // thread to other goroutines.
 const yieldEvery = time.Millisecond
@@ -381,20 +383,21 @@ func (c counter) Set(v int64) { c.g.Set(uint64(v)) }
 
 func (i *instance) metered() bool { return i.m.metered }
 
+// SetDeadline implements sandbox.Instance. The meter's refill checks it.
+func (i *instance) SetDeadline(deadline time.Time) {
+	i.deadline = deadline
+	i.state.SetDeadline(deadline)
+}
+
 // begin arms one call (or the instantiation, or a service export): its
-// deadline and fuel. A service call runs under sandbox.LoadFuel, not the
-// callback's budget.
+// fuel. A service call runs under sandbox.LoadFuel, not the callback's
+// budget. The deadline is the one last set.
 func (i *instance) begin(ctx context.Context, service bool) {
 	i.state.Begin(ctx)
-	lim := &i.m.cfg.Limits
 	i.callCtx = ctx
-	now := time.Now()
-	i.deadline = time.Time{}
-	if lim.Timeout > 0 {
-		i.deadline = now.Add(lim.Timeout)
-	}
-	i.lastYield = now
-	fuel := lim.Fuel
+	i.interrupted = false
+	i.lastYield = time.Now()
+	fuel := i.m.cfg.Limits.Fuel
 	if service && fuel > 0 {
 		fuel = sandbox.LoadFuel
 	}
@@ -428,7 +431,7 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 	budget := int64(stack[0])
 	now := time.Now()
 	if inst.callCtx.Err() != nil || !inst.deadline.IsZero() && !now.Before(inst.deadline) {
-		inst.state.Fail(sandbox.InterruptTrap(inst.callCtx, inst.m.cfg.Limits.Timeout))
+		inst.interrupted = true
 		panic(abortSignal{})
 	}
 	// Compiled wasm cannot be preempted by the Go scheduler, so a guest
@@ -450,8 +453,9 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 // overflow is the metered module's import for a call stack past the limit.
 func (e *Engine) overflow(ctx context.Context, mod api.Module, _ []uint64) {
 	if inst := e.instanceOf(ctx, mod); inst != nil {
-		inst.state.Fail(&sandbox.Trap{Class: sandbox.StackOverflow,
-			Message: fmt.Sprintf("stack overflow (max_stack %s)", sandbox.FormatBytes(uint64(inst.m.stackLimit)))})
+		// Worded as on wasmtime: the limit is named when the callback
+		// set one.
+		inst.state.Fail(sandbox.StackOverflowTrap(inst.m.cfg.Limits.MaxStack))
 	}
 	panic(abortSignal{})
 }
@@ -465,23 +469,27 @@ type instance struct {
 
 	// Metering: the budget global, and per call the context, deadline
 	// and fuel used (state.Fuel accounts it).
-	budget    api.MutableGlobal
-	stack     api.MutableGlobal
-	callCtx   context.Context
-	deadline  time.Time
-	fuelUsed  uint64
-	lastYield time.Time
+	budget   api.MutableGlobal
+	stack    api.MutableGlobal
+	callCtx  context.Context
+	deadline time.Time
+	// interrupted: the refill stopped the guest at its deadline or
+	// context.
+	interrupted bool
+	fuelUsed    uint64
+	lastYield   time.Time
 }
 
 // Export implements sandbox.Instance.
 func (i *instance) Export(name string, params, results []sandbox.ValType) (sandbox.Function, error) {
 	fn := i.mod.ExportedFunction(name)
 	if fn == nil {
-		return nil, fmt.Errorf("export %q is missing", name)
+		return nil, sandbox.MissingExport(name)
 	}
 	def := fn.Definition()
-	if !sameTypes(def.ParamTypes(), params) || !sameTypes(def.ResultTypes(), results) {
-		return nil, fmt.Errorf("export %q has type %s, want %s", name, sigString(def.ParamTypes(), def.ResultTypes()), sigString(valueTypes(params), valueTypes(results)))
+	got := sandbox.FuncType{Params: valTypes(def.ParamTypes()), Results: valTypes(def.ResultTypes())}
+	if err := sandbox.CheckExport(name, got, sandbox.FuncType{Params: params, Results: results}); err != nil {
+		return nil, err
 	}
 	if sandbox.IsServiceExport(name) {
 		return serviceFunc{fn}, nil
@@ -492,27 +500,11 @@ func (i *instance) Export(name string, params, results []sandbox.ValType) (sandb
 // serviceFunc is an ABI service export, run under sandbox.LoadFuel.
 type serviceFunc struct{ api.Function }
 
-func sameTypes(a []api.ValueType, b []sandbox.ValType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != api.ValueType(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func sigString(p, r []api.ValueType) string {
-	name := func(vs []api.ValueType) string {
-		s := make([]string, len(vs))
-		for i, v := range vs {
-			s[i] = api.ValueTypeName(v)
-		}
-		return strings.Join(s, ", ")
-	}
-	return "(" + name(p) + ") -> (" + name(r) + ")"
+// valTypes views wazero's value types as the engine layer's: both are the
+// binary type codes in a byte, so the view costs no allocation (Export
+// runs for every new instance).
+func valTypes(vs []api.ValueType) []sandbox.ValType {
+	return unsafe.Slice((*sandbox.ValType)(unsafe.SliceData(vs)), len(vs))
 }
 
 // Call implements sandbox.Instance.
@@ -525,8 +517,8 @@ func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64
 		f = fn.(api.Function)
 	}
 	cctx, cancel := ctx, context.CancelFunc(nil)
-	if t := i.m.cfg.Limits.Timeout; t > 0 && !i.m.metered {
-		cctx, cancel = context.WithTimeout(ctx, t)
+	if !i.deadline.IsZero() && !i.m.metered {
+		cctx, cancel = context.WithDeadline(ctx, i.deadline)
 	}
 	i.begin(ctx, service)
 	err := f.CallWithStack(cctx, stack)
@@ -540,31 +532,33 @@ func (i *instance) Call(ctx context.Context, fn sandbox.Function, stack []uint64
 	return i.classify(ctx, err)
 }
 
-// classify maps a wazero error (or a host-recorded abort) to a Trap.
+// classify maps the end of a failed guest entry to a Trap, in the shared
+// order (GuestState.Classify); only the reading of wazero's own errors is
+// here.
 func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
-	var t *sandbox.Trap
+	interrupted := i.interrupted
+	i.interrupted = false
+	var trap *sandbox.Trap
 	var exit *sys.ExitError
 	switch {
-	case i.state.Abort != nil:
-		t = i.state.Abort
+	case err == nil:
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
-		t = sandbox.InterruptTrap(ctx, i.m.cfg.Limits.Timeout)
-		t.Cause = err
+		interrupted = true
 	case errors.As(err, &exit):
-		t = &sandbox.Trap{Class: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
+		trap = &sandbox.Trap{Class: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
 	default:
-		t = classifyMessage(err)
+		trap = classifyMessage(err, &i.m.cfg.Limits)
+		trap.Frames = parseFrames(err.Error())
 	}
-	if len(t.Frames) == 0 && err != nil {
-		t.Frames = parseFrames(err.Error())
-	}
-	size := uint64(0)
+	size := i.alloc.size
 	if i.mem != nil {
 		size = uint64(i.mem.Size())
-	} else {
-		size = i.alloc.size
 	}
-	return sandbox.MemoryLimitTrap(t, i.state, size)
+	t := i.state.Classify(ctx, interrupted, trap, size)
+	if t == nil { // cannot happen: a failed entry always classifies
+		t = sandbox.EngineTrap(sandbox.OtherTrap, fmt.Sprint(err), nil, err, &i.m.cfg.Limits)
+	}
+	return t
 }
 
 // wasmErrors maps wazero's runtime error texts (wasmruntime.Err*) onto the
@@ -584,20 +578,24 @@ var wasmErrors = []struct {
 	{"null reference", sandbox.IndirectCallMismatch},
 }
 
-func classifyMessage(err error) *sandbox.Trap {
+func classifyMessage(err error, lim *config.Limits) *sandbox.Trap {
 	head, _, _ := strings.Cut(err.Error(), "\n")
-	text := strings.TrimPrefix(head, "wasm error: ")
+	text := head
+	// A failed start function is wrapped: "start function[0] failed: wasm
+	// error: unreachable"; instantiation prefixes a segment: "data[0]: out
+	// of bounds memory access".
+	if i := strings.LastIndex(text, "wasm error: "); i >= 0 {
+		text = text[i+len("wasm error: "):]
+	}
 	for _, w := range wasmErrors {
-		// Instantiation prefixes the segment: "data[0]: out of bounds
-		// memory access".
 		if text == w.text || strings.HasSuffix(text, "]: "+w.text) {
-			return &sandbox.Trap{Class: w.kind, Message: text, Cause: err}
+			return sandbox.EngineTrap(w.kind, text, nil, err, lim)
 		}
 	}
 	if strings.Contains(head, "(recovered by wazero)") {
 		return &sandbox.Trap{Class: sandbox.HostPanic, Message: head, Cause: err}
 	}
-	return &sandbox.Trap{Class: sandbox.OtherTrap, Message: text, Cause: err}
+	return sandbox.EngineTrap(sandbox.OtherTrap, text, nil, err, lim)
 }
 
 // parseFrames reads the "wasm stack trace:" block wazero appends to errors.
@@ -634,6 +632,11 @@ func (i *instance) Memory() []byte {
 
 // State implements sandbox.Instance.
 func (i *instance) State() *sandbox.GuestState { return i.state }
+
+// MemoryStable implements sandbox.StableMemory: the memory never moves
+// when its reservation is mapped (a module without memory has none to
+// move).
+func (i *instance) MemoryStable() bool { return i.mem == nil || i.alloc.mem.stable() }
 
 // FuelConsumed implements sandbox.Instance: metered modules count fuel in
 // instrumented instructions (see package meter).

@@ -29,3 +29,6 @@ func (r *reservation) grow(size uint64) []byte {
 }
 
 func (r *reservation) release() { r.buf = nil }
+
+// stable reports whether the memory never moves: never, here.
+func (r *reservation) stable() bool { return false }

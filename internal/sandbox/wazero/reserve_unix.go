@@ -6,14 +6,19 @@ import "syscall"
 
 // reservation is an anonymous private mapping of the maximum size. Pages are
 // committed (and zero-filled) by the kernel on first touch. If the mapping
-// cannot be made, it falls back to a growable Go slice.
+// cannot be made, it falls back to a growable Go slice, which moves when it
+// grows (stable reports which).
 type reservation struct {
 	buf    []byte
 	mapped bool
 }
 
-// stableMemory: the reservation is mapped once and never moves.
+// stableMemory: the engine reserves memory with mmap, mapped once and
+// never moved; each reservation says whether its mapping succeeded.
 const stableMemory = true
+
+// stable reports whether the memory never moves: it is mapped.
+func (r *reservation) stable() bool { return r.mapped }
 
 func reserveMemory(max uint64) reservation {
 	if max == 0 {

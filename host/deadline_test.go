@@ -1,0 +1,106 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+)
+
+// loadSpin loads the hostile runaway module's infinite loop as "spin".
+func loadSpin(t *testing.T, engine string, tweak func(*config.Callback)) *host.Host {
+	t.Helper()
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	cb := hostileCallback(hostileCase{name: "spin"}, engine)
+	if tweak != nil {
+		tweak(&cb)
+	}
+	require.NoError(t, h.LoadModule(ctx, cb, hostileWasm(t, hostileCase{module: "runaway"})))
+	return h
+}
+
+// A caller's context that ends by its deadline is a Timeout (wrapping
+// context.DeadlineExceeded); one that is canceled is Canceled.
+func TestCallerContextKinds(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := loadSpin(t, engine, withTimeout(30*time.Second))
+		x := abi.From([]float32{1, 2})
+
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := h.Invoke(ctx, "spin", x)
+		require.Error(t, err)
+		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
+		assert.ErrorIs(t, err, host.Timeout)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "failed: timeout")
+
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		_, err = h.Invoke(ctx, "spin", x)
+		require.Error(t, err)
+		assert.Equal(t, host.Canceled, abi.KindOf(err), "error: %v", err)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.False(t, errors.Is(err, context.DeadlineExceeded))
+	})
+}
+
+// Fuel statistics after a call that a timeout (not its fuel) ended: what
+// was consumed, or unknown — never a small number the guest did not use
+// (wasmtime reported 25 of 2^40 after spinning for the whole timeout).
+func TestFuelStatsAfterTimeout(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := loadSpin(t, engine, func(cb *config.Callback) { cb.Limits.Fuel = 1 << 40 })
+		_, st, err := h.InvokeStats(context.Background(), "spin", abi.From([]float32{1}))
+		require.ErrorIs(t, err, host.Timeout)
+		if st.FuelKnown {
+			// 250 ms of a tight loop is far more than a million instructions.
+			assert.Greater(t, st.Fuel, uint64(1_000_000), "fuel reported as known")
+		}
+	})
+}
+
+// Inspect applies the load check before compiling anything: a module Load
+// refuses is listed with its problems, never run, and never crashes the
+// process (a minimum memory above max_memory used to panic inside wazero).
+func TestInspectAppliesLoadChecks(t *testing.T) {
+	for _, pages := range []int{1025, 40000, 65536} {
+		t.Run(fmt.Sprint(pages), func(t *testing.T) {
+			src := fmt.Sprintf(`(module
+  (memory (export "memory") %d)
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 1024))
+  (func (export "run") (param i32) (result i32) (i32.const 0)))`, pages)
+			wasm, err := wat.Compile(src)
+			require.NoError(t, err)
+			r, err := host.Inspect(context.Background(), wasm)
+			require.NoError(t, err)
+			require.NotEmpty(t, r.Problems)
+			assert.Contains(t, r.Problems[0], "declares a minimum memory of")
+			assert.Zero(t, r.ABIVersion, "a module that would not load is not run")
+
+			// Load refuses it with the same words.
+			h, err := host.New(context.Background(), nil)
+			require.NoError(t, err)
+			defer h.Close(context.Background())
+			cb := config.DefaultCallback()
+			cb.Name, cb.Signature = "run", "(x: f32[n]) -> f32[n]"
+			err = h.LoadModule(context.Background(), cb, wasm)
+			require.ErrorIs(t, err, host.MemoryLimit)
+			assert.Contains(t, err.Error(), r.Problems[0])
+		})
+	}
+}
