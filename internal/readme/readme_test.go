@@ -161,7 +161,8 @@ func TestYAMLBlocksLoad(t *testing.T) {
 // examples/scale.ts") shows that file's code verbatim, so it is the code
 // guests/build.sh compiles and the conformance suite runs. Other blocks of
 // these languages are whole files compiled by a test of their own (the
-// AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go); API
+// AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go; the C
+// API example, in ffi/harness_test.go); API
 // listings are fenced as text.
 func TestExampleBlocksAreTheExamples(t *testing.T) {
 	dirs := map[string]string{"rust": "guests/rust/examples", "c": "guests/c/examples", "ts": "guests/assemblyscript/examples"}
@@ -179,6 +180,9 @@ func TestExampleBlocksAreTheExamples(t *testing.T) {
 			first, rest, _ := strings.Cut(b.Text, "\n")
 			if b.Lang == "ts" && strings.Contains(b.Text, `from "@callbox/guest-assemblyscript"`) {
 				continue // compiled by TestAssemblyScriptNpmRecipe
+			}
+			if b.Lang == "c" && first == `#include "callbox.h"` {
+				continue // the C API example: compiled and run by ffi's TestReadmeCExample
 			}
 			m := name.FindStringSubmatch(first)
 			if m == nil {

@@ -23,6 +23,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
@@ -146,10 +147,18 @@ func decode(data []byte, owned bool) (abi.Tensor, error) {
 		// sign of a damaged file or a header that misdescribes its data.
 		return abi.Tensor{}, fmt.Errorf("shape %v of %s needs %d data bytes after the header (offset %d), the file has %d", t.Shape, t.DType, want, hdrEnd, have)
 	}
-	if owned {
-		t.Data = data[hdrEnd:]
+	if body := data[hdrEnd:]; owned && len(body) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(body)))%8 == 0 {
+		t.Data = body // the file's own buffer, aligned for every dtype
 	} else {
-		t.Data = bytes.Clone(data[hdrEnd:])
+		// A header whose length is not a multiple of 8 (NumPy pads to 64;
+		// other writers may not) leaves the data unaligned for typed
+		// views: copy it into an aligned buffer.
+		aligned, err := abi.New(t.DType, t.Shape...)
+		if err != nil {
+			return abi.Tensor{}, err
+		}
+		copy(aligned.Data, body)
+		t.Data = aligned.Data
 	}
 	if t.Data == nil {
 		t.Data = []byte{}
