@@ -216,7 +216,7 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	if cl.began.IsZero() {
 		cl.began = time.Now()
 	}
-	g, created, err := c.pool.get(ctx, c.spec.Limits.Timeout)
+	g, created, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout)
 	if err != nil {
 		return c.acquireError(ctx, err)
 	}

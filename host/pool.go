@@ -244,13 +244,22 @@ func newPool(c *Callback, max int) *pool {
 // one is not guest time) and is armed on the instance: a new one is
 // instantiated against it, an idle one has it set. Every guest entry the
 // call makes runs against it.
-func (p *pool) get(ctx context.Context, timeout time.Duration) (g *guest, created bool, err error) {
+//
+// now is the caller's reading of the clock when the call began: a slot
+// free at once starts the deadline from it (no clock read on the hot
+// path); after a wait the clock is read again.
+func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration) (g *guest, created bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+		now = time.Now()
 	}
-	deadline := sandbox.Deadline(time.Now(), timeout)
+	deadline := sandbox.Deadline(now, timeout)
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		g = p.idle[n-1]

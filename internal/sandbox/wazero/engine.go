@@ -396,7 +396,7 @@ func (i *instance) begin(ctx context.Context, service bool) {
 	i.state.Begin(ctx)
 	i.callCtx = ctx
 	i.interrupted = false
-	i.lastYield = time.Now()
+	i.lastYield = time.Time{} // set at the first refill: no clock read per call
 	fuel := i.m.cfg.Limits.Fuel
 	if service && fuel > 0 {
 		fuel = sandbox.LoadFuel
@@ -438,7 +438,10 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 	// would otherwise keep its thread for a full scheduler slice (~10 ms)
 	// while other goroutines — another guest past its deadline among them
 	// — wait. Yield every yieldEvery of guest time instead.
-	if now.Sub(inst.lastYield) >= yieldEvery {
+	switch {
+	case inst.lastYield.IsZero():
+		inst.lastYield = now
+	case now.Sub(inst.lastYield) >= yieldEvery:
 		inst.lastYield = now
 		runtime.Gosched()
 	}
