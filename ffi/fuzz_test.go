@@ -40,7 +40,13 @@ func FuzzFromDL(f *testing.F) {
 		if len(shape) > 0 {
 			tensor.Shape = &shape[0]
 		}
-		strides := rowMajor(shape)
+		// Strides describe the dims the descriptor has (ndim of them), not
+		// every dim the fuzzer generated.
+		sdims := shape
+		if ndim >= 0 && int(ndim) < len(shape) {
+			sdims = shape[:ndim]
+		}
+		strides := rowMajor(sdims)
 		if withStrides && len(strides) > 0 {
 			tensor.Strides = &strides[0]
 		}
