@@ -38,15 +38,17 @@ const (
 	foreignThreads = 4
 	foreignPasses  = 3
 	// foreignRSSGrowth bounds how much the resident set may grow from the
-	// end of the first pass to the end of the last. Each pass opens about
-	// 80 hosts and runs about 120 calls, some of which allocate megabytes
+	// end of the first pass to the end of the last. Each pass opens 58
+	// hosts and makes 150 hostile calls, some of which allocate megabytes
 	// (3 MiB error and log messages, 8-16 MiB guest memories, 300 MiB of
 	// stdout in 64 KiB writes); the Go heap may reach twice its live size
 	// before a collection (GOGC=100) and returns freed pages to the OS
 	// lazily, so the RSS at the end of a pass swings by tens of MiB (10
-	// passes of the C run: 127 to 193 MiB, no trend; of the Python run:
-	// 157 to 227 MiB). A leak of one guest instance (at least 1 MiB) per
-	// hostile call would add over 200 MiB across the two later passes.
+	// passes of the C run: 124 to 188 MiB, no trend; of the Python run:
+	// 153 to 222 MiB). The two later passes make 300 hostile calls and
+	// open 116 hosts: the bound catches a leak of more than about 0.3 MiB
+	// per call or open (a guest memory the cases fill, 1 to 16 MiB; a
+	// compiled module; a host).
 	foreignRSSGrowth = 128 << 10 // KiB
 	// foreignThreadGrowth bounds the growth of the thread count over the
 	// same passes (the Go runtime may start an M or two more as load
