@@ -248,6 +248,16 @@ func (r *foreignRun) check(t *testing.T, expected map[string]abi.Kind, passes in
 	assert.LessOrEqual(t, r.thr[passes]-r.thr[1], int64(foreignThreadGrowth), "threads grew from pass 1 to pass %d", passes)
 }
 
+// skipUnderRace skips a foreign run in the race detector's pass (make
+// race): the processes it runs are the same as in the normal pass (the
+// library is not built with the race detector), so running them again
+// would only add time.
+func skipUnderRace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the foreign processes are not race-instrumented; the normal test pass runs them")
+	}
+}
+
 var (
 	foreignOnce sync.Once
 	foreignBin  string
@@ -255,6 +265,7 @@ var (
 )
 
 func TestHostileForeignC(t *testing.T) {
+	skipUnderRace(t)
 	dir := buildHarness(t)
 	foreignOnce.Do(func() {
 		foreignBin = filepath.Join(dir, "foreign")
@@ -290,6 +301,7 @@ func TestHostileForeignC(t *testing.T) {
 }
 
 func TestHostileForeignPython(t *testing.T) {
+	skipUnderRace(t)
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
 		t.Skipf("%s with numpy is needed (scripts/install-toolchains.sh installs python3-numpy): %v", python, err)
