@@ -141,6 +141,12 @@ static void install_handlers(void) {
   }
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* ---- The manifest ---------------------------------------------------------- */
 
 enum { HOST_LINE, CALL_LINE, LOAD_LINE };
@@ -213,9 +219,10 @@ static void read_manifest(const char *path) {
     if (nf == 0) continue;
     if (strcmp(fields[0], "host") == 0 && nf == 3) {
       snprintf(hosts[nhosts].engine, sizeof hosts[nhosts].engine, "%s", fields[1]);
+      double start = now_ms();
       callbox_error *err = p_open(fields[2], &hosts[nhosts].h);
       if (err) {
-        fprintf(stderr, "opening %s: %s\n", fields[2], err->text);
+        fprintf(stderr, "opening %s (%.0f ms): %s\n", fields[2], now_ms() - start, err->text);
         exit(2);
       }
       nhosts++;
@@ -283,12 +290,6 @@ static int copy_call(callbox_host h, const char *callback, const float *x, size_
   free(in);
   free(out);
   return ok;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static void run_call(int pass, item *it) {
