@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -92,3 +92,10 @@ lib:
 # missing. The C harness runs in `go test ./ffi` (part of unit).
 pytest: lib
 	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs
+
+# The whole hostile suite inside foreign processes (a C program with its own
+# signal handlers, and python3 through the callbox package), on both engines
+# from 4 threads, printing RSS and thread counts per pass. Part of unit; this
+# target runs only it, verbosely. See docs/SECURITY.md.
+foreign:
+	$(GO) test -count=1 -v -run '^TestHostileForeign' ./ffi/

@@ -42,7 +42,7 @@ func chainHost(t *testing.T, engine string, bad hostileCase, tweak func(*config.
 
 func caseNamed(t testing.TB, name string) hostileCase {
 	for _, hc := range hostileCases {
-		if hc.name == name {
+		if hc.Name == name {
 			return hc
 		}
 	}
@@ -85,7 +85,7 @@ func TestChainStopsAtHostileCall(t *testing.T) {
 				start := time.Now()
 				err := ch.Barrier(bctx)
 				assert.Less(t, time.Since(start), hostileTimeout+hostileSlack, "Barrier must return within the failing call's limit")
-				require.ErrorIs(t, err, bad.kind)
+				require.ErrorIs(t, err, bad.Kind)
 				var first *host.CallbackError
 				require.ErrorAs(t, err, &first)
 				assert.Equal(t, "bad", first.Callback)
@@ -100,12 +100,12 @@ func TestChainStopsAtHostileCall(t *testing.T) {
 					case seq < k:
 						assert.NoError(t, err, "call %d", seq)
 					case seq == k:
-						assert.ErrorIs(t, err, bad.kind)
+						assert.ErrorIs(t, err, bad.Kind)
 					default:
 						var ce *host.ChainError
 						require.ErrorAs(t, err, &ce, "call %d", seq)
 						assert.ErrorIs(t, err, host.ErrChainFailed)
-						assert.ErrorIs(t, err, bad.kind, "a skipped call's error wraps the first failure")
+						assert.ErrorIs(t, err, bad.Kind, "a skipped call's error wraps the first failure")
 						assert.Equal(t, seq, ce.Seq)
 						assert.Equal(t, "tap", ce.Callback)
 						assert.Equal(t, uint64(k), ce.First.Seq)
@@ -116,7 +116,7 @@ func TestChainStopsAtHostileCall(t *testing.T) {
 				// Barrier again, and a call submitted after the failure: the
 				// same first error, at once, and still nothing runs.
 				start = time.Now()
-				require.ErrorIs(t, ch.Barrier(bctx), bad.kind)
+				require.ErrorIs(t, ch.Barrier(bctx), bad.Kind)
 				_, err = ch.Invoke(ctx, "tap", x)
 				require.ErrorIs(t, err, host.ErrChainFailed)
 				assert.Less(t, time.Since(start), time.Second)

@@ -24,11 +24,11 @@ func loadSpin(t *testing.T, engine string, tweak func(*config.Callback)) *host.H
 	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(ctx) })
-	cb := hostileCallback(hostileCase{name: "spin"}, engine)
+	cb := hostileCallback(hostileCase{Name: "spin"}, engine)
 	if tweak != nil {
 		tweak(&cb)
 	}
-	require.NoError(t, h.LoadModule(ctx, cb, hostileWasm(t, hostileCase{module: "runaway"})))
+	require.NoError(t, h.LoadModule(ctx, cb, hostileWasm(t, hostileCase{Module: "runaway"})))
 	return h
 }
 

@@ -165,10 +165,10 @@ func TestDifferentialLoad(t *testing.T) {
 	ctx := context.Background()
 	compared := 0
 	for _, hc := range hostileCases {
-		if hc.phase != atLoad || hc.differs != nil {
+		if hc.Phase != atLoad || hc.Differs != nil {
 			continue
 		}
-		t.Run(hc.name, func(t *testing.T) {
+		t.Run(hc.Name, func(t *testing.T) {
 			wasm := hostileWasm(t, hc)
 			results := map[string]string{}
 			for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {

@@ -206,7 +206,7 @@ func TestChainInvokeIntoFailureAndReset(t *testing.T) {
 func TestSessionRefusesOverlappingBlocks(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ctx := context.Background()
-		hc := hostileCase{name: "alloc_same", module: "alloc_same", export: "run"}
+		hc := hostileCase{Name: "alloc_same", Module: "alloc_same", Export: "run"}
 		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
 		require.NoError(t, err)
 		defer h.Close(ctx)
@@ -231,7 +231,7 @@ func TestSessionRefusesOverlappingBlocks(t *testing.T) {
 func TestSessionRefusesBlockOverlappingLater(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ctx := context.Background()
-		hc := hostileCase{name: "alloc_same", module: "alloc_same", export: "run"}
+		hc := hostileCase{Name: "alloc_same", Module: "alloc_same", Export: "run"}
 		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
 		require.NoError(t, err)
 		defer h.Close(ctx)
@@ -263,7 +263,7 @@ func TestInstanceCloseObserver(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	for _, name := range []string{"scale", "half_then_trap"} {
-		cb := hostileCallback(hostileCase{name: name}, "wazero")
+		cb := hostileCallback(hostileCase{Name: name}, "wazero")
 		cb.Signature = testkitSigs[name]
 		require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
 	}

@@ -42,7 +42,7 @@ func TestSessionHostile(t *testing.T) {
 				assert.Less(t, time.Since(start), cb.Limits.Timeout+hostileSlack)
 				var ce *host.CallbackError
 				require.ErrorAs(t, err, &ce)
-				assert.Equal(t, hc.kind.Ident(), ce.Kind().Ident(), "%v", err)
+				assert.Equal(t, hc.Kind.Ident(), ce.Kind().Ident(), "%v", err)
 				assert.Equal(t, name, ce.Callback)
 				_, _, err = s.Invoke(ctx, abi.From([]float32{0}))
 				require.ErrorIs(t, err, host.ErrSessionClosed, "a failed call breaks the session")

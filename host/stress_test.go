@@ -61,12 +61,12 @@ func newMixedHost(t testing.TB, timeout time.Duration, maxInstances int) *mixedH
 			// The runaways get the short timeout; every other case ends
 			// by itself long before 5 s, also on a loaded machine.
 			cb.Limits.Timeout = 5 * time.Second
-			if hc.kind == host.Timeout {
+			if hc.Kind == host.Timeout {
 				cb.Limits.Timeout = timeout
 			}
 			mod := hostileWasm(t, hc)
 			require.NoError(t, h.LoadModule(ctx, cb, mod))
-			m.hostile[cb.Name] = hc.expected(e)
+			m.hostile[cb.Name] = hc.Expected(e)
 		}
 	}
 	return m

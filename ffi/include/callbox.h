@@ -27,6 +27,15 @@
  *    section at the end). Inputs are read and
  *    outputs written in place (one copy into the sandbox, one copy out);
  *    a failed call writes no output byte.
+ *  - Signals: the Go runtime (when the library loads) and wasmtime (when
+ *    the first wasmtime host opens) install handlers for SIGSEGV, SIGBUS,
+ *    SIGFPE (and wasmtime SIGILL), keeping the program's and chaining to
+ *    them; wasm traps on wasmtime arrive as these signals. Asynchronous
+ *    signals (SIGINT, SIGTERM, SIGUSR1, ...) stay the program's. Install
+ *    every handler with SA_ONSTACK, and make a SIGSEGV/SIGBUS/SIGILL/SIGFPE
+ *    handler installed after the library loads chain to the one it
+ *    replaced for faults it does not own. docs/SECURITY.md ("The same
+ *    suite inside a foreign process") has the details and the test.
  */
 #ifndef CALLBOX_H
 #define CALLBOX_H
