@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,9 @@ const (
 	// same passes (the Go runtime may start an M or two more as load
 	// shifts; a thread leaked per call or per host would add hundreds).
 	foreignThreadGrowth = 8
+	// foreignHang is how long a foreign process may run before the test
+	// kills it as hung (a run takes 2 to 15 s on the development machine).
+	foreignHang = 3 * time.Minute
 )
 
 // foreignTimeout is the timeout, in the foreign runs, of the cases that
@@ -314,8 +318,11 @@ func TestHostileForeignC(t *testing.T) {
 			if mode != "first" {
 				passes = 1 // the leak bound is measured in mode "first"
 			}
-			cmd := exec.Command(foreignBin, filepath.Join(dir, "libcallbox.so"), manifest, mode, strconv.Itoa(passes), strconv.Itoa(foreignThreads))
+			ctx, cancel := context.WithTimeout(context.Background(), foreignHang)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, foreignBin, filepath.Join(dir, "libcallbox.so"), manifest, mode, strconv.Itoa(passes), strconv.Itoa(foreignThreads))
 			out, err := cmd.CombinedOutput()
+			require.NoError(t, ctx.Err(), "the process hung:\n%s", out)
 			r := parseForeign(t, string(out))
 			assert.NoError(t, err, "exit status")
 			r.check(t, expected, passes)
@@ -341,9 +348,12 @@ func TestHostileForeignPython(t *testing.T) {
 	manifest, expected := writeForeignSuite(t, t.TempDir())
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	cmd := exec.Command(python, "testdata/foreign.py", manifest, strconv.Itoa(foreignPasses), strconv.Itoa(foreignThreads))
+	ctx, cancel := context.WithTimeout(context.Background(), foreignHang)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "testdata/foreign.py", manifest, strconv.Itoa(foreignPasses), strconv.Itoa(foreignThreads))
 	cmd.Env = append(os.Environ(), "CALLBOX_LIB="+filepath.Join(dir, "libcallbox.so"), "PYTHONPATH="+filepath.Join(root, "python"))
 	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "the process hung:\n%s", out)
 	r := parseForeign(t, string(out))
 	assert.NoError(t, err, "exit status:\n%s", out)
 	r.check(t, expected, foreignPasses)
