@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -17,10 +18,18 @@ func OpenRuntime() (*Runtime, error) { return OpenRuntimeFrom(RuntimeLibraries..
 // OpenRuntimeFrom is OpenRuntime trying the given library names or paths.
 func OpenRuntimeFrom(libraries ...string) (*Runtime, error) {
 	var tried []string
+	// dlerror is per OS thread: stay on one between dlopen and the message
+	// purego reads, or a failed open can come back with an empty reason.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for _, name := range libraries {
 		lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
-			tried = append(tried, err.Error())
+			msg := err.Error()
+			if !strings.Contains(msg, name) {
+				msg = name + ": " + msg
+			}
+			tried = append(tried, msg)
 			continue
 		}
 		r := &Runtime{Library: name}
