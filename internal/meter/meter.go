@@ -1053,16 +1053,7 @@ func (in *inserter) charge(w *writer, kind chargeKind) {
 		w.byte(0x7e) // i64.mul
 	}
 	w.byte(0x7d) // i64.sub
-	w.byte(0x22)
-	w.u32(l)                                    // local.tee
-	w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40}) // i64.const 0; i64.lt_s; if
-	w.byte(0x20)
-	w.u32(l)
-	w.byte(0x10)
-	w.u32(in.m.refillFunc)
-	w.byte(0x21)
-	w.u32(l)
-	w.byte(0x0b)
+	in.m.refillLocalIfSpent(w, l)
 }
 
 // chargeIfGrown follows a grow whose delta is in scratch local 0 and whose
@@ -1117,15 +1108,22 @@ func (in *inserter) budgetCheck(w *writer, cost int64) {
 	w.byte(0x42)
 	w.s64(-cost)
 	w.byte(0x7c) // i64.add
+	in.m.refillLocalIfSpent(w, l)
+}
+
+// refillLocalIfSpent follows a budget value on the stack: it stores it in
+// local l and, when it is negative, calls the refill import with it and
+// stores the refilled budget back.
+func (m *rewriter) refillLocalIfSpent(w *writer, l uint32) {
 	w.byte(0x22)
 	w.u32(l)                                    // local.tee
 	w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40}) // i64.const 0; i64.lt_s; if
 	w.byte(0x20)
-	w.u32(l)
+	w.u32(l) // local.get
 	w.byte(0x10)
-	w.u32(in.m.refillFunc)
+	w.u32(m.refillFunc) // call refill
 	w.byte(0x21)
-	w.u32(l)
+	w.u32(l) // local.set
 	w.byte(0x0b)
 }
 
