@@ -122,20 +122,20 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	if ptr == 0 {
 		msg := fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)
 		if state := g.inst.State(); state.MemoryLimitHit(uint64(len(g.inst.Memory()))) {
-			return abi.Region{}, &sandbox.Trap{Class: sandbox.MemoryLimit, Message: sandbox.MemoryLimitMessage(state.Limits().MaxMemory, msg)}
+			return abi.Region{}, &sandbox.Trap{Class: abi.MemoryLimit, Message: sandbox.MemoryLimitMessage(state.Limits().MaxMemory, msg)}
 		}
-		return abi.Region{}, &sandbox.Trap{Class: sandbox.GuestError, Message: msg}
+		return abi.Region{}, &sandbox.Trap{Class: abi.GuestError, Message: msg}
 	}
 	mem := g.inst.Memory()
 	if err := abi.CheckRange(uint64(len(mem)), ptr, uint64(size), abi.ExportAlloc+" result"); err != nil {
-		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Class: abi.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	if err := abi.CheckAligned(ptr, abi.DataAlign, abi.ExportAlloc+" result"); err != nil {
-		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Class: abi.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	reg := abi.Region{Off: uint32(ptr), Len: size}
 	if err := g.checkDisjoint(reg); err != nil {
-		return abi.Region{}, &sandbox.Trap{Class: sandbox.ABIViolation, Message: err.Error(), Cause: err}
+		return abi.Region{}, &sandbox.Trap{Class: abi.ABIViolation, Message: err.Error(), Cause: err}
 	}
 	return reg, nil
 }

@@ -30,7 +30,7 @@ func TimeoutTrap(timeout time.Duration, where string) *Trap {
 	if where != "" {
 		msg += " (" + where + ")"
 	}
-	return &Trap{Class: Timeout, Message: msg}
+	return &Trap{Class: abi.Timeout, Message: msg}
 }
 
 // InterruptTrap is the trap of a guest the engine interrupted. When the
@@ -41,25 +41,25 @@ func TimeoutTrap(timeout time.Duration, where string) *Trap {
 func InterruptTrap(caller context.Context, timeout time.Duration) *Trap {
 	if err := caller.Err(); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return &Trap{Class: Timeout, Message: "timeout: the caller's deadline passed", Cause: err}
+			return &Trap{Class: abi.Timeout, Message: "timeout: the caller's deadline passed", Cause: err}
 		}
-		return &Trap{Class: Canceled, Message: "canceled by the caller", Cause: err}
+		return &Trap{Class: abi.Canceled, Message: "canceled by the caller", Cause: err}
 	}
 	return TimeoutTrap(timeout, "")
 }
 
 // FuelTrap is the trap of a call that used up its fuel.
 func FuelTrap(budget uint64) *Trap {
-	return &Trap{Class: FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", budget)}
+	return &Trap{Class: abi.FuelExhausted, Message: fmt.Sprintf("fuel exhausted (budget %d)", budget)}
 }
 
 // StackOverflowTrap is the trap of a call past its stack limit (maxStack
 // bytes; 0 when the engine's default applies).
 func StackOverflowTrap(maxStack uint64) *Trap {
 	if maxStack == 0 {
-		return &Trap{Class: StackOverflow, Message: "stack overflow"}
+		return &Trap{Class: abi.StackOverflow, Message: "stack overflow"}
 	}
-	return &Trap{Class: StackOverflow, Message: fmt.Sprintf("stack overflow (max_stack %s)", FormatBytes(maxStack))}
+	return &Trap{Class: abi.StackOverflow, Message: fmt.Sprintf("stack overflow (max_stack %s)", FormatBytes(maxStack))}
 }
 
 // EngineTrap is an engine's own trap, already mapped onto a kind, worded
@@ -67,16 +67,16 @@ func StackOverflowTrap(maxStack uint64) *Trap {
 // StackOverflowTrap and TimeoutTrap say (from the callback's limits), any
 // other kind by its name. The engine's text (detail) is kept in Cause, and
 // as the message of OtherTrap, which has no other name.
-func EngineTrap(k Kind, detail string, frames []Frame, cause error, lim *config.Limits) *Trap {
+func EngineTrap(k abi.Kind, detail string, frames []Frame, cause error, lim *config.Limits) *Trap {
 	var t *Trap
 	switch k {
-	case FuelExhausted:
+	case abi.FuelExhausted:
 		t = FuelTrap(lim.Fuel)
-	case StackOverflow:
+	case abi.StackOverflow:
 		t = StackOverflowTrap(lim.MaxStack)
-	case Timeout:
+	case abi.Timeout:
 		t = TimeoutTrap(lim.Timeout, "")
-	case OtherTrap:
+	case abi.OtherTrap:
 		t = &Trap{Class: k, Message: "trap"}
 		if detail != "" {
 			t.Message = "trap: " + detail
@@ -144,14 +144,14 @@ func MemoryLimitTrap(t *Trap, g *GuestState, memBytes uint64) *Trap {
 		return t
 	}
 	switch t.Class {
-	case Timeout, Canceled, FuelExhausted, ABIViolation, HostPanic, MemoryLimit:
+	case abi.Timeout, abi.Canceled, abi.FuelExhausted, abi.ABIViolation, abi.HostPanic, abi.MemoryLimit:
 		return t
 	}
 	if !g.MemoryLimitHit(memBytes) {
 		return t
 	}
 	return &Trap{
-		Class:   MemoryLimit,
+		Class:   abi.MemoryLimit,
 		Message: MemoryLimitMessage(g.limits.MaxMemory, "guest then failed: "+t.Error()),
 		Frames:  t.Frames,
 		Cause:   t,

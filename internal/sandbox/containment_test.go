@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -89,7 +90,7 @@ func TestPollOneoffHonoursTimeout(t *testing.T) {
 	g.End()
 	assert.Less(t, time.Since(start), time.Second)
 	require.NotNil(t, g.Abort)
-	assert.Equal(t, sandbox.Timeout, g.Abort.Class)
+	assert.Equal(t, abi.Timeout, g.Abort.Class)
 
 	// A sleep within the timeout still sleeps and succeeds.
 	binary.LittleEndian.PutUint64(mem[24:], uint64(5*time.Millisecond))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
@@ -127,20 +128,20 @@ func call(t *testing.T, inst sandbox.Instance, name string, arg uint64) (uint64,
 func TestTrapTaxonomy(t *testing.T) {
 	cases := []struct {
 		export string
-		kind   sandbox.Kind
+		kind   abi.Kind
 	}{
-		{"spin", sandbox.Timeout},
-		{"recurse", sandbox.StackOverflow},
-		{"div0", sandbox.DivideByZero},
-		{"overflow", sandbox.IntegerOverflow},
-		{"unreachable", sandbox.Unreachable},
-		{"oob", sandbox.MemoryOutOfBounds},
-		{"conv", sandbox.InvalidConversion},
-		{"table_oob", sandbox.TableOutOfBounds},
-		{"null_entry", sandbox.TableOutOfBounds},
-		{"sig_mismatch", sandbox.IndirectCallMismatch},
-		{"grow_forever", sandbox.MemoryLimit},
-		{"bad_error_ptr", sandbox.ABIViolation},
+		{"spin", abi.Timeout},
+		{"recurse", abi.StackOverflow},
+		{"div0", abi.DivideByZero},
+		{"overflow", abi.IntegerOverflow},
+		{"unreachable", abi.Unreachable},
+		{"oob", abi.MemoryOutOfBounds},
+		{"conv", abi.InvalidConversion},
+		{"table_oob", abi.TableOutOfBounds},
+		{"null_entry", abi.TableOutOfBounds},
+		{"sig_mismatch", abi.IndirectCallMismatch},
+		{"grow_forever", abi.MemoryLimit},
+		{"bad_error_ptr", abi.ABIViolation},
 	}
 	// One message per kind, whatever the engine (issue: fuel and
 	// unreachable read differently on wasmtime).
@@ -157,7 +158,7 @@ func TestTrapTaxonomy(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(ec.name+"/"+tc.export, func(t *testing.T) {
 				lim := limits()
-				if tc.kind == sandbox.Timeout {
+				if tc.kind == abi.Timeout {
 					lim.Timeout = 200 * time.Millisecond
 				}
 				inst := instantiate(t, e, trapsWAT, lim, nil)
@@ -188,7 +189,7 @@ func TestTimeoutThenServe(t *testing.T) {
 			start := time.Now()
 			_, err := call(t, inst, "spin", 0)
 			elapsed := time.Since(start)
-			require.ErrorIs(t, err, sandbox.Timeout)
+			require.ErrorIs(t, err, abi.Timeout)
 			assert.Contains(t, err.Error(), "timeout after 50ms")
 			assert.Less(t, elapsed, 500*time.Millisecond)
 			assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond)
@@ -214,7 +215,7 @@ func TestCancelStopsGuest(t *testing.T) {
 			time.AfterFunc(30*time.Millisecond, cancel)
 			start := time.Now()
 			err = inst.Call(ctx, fn, []uint64{0})
-			require.ErrorIs(t, err, sandbox.Canceled)
+			require.ErrorIs(t, err, abi.Canceled)
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.Less(t, time.Since(start), time.Second)
 		})
@@ -261,7 +262,7 @@ func TestFuel(t *testing.T) {
 			require.NoError(t, err)
 			defer inst.Close(context.Background())
 			_, err = call(t, inst, "spin", 0)
-			require.ErrorIs(t, err, sandbox.FuelExhausted)
+			require.ErrorIs(t, err, abi.FuelExhausted)
 			assert.Equal(t, "fuel exhausted (budget 10000)", err.Error(), "the same words on every engine")
 			used, ok := inst.FuelConsumed()
 			assert.True(t, ok)
@@ -312,7 +313,7 @@ func TestStackAccountingBalances(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, uint64(100), v)
 			_, err = call(t, inst, "deep", 1_000_000)
-			require.ErrorIs(t, err, sandbox.StackOverflow)
+			require.ErrorIs(t, err, abi.StackOverflow)
 		})
 	}
 }
@@ -428,21 +429,21 @@ func TestDeadlinePersistsAcrossCalls(t *testing.T) {
 			require.NoError(t, err, "no start function: nothing runs against the deadline yet")
 			defer inst.Close(ctx)
 			err = spin(ctx, inst)
-			require.ErrorIs(t, err, sandbox.Timeout, "a call runs against the instantiation's deadline")
+			require.ErrorIs(t, err, abi.Timeout, "a call runs against the instantiation's deadline")
 			assert.Equal(t, "timeout after 3s", err.Error())
 
 			inst, err = m.Instantiate(ctx, time.Now().Add(time.Hour))
 			require.NoError(t, err)
 			defer inst.Close(ctx)
 			inst.SetDeadline(passed)
-			require.ErrorIs(t, spin(ctx, inst), sandbox.Timeout, "SetDeadline replaces it")
+			require.ErrorIs(t, spin(ctx, inst), abi.Timeout, "SetDeadline replaces it")
 
 			inst, err = m.Instantiate(ctx, time.Time{})
 			require.NoError(t, err)
 			defer inst.Close(ctx)
 			cctx, cancel := context.WithCancel(ctx)
 			time.AfterFunc(30*time.Millisecond, cancel)
-			require.ErrorIs(t, spin(cctx, inst), sandbox.Canceled, "a zero deadline is none: only the context ends the call")
+			require.ErrorIs(t, spin(cctx, inst), abi.Canceled, "a zero deadline is none: only the context ends the call")
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
@@ -116,7 +117,7 @@ func TestFuelBoundsBulkWork(t *testing.T) {
 				require.NoError(t, err)
 				defer inst.Close(ctx)
 				_, err = call(t, inst, bc.export, 0)
-				require.ErrorIs(t, err, sandbox.FuelExhausted)
+				require.ErrorIs(t, err, abi.FuelExhausted)
 				used, known := inst.FuelConsumed()
 				assert.True(t, known)
 				assert.Equal(t, uint64(bulkFuel), used)
@@ -153,7 +154,7 @@ func TestFuelRefusedGrowIsFree(t *testing.T) {
 			used, _ := inst.FuelConsumed()
 			assert.Less(t, used, uint64(100))
 			_, err = call(t, inst, "grow", 1) // 8192 units: over the budget
-			require.ErrorIs(t, err, sandbox.FuelExhausted)
+			require.ErrorIs(t, err, abi.FuelExhausted)
 		})
 	}
 }
@@ -184,7 +185,7 @@ func TestServiceExportsDoNotSpendTheBudget(t *testing.T) {
 			require.NoError(t, inst.Call(ctx, alloc, []uint64{64, 64}))
 			// The callback itself is held to its budget.
 			_, err = call(t, inst, "cb", 0)
-			require.ErrorIs(t, err, sandbox.FuelExhausted)
+			require.ErrorIs(t, err, abi.FuelExhausted)
 		})
 	}
 }
@@ -199,7 +200,7 @@ func TestFuelStatsAfterTimeout(t *testing.T) {
 			lim.Timeout = 100 * 1e6
 			inst := instantiate(t, ec.new(t), trapsWAT, lim, nil)
 			_, err := call(t, inst, "spin", 0)
-			require.ErrorIs(t, err, sandbox.Timeout)
+			require.ErrorIs(t, err, abi.Timeout)
 			used, known := inst.FuelConsumed()
 			require.True(t, known)
 			// 100 ms of a tight loop is well over 10 million instructions

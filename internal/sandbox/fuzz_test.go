@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -101,11 +102,11 @@ func FuzzImports(f *testing.F) {
 					t.Fatalf("untyped abort %T", g.Abort)
 				}
 				switch trap.Class {
-				case sandbox.ABIViolation, sandbox.GuestError, sandbox.Timeout, sandbox.Canceled:
+				case abi.ABIViolation, abi.GuestError, abi.Timeout, abi.Canceled:
 				default:
 					t.Fatalf("%s.%s aborted with %s: %v", hf.Module, hf.Name, trap.Class.Ident(), trap)
 				}
-				if trap.Class == sandbox.GuestError && hf.Name != "proc_exit" {
+				if trap.Class == abi.GuestError && hf.Name != "proc_exit" {
 					t.Fatalf("%s.%s: %v", hf.Module, hf.Name, trap)
 				}
 			}

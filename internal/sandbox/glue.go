@@ -39,7 +39,7 @@ func Compile(ctx context.Context, e Engine, wasm []byte, cfg ModuleConfig) (Modu
 func (g *GuestState) CallHost(hf *HostFunc, mem []byte, stack []uint64) (abort bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			g.Fail(&Trap{Class: HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+			g.Fail(&Trap{Class: abi.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
 			abort = true
 		}
 	}()

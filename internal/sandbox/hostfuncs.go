@@ -153,7 +153,7 @@ func wasiFuncs() []HostFunc {
 		}),
 		wasiFunc("poll_oneoff", "iiii>i", wasiPollOneoff),
 		wasiFunc("proc_exit", "i", func(g *GuestState, _ []byte, s []uint64) {
-			g.Fail(&Trap{Class: GuestError, Message: fmt.Sprintf("guest called proc_exit(%d)", int32(uint32(s[0])))})
+			g.Fail(&Trap{Class: abi.GuestError, Message: fmt.Sprintf("guest called proc_exit(%d)", int32(uint32(s[0])))})
 		}),
 		wasiFunc("proc_raise", "i>i", errno(errnoNosys)),
 		wasiFunc("sched_yield", ">i", errno(errnoSuccess)),

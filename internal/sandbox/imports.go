@@ -97,7 +97,7 @@ func (g *GuestState) Fail(t *Trap) {
 
 // violation records a bad guest pointer seen by an import.
 func (g *GuestState) violation(err error) {
-	g.Fail(&Trap{Class: ABIViolation, Message: err.Error(), Cause: err})
+	g.Fail(&Trap{Class: abi.ABIViolation, Message: err.Error(), Cause: err})
 }
 
 // capText decodes guest bytes as UTF-8 (each invalid byte replaced by

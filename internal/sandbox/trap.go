@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"strings"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
 )
 
 // Frame is one wasm stack frame of a trap, as far as the engine reports it.
@@ -28,7 +30,7 @@ func (f Frame) String() string {
 // message, and the wasm frames where the engine gives them. Cause is the
 // engine's own error, kept for debugging.
 type Trap struct {
-	Class   Kind
+	Class   abi.Kind
 	Message string
 	Frames  []Frame
 	Cause   error
@@ -42,14 +44,14 @@ func (t *Trap) Error() string {
 }
 
 // Kind implements abi.Kinder.
-func (t *Trap) Kind() Kind { return t.Class }
+func (t *Trap) Kind() abi.Kind { return t.Class }
 
 // Unwrap returns the engine's error.
 func (t *Trap) Unwrap() error { return t.Cause }
 
-// Is matches the trap's kind: errors.Is(err, sandbox.Timeout).
+// Is matches the trap's kind: errors.Is(err, abi.Timeout).
 func (t *Trap) Is(target error) bool {
-	k, ok := target.(Kind)
+	k, ok := target.(abi.Kind)
 	return ok && k == t.Class
 }
 

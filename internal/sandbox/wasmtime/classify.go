@@ -15,6 +15,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -41,39 +42,39 @@ const (
 )
 
 // KindOfTrapCode maps a raw wasmtime trap code onto the taxonomy.
-func KindOfTrapCode(code uint8) sandbox.Kind {
+func KindOfTrapCode(code uint8) abi.Kind {
 	switch code {
 	case codeStackOverflow:
-		return sandbox.StackOverflow
+		return abi.StackOverflow
 	case codeMemoryOutOfBounds:
-		return sandbox.MemoryOutOfBounds
+		return abi.MemoryOutOfBounds
 	case codeTableOutOfBounds, codeIndirectCallToNull:
 		// A call through a null entry is reported as TableOutOfBounds, as
 		// wazero does (it cannot tell the two apart).
-		return sandbox.TableOutOfBounds
+		return abi.TableOutOfBounds
 	case codeBadSignature, codeNullReference:
-		return sandbox.IndirectCallMismatch
+		return abi.IndirectCallMismatch
 	case codeIntegerOverflow:
-		return sandbox.IntegerOverflow
+		return abi.IntegerOverflow
 	case codeIntegerDivisionByZero:
-		return sandbox.DivideByZero
+		return abi.DivideByZero
 	case codeBadConversionToInt:
-		return sandbox.InvalidConversion
+		return abi.InvalidConversion
 	case codeUnreachable:
-		return sandbox.Unreachable
+		return abi.Unreachable
 	case codeInterrupt:
-		return sandbox.Timeout
+		return abi.Timeout
 	case codeOutOfFuel:
-		return sandbox.FuelExhausted
+		return abi.FuelExhausted
 	}
-	return sandbox.OtherTrap
+	return abi.OtherTrap
 }
 
 const maxFrames = 64
 
 // classifyRawTrap reads a trap returned by the direct call path.
 func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits) *sandbox.Trap {
-	kind := sandbox.OtherTrap
+	kind := abi.OtherTrap
 	var code C.uint8_t
 	if C.cb_trap_code(trap, &code) != 0 {
 		kind = KindOfTrapCode(uint8(code))
@@ -107,7 +108,7 @@ func rawErrorMessage(err *C.wasmtime_error_t) string {
 func classifyGoError(err error, lim *config.Limits) *sandbox.Trap {
 	var trap *wt.Trap
 	if errors.As(err, &trap) {
-		kind := sandbox.OtherTrap
+		kind := abi.OtherTrap
 		if code := trap.Code(); code != nil {
 			kind = KindOfTrapCode(uint8(*code))
 		}
@@ -121,14 +122,14 @@ func classifyGoError(err error, lim *config.Limits) *sandbox.Trap {
 		}
 		return sandbox.EngineTrap(kind, trapMessage(trap.Message(), kind), frames, err, lim)
 	}
-	return sandbox.EngineTrap(sandbox.OtherTrap, err.Error(), nil, err, lim)
+	return sandbox.EngineTrap(abi.OtherTrap, err.Error(), nil, err, lim)
 }
 
 // trapMessage keeps wasmtime's first line ("wasm trap: integer divide by
 // zero"), without the backtrace it appends. Some traps come wrapped as
 // "error while executing at wasm backtrace: <frames> Caused by: <trap>";
 // their message is the cause's first line.
-func trapMessage(msg string, k sandbox.Kind) string {
+func trapMessage(msg string, k abi.Kind) string {
 	if _, cause, ok := strings.Cut(msg, "Caused by:"); ok && strings.HasPrefix(msg, "error while executing") {
 		msg = strings.TrimSpace(cause)
 	}

@@ -22,6 +22,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
@@ -580,7 +581,7 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 		case res != nil && res.trap != nil:
 			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits)
 		case res != nil && res.error != nil:
-			trap = sandbox.EngineTrap(sandbox.OtherTrap, rawErrorMessage(res.error), nil, nil, &i.m.cfg.Limits)
+			trap = sandbox.EngineTrap(abi.OtherTrap, rawErrorMessage(res.error), nil, nil, &i.m.cfg.Limits)
 		default:
 			trap = classifyGoError(err, &i.m.cfg.Limits)
 		}

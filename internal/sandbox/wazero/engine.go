@@ -35,6 +35,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/meter"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
@@ -548,7 +549,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
 		interrupted = true
 	case errors.As(err, &exit):
-		trap = &sandbox.Trap{Class: sandbox.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
+		trap = &sandbox.Trap{Class: abi.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
 	default:
 		trap = classifyMessage(err, &i.m.cfg.Limits)
 		trap.Frames = parseFrames(err.Error())
@@ -559,7 +560,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 	}
 	t := i.state.Classify(ctx, interrupted, trap, size)
 	if t == nil { // cannot happen: a failed entry always classifies
-		t = sandbox.EngineTrap(sandbox.OtherTrap, fmt.Sprint(err), nil, err, &i.m.cfg.Limits)
+		t = sandbox.EngineTrap(abi.OtherTrap, fmt.Sprint(err), nil, err, &i.m.cfg.Limits)
 	}
 	return t
 }
@@ -568,17 +569,17 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 // taxonomy. They are matched by text because the package is internal.
 var wasmErrors = []struct {
 	text string
-	kind sandbox.Kind
+	kind abi.Kind
 }{
-	{"stack overflow", sandbox.StackOverflow},
-	{"invalid conversion to integer", sandbox.InvalidConversion},
-	{"integer overflow", sandbox.IntegerOverflow},
-	{"integer divide by zero", sandbox.DivideByZero},
-	{"unreachable", sandbox.Unreachable},
-	{"out of bounds memory access", sandbox.MemoryOutOfBounds},
-	{"invalid table access", sandbox.TableOutOfBounds},
-	{"indirect call type mismatch", sandbox.IndirectCallMismatch},
-	{"null reference", sandbox.IndirectCallMismatch},
+	{"stack overflow", abi.StackOverflow},
+	{"invalid conversion to integer", abi.InvalidConversion},
+	{"integer overflow", abi.IntegerOverflow},
+	{"integer divide by zero", abi.DivideByZero},
+	{"unreachable", abi.Unreachable},
+	{"out of bounds memory access", abi.MemoryOutOfBounds},
+	{"invalid table access", abi.TableOutOfBounds},
+	{"indirect call type mismatch", abi.IndirectCallMismatch},
+	{"null reference", abi.IndirectCallMismatch},
 }
 
 func classifyMessage(err error, lim *config.Limits) *sandbox.Trap {
@@ -596,9 +597,9 @@ func classifyMessage(err error, lim *config.Limits) *sandbox.Trap {
 		}
 	}
 	if strings.Contains(head, "(recovered by wazero)") {
-		return &sandbox.Trap{Class: sandbox.HostPanic, Message: head, Cause: err}
+		return &sandbox.Trap{Class: abi.HostPanic, Message: head, Cause: err}
 	}
-	return sandbox.EngineTrap(sandbox.OtherTrap, text, nil, err, lim)
+	return sandbox.EngineTrap(abi.OtherTrap, text, nil, err, lim)
 }
 
 // parseFrames reads the "wasm stack trace:" block wazero appends to errors.
