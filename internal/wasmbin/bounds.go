@@ -225,8 +225,16 @@ func LimitTables(wasm []byte, total uint64) ([]byte, error) {
 			if s.err != nil {
 				return nil, s.err
 			}
+			// An imported table can grow to its declared maximum, which
+			// counts against the total as it stands; one without a maximum
+			// has no bound at all. (The host provides no tables, so such
+			// modules are refused at load anyway; this keeps the bound true
+			// of LimitTables alone.)
 			for _, t := range m.Tables {
-				imported += t.Min
+				if !t.HasMax {
+					return nil, fmt.Errorf("imports a table without a maximum, which could grow past the limit of %d elements", total)
+				}
+				imported += t.Max
 			}
 		case 4:
 			out, changed, err := limitTableSection(body, total, imported)
