@@ -93,7 +93,11 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.modules = modules
-	ticker, err := newEpochTicker(opts.EpochInterval)
+	cores := opts.Cores
+	if cores == 0 {
+		cores = runtime.GOMAXPROCS(0)
+	}
+	ticker, err := newEpochTicker(opts.EpochInterval, max(cores, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -358,11 +362,13 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 	}
 	inst.ctxPtr = C.cb_store_context(inst.storePtr)
 	inst.handle = cgo.NewHandle(inst)
-	inst.guard = (*C.cb_guard_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_guard_t{}))))
-	inst.guard.ticker = m.e.ticker.t
-	inst.guard.handle = C.uintptr_t(inst.handle)
+	inst.guard = C.cb_guard_new(m.e.ticker.t, C.uintptr_t(inst.handle))
+	if inst.guard == nil {
+		inst.Close(ctx)
+		return nil, errors.New("wasmtime: out of memory allocating an instance's guard")
+	}
 	if err := m.e.ticker.register(inst.guard); err != nil {
-		C.free(unsafe.Pointer(inst.guard))
+		C.cb_guard_free(inst.guard)
 		inst.guard = nil
 		inst.Close(ctx)
 		return nil, err
@@ -663,7 +669,7 @@ func (i *instance) Close(context.Context) error {
 	}
 	if i.guard != nil {
 		i.m.e.ticker.unregister(i.guard)
-		C.free(unsafe.Pointer(i.guard)) // after the store, whose callback holds it
+		C.cb_guard_free(i.guard) // after the store, whose callback holds it
 		i.guard = nil
 	}
 	i.pinner.Unpin()
@@ -691,8 +697,10 @@ func callboxWatch(h C.uintptr_t) {
 	// for done, so it never writes to a guard that has been freed, and a
 	// late write carries this call's number, which no later call matches.
 	done := make(chan struct{})
+	guard := inst.guard
 	stopWatch := context.AfterFunc(inst.callCtx, func() {
 		atomic.StoreUint32(stop, seq)
+		C.cb_guard_poke(guard) // a call waiting for its turn sees it now
 		close(done)
 	})
 	inst.unwatch = func() {

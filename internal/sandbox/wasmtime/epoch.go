@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -33,14 +32,20 @@ import (
 // process may (CAP_SYS_NICE or RLIMIT_RTPRIO), the thread runs at a
 // real-time priority (SCHED_FIFO 1), so that wake-up does not wait for
 // CPU-bound threads' time slices; it runs for microseconds per tick.
+//
+// The ticker also holds the core turns (glue.c): guest calls that outlive
+// a tick take turns on at most Options.Cores cores, so the OS never
+// time-slices more runnable guests than cores.
 type epochTicker struct {
 	mu     sync.Mutex
 	t      *C.cb_ticker_t
 	closed bool
 }
 
-func newEpochTicker(interval time.Duration) (*epochTicker, error) {
-	t := C.cb_ticker_new(C.int64_t(interval.Nanoseconds()), C.int64_t(runtime.NumCPU()))
+// newEpochTicker starts the ticker thread; cores is how many guest calls
+// take turns on the cores at once (0: no turns).
+func newEpochTicker(interval time.Duration, cores int) (*epochTicker, error) {
+	t := C.cb_ticker_new(C.int64_t(interval.Nanoseconds()), C.int64_t(cores))
 	if t == nil {
 		return nil, errors.New("wasmtime: cannot start the epoch ticker thread")
 	}

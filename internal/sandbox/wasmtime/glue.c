@@ -1,3 +1,5 @@
+// sched_getcpu, sched_setaffinity and the CPU_* macros (core turns).
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -11,6 +13,8 @@
 
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 typedef struct {
@@ -121,12 +125,20 @@ static int64_t mono_ns(void) {
 
 #define CB_MAX_ENGINES 64
 
+// cb_linger_t is a turn kept by the thread whose call just ended (see
+// core turns): owner identifies the thread's claim (0: slot unused), until
+// is when the ticker gives the turn on.
+typedef struct {
+  uint64_t owner;
+  int64_t until;
+} cb_linger_t;
+
 struct cb_ticker {
   pthread_mutex_t mu; // guards engines, closed and the sleep/wake hand-off
   pthread_cond_t cond;
   pthread_t thread;
   int64_t interval_ns;
-  int64_t cpus; // cores this process may run on
+  int64_t cores; // turns: guest calls past a tick that run at once (0: no limit)
   wasm_engine_t *engines[CB_MAX_ENGINES];
   size_t n_engines;
   int closed;
@@ -136,11 +148,19 @@ struct cb_ticker {
   // the earliest deadline of a running call (guarded by mu).
   cb_guard_t **guards;
   size_t n_guards, cap_guards;
-  // atomic: when the thread last ticked for a call's deadline (0: never).
-  // Until that call has stopped (or an interval has passed), guests far
-  // from their own deadline get off their cores when cores are short.
-  int64_t urgent_since;
-  int64_t urgent_deadline; // atomic: the deadline ticked for at urgent_since
+  // Core turns: cores_mu guards free_cores (turns nobody holds) and the
+  // queue of calls waiting for one (earliest waiting_key first);
+  // n_waiting mirrors the queue's length for a lock-free look.
+  pthread_mutex_t cores_mu;
+  int64_t free_cores;
+  cb_guard_t *waiting;
+  int32_t n_waiting;
+  int64_t head_key; // atomic: the first waiting call's key (INT64_MAX: none)
+  // Turns lingering with the threads whose calls just ended (cores slots,
+  // guarded by cores_mu; n_lingering, atomic, counts the used ones).
+  cb_linger_t *linger;
+  int32_t n_lingering;
+  uint64_t linger_seq; // the last owner number given out (cores_mu)
 };
 
 // earliest_deadline is the earliest deadline after `after` of a running
@@ -161,6 +181,8 @@ static void sleep_until(int64_t when) {
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
   }
 }
+
+static void linger_expire(cb_ticker_t *t, int64_t now);
 
 // The thread ticks every interval, and also at the earliest deadline of a
 // running call: a call's deadline then trips within the wake-up latency of
@@ -207,16 +229,7 @@ static void *ticker_main(void *arg) {
       next_tick += t->interval_ns;
     }
     if (deadline <= now) {
-      // A call's deadline is due: this tick is for it, if the call is
-      // still running (it may have ended while the thread slept).
-      pthread_mutex_lock(&t->mu);
-      int64_t due = earliest_deadline(t, ticked_until);
-      pthread_mutex_unlock(&t->mu);
-      ticked_until = now;
-      if (due <= now) {
-        __atomic_store_n(&t->urgent_deadline, due, __ATOMIC_RELEASE);
-        __atomic_store_n(&t->urgent_since, now, __ATOMIC_RELEASE);
-      }
+      ticked_until = now; // this tick is for it
     }
     if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) == 0) {
       // Idle: park. A call that entered after the load may have seen
@@ -229,6 +242,11 @@ static void *ticker_main(void *arg) {
         continue;
       }
     }
+    if (__atomic_load_n(&t->n_lingering, __ATOMIC_ACQUIRE) > 0) {
+      pthread_mutex_lock(&t->cores_mu);
+      linger_expire(t, now);
+      pthread_mutex_unlock(&t->cores_mu);
+    }
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < t->n_engines; i++) {
       wasmtime_engine_increment_epoch(t->engines[i]);
@@ -237,13 +255,13 @@ static void *ticker_main(void *arg) {
   }
 }
 
-cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus) {
+cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cores) {
   cb_ticker_t *t = calloc(1, sizeof(cb_ticker_t));
   if (!t) {
     return NULL;
   }
   t->interval_ns = interval_ns;
-  t->cpus = cpus > 0 ? cpus : 1;
+  t->cores = cores > 0 ? cores : 0;
   // Priority inheritance: the ticker thread may run at a real-time
   // priority, and must not wait behind a normal thread preempted while
   // holding the lock (registering an instance, say).
@@ -253,9 +271,15 @@ cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus) {
   pthread_mutex_init(&t->mu, &attr);
   pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&t->cond, NULL);
-  if (pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
+  pthread_mutex_init(&t->cores_mu, NULL);
+  t->free_cores = t->cores;
+  t->head_key = INT64_MAX;
+  t->linger = calloc(t->cores > 0 ? (size_t)t->cores : 1, sizeof(cb_linger_t));
+  if (!t->linger || pthread_create(&t->thread, NULL, ticker_main, t) != 0) {
+    free(t->linger);
     pthread_cond_destroy(&t->cond);
     pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->cores_mu);
     free(t);
     return NULL;
   }
@@ -280,6 +304,8 @@ void cb_ticker_close(cb_ticker_t *t) {
   pthread_join(t->thread, NULL);
   pthread_cond_destroy(&t->cond);
   pthread_mutex_destroy(&t->mu);
+  pthread_mutex_destroy(&t->cores_mu);
+  free(t->linger);
   free(t->guards);
   free(t);
 }
@@ -330,7 +356,302 @@ static void ticker_exit(cb_ticker_t *t) {
   __atomic_sub_fetch(&t->active, 1, __ATOMIC_ACQ_REL);
 }
 
+// ---- core turns -------------------------------------------------------------
+//
+// A guest call that outlives an epoch tick takes a turn on a core: at most
+// t->cores such calls run at once, the rest wait (blocked, not runnable),
+// as only GOMAXPROCS wazero guests (goroutines) run at once. Without turns
+// the OS time-slices more runnable guest threads than cores at several
+// milliseconds, and a runaway guest that is not on a core when its
+// deadline tick comes stops that much late. See RATIONALE.md, "Runaway
+// guests stop on time on wasmtime: core turns".
+//
+// - A call holding a turn passes it to the first waiting call at a tick
+//   once it has held it CB_SLICE_TICKS ticks, or at once when that call
+//   is within CB_NEAR_TICKS ticks of its deadline, and queues again; a
+//   call within CB_NEAR_TICKS of its own deadline keeps its turn, so it
+//   is on a core when its deadline comes.
+// - The queue is ordered by deadline, earliest first (a call without one
+//   counts as due CB_NO_DEADLINE_KEY_NS after it queued, so it is not
+//   starved). A waiting call wakes at its own deadline and stops without
+//   a turn; the context watcher wakes a canceled one (cb_guard_poke).
+// - The thread passing a turn on pins the thread it wakes to its own core
+//   until that one runs (core_give).
+// - When the epoch callback stops a call, its thread keeps the turn for
+//   one more tick (it lingers), as a goroutine keeps its P when a cgo
+//   call returns: the host's work after the stop (reading the error,
+//   discarding the instance, starting the next call) then does not wait
+//   behind a guest handed the core, which the OS would let run a whole
+//   time slice first. The thread's next call takes the lingering turn
+//   back; otherwise the ticker hands it on once the tick is over. Calls
+//   that end normally hand their turn on at once.
+// - Calls shorter than a tick never take a turn and pay nothing.
+
+#define CB_NO_DEADLINE_KEY_NS 1000000000LL
+#define CB_NEAR_TICKS 2
+#define CB_SLICE_TICKS 4
+
+// The turn lingering with this thread, if any: its ticker, slot and owner
+// number (the slot is still the thread's while its owner matches).
+static __thread struct {
+  cb_ticker_t *t;
+  size_t slot;
+  uint64_t owner;
+} cb_lingering;
+
+// set_head_key mirrors the first waiting call's key for take_turn's
+// lock-free look. Called with cores_mu held.
+static void set_head_key(cb_ticker_t *t) {
+  __atomic_store_n(&t->head_key, t->waiting ? t->waiting->waiting_key : INT64_MAX,
+                   __ATOMIC_RELEASE);
+}
+
+// core_give hands a turn nobody holds to the first waiting call, or back
+// to the pool. Called with cores_mu held.
+//
+// here is the core the giving thread runs on when it is about to wait for
+// a turn itself (-1 otherwise): the waking call is pinned to it until it
+// runs. The OS would otherwise queue it on the core it last ran on, busy
+// with another guest, and leave this core idle once the giver blocks
+// (an idle core pulls waiting threads only when it has been idle long
+// enough to be worth it), so the turn would sit unused for a time slice.
+static void core_give(cb_ticker_t *t, int here) {
+  cb_guard_t *h = t->waiting;
+  if (!h) {
+    t->free_cores++;
+    return;
+  }
+  t->waiting = h->next_waiting;
+  h->next_waiting = NULL;
+  __atomic_store_n(&t->n_waiting, t->n_waiting - 1, __ATOMIC_RELEASE);
+  set_head_key(t);
+  h->core = 1;
+#ifdef __linux__
+  if (here >= 0 && h->has_mask && here < CPU_SETSIZE && CPU_ISSET(here, &h->mask)) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(here, &one);
+    h->pinned = sched_setaffinity(h->tid, sizeof(one), &one) == 0;
+  }
+#else
+  (void)here;
+#endif
+  pthread_cond_signal(&h->wake);
+}
+
+// linger_expire hands on every lingering turn whose tick is over. Called
+// with cores_mu held.
+static void linger_expire(cb_ticker_t *t, int64_t now) {
+  for (int64_t i = 0; i < t->cores && t->n_lingering > 0; i++) {
+    cb_linger_t *l = &t->linger[i];
+    if (l->owner != 0 && l->until <= now) {
+      l->owner = 0;
+      __atomic_store_n(&t->n_lingering, t->n_lingering - 1, __ATOMIC_RELEASE);
+      core_give(t, -1);
+    }
+  }
+}
+
+// linger_reclaim takes back the turn lingering with this thread, if it
+// still does: 1 when it did. Called with cores_mu held.
+static int linger_reclaim(cb_ticker_t *t) {
+  if (cb_lingering.t != t || cb_lingering.owner == 0) {
+    return 0;
+  }
+  cb_linger_t *l = &t->linger[cb_lingering.slot];
+  uint64_t owner = cb_lingering.owner;
+  cb_lingering.owner = 0;
+  if (l->owner != owner) {
+    return 0; // handed on already
+  }
+  l->owner = 0;
+  __atomic_store_n(&t->n_lingering, t->n_lingering - 1, __ATOMIC_RELEASE);
+  return 1;
+}
+
+// core_end ends g's turn as its call ends. The turn of a call the epoch
+// callback stopped lingers with this thread for a tick (unless the thread
+// already has one lingering); any other goes on at once. Called with
+// cores_mu held.
+static void core_end(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
+  g->core = 0;
+  if (g->tripped == CB_TRIP_NONE) {
+    core_give(t, -1);
+    return;
+  }
+  if (cb_lingering.t == t && cb_lingering.owner != 0 &&
+      t->linger[cb_lingering.slot].owner == cb_lingering.owner) {
+    t->linger[cb_lingering.slot].until = now + t->interval_ns;
+    core_give(t, -1);
+    return;
+  }
+  for (int64_t i = 0; i < t->cores; i++) {
+    cb_linger_t *l = &t->linger[i];
+    if (l->owner == 0) {
+      l->owner = ++t->linger_seq;
+      l->until = now + t->interval_ns;
+      __atomic_store_n(&t->n_lingering, t->n_lingering + 1, __ATOMIC_RELEASE);
+      cb_lingering.t = t;
+      cb_lingering.slot = (size_t)i;
+      cb_lingering.owner = l->owner;
+      return;
+    }
+  }
+  core_give(t, -1); // cannot happen: turns held and lingering are at most cores
+}
+
+static void queue_remove(cb_ticker_t *t, cb_guard_t *g) {
+  for (cb_guard_t **p = &t->waiting; *p; p = &(*p)->next_waiting) {
+    if (*p == g) {
+      *p = g->next_waiting;
+      g->next_waiting = NULL;
+      __atomic_store_n(&t->n_waiting, t->n_waiting - 1, __ATOMIC_RELEASE);
+      set_head_key(t);
+      return;
+    }
+  }
+}
+
+// core_wait_prepare records what core_give needs to pin g's thread: its
+// id and the cores it may run on, to go back to. Called before g queues.
+static void core_wait_prepare(cb_guard_t *g) {
+#ifdef __linux__
+  g->tid = (int32_t)syscall(SYS_gettid);
+  g->has_mask = sched_getaffinity(0, sizeof(g->mask), &g->mask) == 0;
+  g->pinned = 0;
+#else
+  (void)g;
+#endif
+}
+
+// core_wait queues g and waits for a turn: CB_TRIP_NONE once it has one,
+// or why the call must stop first. Called with cores_mu held.
+static int core_wait(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
+  g->waiting_key = g->deadline_ns ? g->deadline_ns : now + CB_NO_DEADLINE_KEY_NS;
+  cb_guard_t **p = &t->waiting;
+  while (*p && (*p)->waiting_key <= g->waiting_key) {
+    p = &(*p)->next_waiting;
+  }
+  g->next_waiting = *p;
+  *p = g;
+  __atomic_store_n(&t->n_waiting, t->n_waiting + 1, __ATOMIC_RELEASE);
+  set_head_key(t);
+  for (;;) {
+    if (g->core) {
+      g->turn_since = now;
+#ifdef __linux__
+      if (g->pinned) {
+        g->pinned = 0;
+        (void)sched_setaffinity(0, sizeof(g->mask), &g->mask);
+      }
+#endif
+      return CB_TRIP_NONE;
+    }
+    if (g->deadline_ns && now >= g->deadline_ns) {
+      queue_remove(t, g);
+      return CB_TRIP_DEADLINE;
+    }
+    if (__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE) == g->seq) {
+      queue_remove(t, g);
+      return CB_TRIP_STOP;
+    }
+    if (g->deadline_ns) {
+      struct timespec ts = {g->deadline_ns / 1000000000,
+                            g->deadline_ns % 1000000000};
+      pthread_cond_timedwait(&g->wake, &t->cores_mu, &ts);
+    } else {
+      pthread_cond_wait(&g->wake, &t->cores_mu);
+    }
+    now = mono_ns();
+  }
+}
+
+// take_turn runs at every tick of a call: it takes a turn if the call has
+// none, or passes it on when others wait and the call's deadline is not
+// near. It returns CB_TRIP_NONE, or why the call must stop.
+static int take_turn(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
+  if (t->cores == 0) {
+    return CB_TRIP_NONE; // no limit
+  }
+  if (g->core) {
+    int64_t near = CB_NEAR_TICKS * t->interval_ns;
+    if (__atomic_load_n(&t->n_waiting, __ATOMIC_ACQUIRE) == 0 ||
+        (g->deadline_ns && g->deadline_ns - now <= near)) {
+      return CB_TRIP_NONE; // nobody waits, or this call's deadline is near
+    }
+    if (now - g->turn_since < CB_SLICE_TICKS * t->interval_ns &&
+        __atomic_load_n(&t->head_key, __ATOMIC_ACQUIRE) - now > near) {
+      return CB_TRIP_NONE; // its slice goes on, and nobody waiting is due
+    }
+  }
+  pthread_mutex_lock(&t->cores_mu);
+  int r = CB_TRIP_NONE;
+  if (g->core) {
+    if (t->waiting) {
+      g->core = 0;
+      core_wait_prepare(g);
+#ifdef __linux__
+      core_give(t, sched_getcpu());
+#else
+      core_give(t, -1);
+#endif
+      r = core_wait(t, g, now);
+    }
+  } else if (linger_reclaim(t)) {
+    g->core = 1;
+    g->turn_since = now;
+  } else {
+    linger_expire(t, now);
+    if (t->free_cores > 0) {
+      t->free_cores--;
+      g->core = 1;
+      g->turn_since = now;
+    } else {
+      core_wait_prepare(g);
+      r = core_wait(t, g, now);
+    }
+  }
+  pthread_mutex_unlock(&t->cores_mu);
+  return r;
+}
+
+void cb_guard_poke(cb_guard_t *g) {
+  cb_ticker_t *t = g->ticker;
+  pthread_mutex_lock(&t->cores_mu);
+  pthread_cond_signal(&g->wake);
+  pthread_mutex_unlock(&t->cores_mu);
+}
+
+cb_guard_t *cb_guard_new(cb_ticker_t *t, uintptr_t handle) {
+  cb_guard_t *g = calloc(1, sizeof(cb_guard_t));
+  if (!g) {
+    return NULL;
+  }
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  int err = pthread_cond_init(&g->wake, &attr);
+  pthread_condattr_destroy(&attr);
+  if (err != 0) {
+    free(g);
+    return NULL;
+  }
+  g->ticker = t;
+  g->handle = handle;
+  return g;
+}
+
+void cb_guard_free(cb_guard_t *g) {
+  pthread_cond_destroy(&g->wake);
+  free(g);
+}
+
 // ---- per-call guard --------------------------------------------------------
+
+static wasmtime_error_t *trip(cb_guard_t *g, int why) {
+  g->tripped = why;
+  return wasmtime_error_new("callbox: guest interrupted");
+}
 
 static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
                                         uint64_t *delta,
@@ -340,13 +661,8 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
   *kind = 0; // continue
   *delta = 1;
   int64_t now = mono_ns();
-  cb_ticker_t *t = g->ticker;
   if (g->deadline_ns && now >= g->deadline_ns) {
-    int64_t d = g->deadline_ns;
-    __atomic_compare_exchange_n(&t->urgent_deadline, &d, 0, false,
-                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    g->tripped = CB_TRIP_DEADLINE;
-    return wasmtime_error_new("callbox: guest interrupted");
+    return trip(g, CB_TRIP_DEADLINE);
   }
   if (g->watch) {
     // The call outlived a tick: from now on Go sets stop when the
@@ -355,31 +671,13 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
     callboxWatch(g->handle);
   }
   if (__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE) == g->seq) {
-    g->tripped = CB_TRIP_STOP;
-    return wasmtime_error_new("callbox: guest interrupted");
+    return trip(g, CB_TRIP_STOP);
   }
-  if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE) > t->cpus &&
-      (g->deadline_ns == 0 || g->deadline_ns - now > 4 * t->interval_ns)) {
-    // More guests running than cores, and this one's deadline is not
-    // near: give the core to a waiting thread (a guest whose deadline may
-    // be, the ticker), as the wazero engine yields its Go thread once per
-    // slice. The OS otherwise time-slices CPU-bound threads at several
-    // milliseconds, and a runaway guest waiting for a core overshoots its
-    // deadline by as much.
-    if (__atomic_load_n(&t->urgent_deadline, __ATOMIC_ACQUIRE) != 0 &&
-        now - __atomic_load_n(&t->urgent_since, __ATOMIC_ACQUIRE) <
-            t->interval_ns) {
-      // A call's deadline has passed and it has not stopped yet: it may
-      // be waiting for a core. sched_yield only lets a thread queued on
-      // this core run; sleeping empties the core, and the scheduler then
-      // pulls a waiting thread to it from any core.
-      struct timespec ts = {0, 100000};
-      nanosleep(&ts, NULL);
-    } else {
-      sched_yield();
-    }
+  int why = take_turn(g->ticker, g, now);
+  if (why == CB_TRIP_NONE && g->deadline_ns && mono_ns() >= g->deadline_ns) {
+    why = CB_TRIP_DEADLINE; // it came while the call waited for its turn
   }
-  return NULL;
+  return why == CB_TRIP_NONE ? NULL : trip(g, why);
 }
 
 // ---- host functions --------------------------------------------------------
@@ -497,6 +795,14 @@ void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
 
 void cb_guard_end(cb_guard_t *g) {
   __atomic_store_n(&g->deadline_ns, 0, __ATOMIC_RELAXED); // no tick for it
+  if (g->core) {
+    // Only this thread sets core while it holds a turn, so the unlocked
+    // read is exact.
+    cb_ticker_t *t = g->ticker;
+    pthread_mutex_lock(&t->cores_mu);
+    core_end(t, g, mono_ns());
+    pthread_mutex_unlock(&t->cores_mu);
+  }
   cb_current = NULL;
   ticker_exit(g->ticker);
 }

@@ -5,6 +5,8 @@
 #ifndef CALLBOX_WASMTIME_GLUE_H
 #define CALLBOX_WASMTIME_GLUE_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,10 +71,10 @@ typedef struct cb_frame {
 // only while at least one guest call is running. Opaque to Go.
 typedef struct cb_ticker cb_ticker_t;
 
-// cb_ticker_new starts the ticker thread. cpus is the number of cores the
-// process may use: with more guest calls running than that, guests yield
-// their core at every tick.
-cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cpus);
+// cb_ticker_new starts the ticker thread. cores is how many guest calls
+// that outlive a tick run at once (core turns, glue.c); 0 turns the limit
+// off.
+cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cores);
 // cb_ticker_add registers an engine; it returns 0 when the ticker is full.
 int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine);
 // cb_ticker_close stops the thread and frees the ticker; no engine is
@@ -102,7 +104,32 @@ typedef struct cb_guard {
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
   int32_t watch;        // ask Go to watch the context at the first tick
   int32_t tripped;      // CB_TRIP_*: set by the callback when it stops a call
+  // The core turn (see cb_ticker_t): whether this call holds one (set by
+  // whichever thread hands it over, under the ticker's cores lock), the
+  // next guard in the queue waiting for one, the waiting call's place in
+  // it, and the condition it waits on.
+  int32_t core;
+  int64_t turn_since; // when the turn was taken (while core is set)
+  struct cb_guard *next_waiting;
+  int64_t waiting_key;
+  pthread_cond_t wake;
+#ifdef __linux__
+  // The waiting thread (core_give pins it to the giver's core until it
+  // runs), and the cores it may run on otherwise.
+  int32_t tid;
+  int32_t has_mask;
+  int32_t pinned;
+  cpu_set_t mask;
+#endif
 } cb_guard_t;
+
+// cb_guard_new allocates a zeroed guard for one instance (NULL when out of
+// memory); cb_guard_free frees it once its store is gone.
+cb_guard_t *cb_guard_new(cb_ticker_t *t, uintptr_t handle);
+void cb_guard_free(cb_guard_t *g);
+// cb_guard_poke wakes g's call if it is waiting for a turn, to see that
+// its stop word was set.
+void cb_guard_poke(cb_guard_t *g);
 
 // cb_ticker_register adds a guard whose call deadlines the thread ticks
 // at (besides every interval); it returns 0 when out of memory.

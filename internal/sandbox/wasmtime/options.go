@@ -13,4 +13,12 @@ type Options struct {
 	CacheDir string
 	// EpochInterval is the timeout check period; default 1ms.
 	EpochInterval time.Duration
+	// Cores is how many guest calls that outlive an epoch tick run at
+	// once; the others wait their turn, taken in 1-tick slices (see
+	// RATIONALE.md, "Runaway guests stop on time on wasmtime"). 0 means
+	// runtime.GOMAXPROCS(0), the cores Go itself runs on (it follows a
+	// cgroup CPU limit), so guests on both engines share the same number;
+	// a negative value turns the limit off and leaves the time-slicing to
+	// the OS.
+	Cores int
 }

@@ -1,0 +1,193 @@
+//go:build cgo
+
+package wasmtime_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
+)
+
+// turnsWAT has a runaway export and one that does a given amount of work:
+// work(n) counts down from n*2^20 and returns how many times it looped
+// (in units of 2^20), so a call that returns n ran to the end.
+const turnsWAT = `
+(module
+  (memory (export "memory") 1)
+  (func (export "spin") (param i32) (result i32) (loop $l (br $l)) (i32.const 0))
+  (func (export "work") (param $n i32) (result i32)
+    (local $i i64)
+    (local.set $i (i64.shl (i64.extend_i32_u (local.get $n)) (i64.const 20)))
+    (block $done
+      (loop $l
+        (br_if $done (i64.eqz (local.get $i)))
+        (local.set $i (i64.sub (local.get $i) (i64.const 1)))
+        (br $l)))
+    (local.get $n))
+)`
+
+var i32toi32 = []sandbox.ValType{sandbox.I32}
+
+// turnsModule compiles turnsWAT on a wasmtime engine whose guests take
+// turns on the given number of cores.
+func turnsModule(t testing.TB, cores int) sandbox.Module {
+	t.Helper()
+	ctx := context.Background()
+	e, err := wasmtime.New(ctx, wasmtime.Options{Cores: cores})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	lim := config.Limits{Timeout: time.Minute, MaxMemory: 1 << 20, MaxError: 64, MaxLog: 64}
+	m, err := sandbox.Compile(ctx, e, wat.Must(turnsWAT), sandbox.ModuleConfig{Name: "turns", Limits: lim})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	return m
+}
+
+// callWith instantiates m and calls export once with arg, under the given
+// timeout (0: none) and context.
+func callWith(ctx context.Context, m sandbox.Module, export string, arg uint64, timeout time.Duration) (uint64, error) {
+	inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), timeout))
+	if err != nil {
+		return 0, err
+	}
+	defer inst.Close(context.Background())
+	fn, err := inst.Export(export, i32toi32, i32toi32)
+	if err != nil {
+		return 0, err
+	}
+	stack := []uint64{arg}
+	inst.SetDeadline(sandbox.Deadline(time.Now(), timeout))
+	err = inst.Call(ctx, fn, stack)
+	return stack[0], err
+}
+
+// More calls than turns, each many ticks long, all run to the end: turns
+// are handed on, never lost.
+func TestTurnsAreSharedAndNeverLost(t *testing.T) {
+	m := turnsModule(t, 1)
+	const calls, rounds = 4, 3
+	var wg sync.WaitGroup
+	results := make([][]uint64, calls)
+	errs := make([][]error, calls)
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				got, err := callWith(context.Background(), m, "work", 64, time.Minute)
+				results[i] = append(results[i], got)
+				errs[i] = append(errs[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range calls {
+		for r := range rounds {
+			require.NoError(t, errs[i][r], "call %d round %d", i, r)
+			assert.Equal(t, uint64(64), results[i][r], "call %d round %d ran to the end", i, r)
+		}
+	}
+}
+
+// A call waiting for a turn still stops at its own deadline: the call
+// holding the only turn has a far deadline and keeps running.
+func TestWaitingCallStopsAtItsDeadline(t *testing.T) {
+	m := turnsModule(t, 1)
+	holder := make(chan error, 1)
+	go func() {
+		_, err := callWith(context.Background(), m, "spin", 0, time.Second)
+		holder <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the holder takes the turn at its first tick
+	_, err := callWith(context.Background(), m, "spin", 0, 50*time.Millisecond)
+	require.ErrorIs(t, err, abi.Timeout)
+	select {
+	case err := <-holder:
+		t.Fatalf("the call holding the turn ended first: %v", err)
+	default:
+	}
+	require.ErrorIs(t, <-holder, abi.Timeout)
+}
+
+// A waiting call with no deadline stops when its context is canceled.
+func TestWaitingCallStopsWhenCanceled(t *testing.T) {
+	m := turnsModule(t, 1)
+	holder := make(chan error, 1)
+	go func() {
+		_, err := callWith(context.Background(), m, "spin", 0, time.Second)
+		holder <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := callWith(ctx, m, "spin", 0, 0)
+	require.ErrorIs(t, err, abi.Canceled)
+	select {
+	case err := <-holder:
+		t.Fatalf("the call holding the turn ended first: %v", err)
+	default:
+	}
+	require.ErrorIs(t, <-holder, abi.Timeout)
+}
+
+// Many calls with mixed deadlines and cancellations on two turns: every
+// call ends, with the kind its own limit gives.
+func TestTurnsUnderMixedStops(t *testing.T) {
+	m := turnsModule(t, 2)
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i % 3 {
+			case 0:
+				_, err := callWith(context.Background(), m, "spin", 0, time.Duration(10+i)*time.Millisecond)
+				assert.ErrorIs(t, err, abi.Timeout, "call %d", i)
+			case 1:
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+i)*time.Millisecond)
+				defer cancel()
+				_, err := callWith(ctx, m, "spin", 0, 0)
+				assert.ErrorIs(t, err, abi.Timeout, "call %d: a context deadline is a timeout", i)
+			default:
+				got, err := callWith(context.Background(), m, "work", 4, time.Minute)
+				assert.NoError(t, err, "call %d", i)
+				assert.Equal(t, uint64(4), got, "call %d", i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkOversubscribedWork is the cost of turns when more guests than
+// cores run: 4 goroutines per core each run work(8) (about 10 ms of
+// looping) back to back, with turns (the default) and with the OS
+// time-slicing (Cores: -1). ns/op is per call; read the ratio.
+func BenchmarkOversubscribedWork(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		cores int
+	}{{"turns", 0}, {"os", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := turnsModule(b, c.cores)
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := callWith(context.Background(), m, "work", 8, time.Minute); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
