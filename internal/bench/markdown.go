@@ -241,7 +241,7 @@ func (r *Report) reading() []string {
 		}
 		why := "the runaway guest checks its own deadline on its own goroutine, every ~20,000 instructions; with more guests than Go threads, Go's scheduler time-slices goroutines that sit in compiled wasm at about 10 ms (wasm code cannot be preempted asynchronously, only where it calls into Go), so a guest whose deadline passes while it waits for a thread notices only when it runs again"
 		if e == config.EngineWasmtime {
-			why = "guests run in cgo calls on their own OS threads; the epoch that interrupts them is advanced by a C thread (real-time priority where allowed) every 1 ms and at the earliest deadline of a running call, and the deadline is checked in C, so neither waits for Go's scheduler; with more CPU-bound threads than cores the runaway guest's thread may still wait for the OS to give it a core (once a deadline has passed, guests far from their own sleep briefly at their next tick to free one), and instantiating its replacement instance competes for one too"
+			why = "guests run in cgo calls on their own OS threads; the epoch that interrupts them is advanced by a C thread (real-time priority where allowed) every 1 ms and at the earliest deadline of a running call, and the deadline is checked in C, so neither waits for Go's scheduler; guest calls longer than a tick take turns on GOMAXPROCS cores (the rest block), a call near its deadline keeps its turn, a handed-on turn wakes its next guest on the giver's core, and a stopped call's thread keeps its turn a tick to return the error and start the next call (RATIONALE.md, core turns); what is left is the OS and other processes delaying the threads that hold the turns"
 		}
 		caveat := ""
 		if base.P99 > 5*time.Millisecond {
