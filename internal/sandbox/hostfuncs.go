@@ -378,6 +378,9 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 				sleep, timedOut = max(rest, 0), true
 			}
 		}
+		if g.Blocking != nil {
+			g.Blocking()
+		}
 		t := time.NewTimer(sleep)
 		select {
 		case <-t.C:

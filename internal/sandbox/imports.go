@@ -38,6 +38,10 @@ type GuestState struct {
 	// (ChargeBytes).
 	Fuel    FuelMeter
 	Counter FuelCounter
+	// Blocking, when set, is called by an import before it blocks the
+	// guest's thread (a WASI sleep): the engine gives up what the running
+	// guest holds that others may need (wasmtime: its core turn).
+	Blocking func()
 
 	ctx context.Context
 	// deadline is the deadline of the host call in progress (zero for

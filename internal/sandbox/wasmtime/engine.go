@@ -380,6 +380,10 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 	if m.metered {
 		inst.state.Counter = hostCounter{inst.guard}
 	}
+	// A guest asleep in a host call gives its core turn to a waiting one
+	// (it takes a turn again at its next tick).
+	guard := inst.guard
+	inst.state.Blocking = func() { C.cb_guard_release_turn(guard) }
 	C.cb_set_epoch_callback(inst.storePtr, inst.guard)
 	inst.args = (*[maxStack]C.cb_val_raw_t)(C.calloc(maxStack, C.size_t(unsafe.Sizeof(C.cb_val_raw_t{}))))
 	inst.res = (*C.cb_call_result_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cb_call_result_t{}))))

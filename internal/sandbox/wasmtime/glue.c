@@ -385,6 +385,9 @@ static void ticker_exit(cb_ticker_t *t) {
 //   time slice first. The thread's next call takes the lingering turn
 //   back; otherwise the ticker hands it on once the tick is over. Calls
 //   that end normally hand their turn on at once.
+// - A call about to sleep in a host call (a WASI clock subscription)
+//   gives its turn up (cb_guard_release_turn), and takes one again at
+//   its next tick.
 // - Calls shorter than a tick never take a turn and pay nothing.
 
 #define CB_NO_DEADLINE_KEY_NS 1000000000LL
@@ -613,6 +616,17 @@ static int take_turn(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
   }
   pthread_mutex_unlock(&t->cores_mu);
   return r;
+}
+
+void cb_guard_release_turn(cb_guard_t *g) {
+  if (!g->core) {
+    return; // only this thread sets core while the call holds a turn
+  }
+  cb_ticker_t *t = g->ticker;
+  pthread_mutex_lock(&t->cores_mu);
+  g->core = 0;
+  core_give(t, -1);
+  pthread_mutex_unlock(&t->cores_mu);
 }
 
 void cb_guard_poke(cb_guard_t *g) {

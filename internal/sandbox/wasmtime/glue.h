@@ -127,6 +127,9 @@ typedef struct cb_guard {
 // memory); cb_guard_free frees it once its store is gone.
 cb_guard_t *cb_guard_new(cb_ticker_t *t, uintptr_t handle);
 void cb_guard_free(cb_guard_t *g);
+// cb_guard_release_turn gives up the core turn g's call holds, if any;
+// called on the call's own thread, from a host call about to block.
+void cb_guard_release_turn(cb_guard_t *g);
 // cb_guard_poke wakes g's call if it is waiting for a turn, to see that
 // its stop word was set.
 void cb_guard_poke(cb_guard_t *g);

@@ -4,6 +4,7 @@ package wasmtime_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,11 +20,27 @@ import (
 )
 
 // turnsWAT has a runaway export and one that does a given amount of work:
-// work(n) counts down from n*2^20 and returns how many times it looped
-// (in units of 2^20), so a call that returns n ran to the end.
+// work(n) counts down from n*2^20 and returns n, so a call that returns n
+// ran to the end.
 const turnsWAT = `
 (module
+  (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
+  (func $count (param $n i32)
+    (local $i i64)
+    (local.set $i (i64.shl (i64.extend_i32_u (local.get $n)) (i64.const 20)))
+    (block $done
+      (loop $l
+        (br_if $done (i64.eqz (local.get $i)))
+        (local.set $i (i64.sub (local.get $i) (i64.const 1)))
+        (br $l))))
+  ;; nap(n) works like work(n), then sleeps 500 ms (a WASI clock
+  ;; subscription at address 0, relative) and returns n.
+  (func (export "nap") (param $n i32) (result i32)
+    (call $count (local.get $n))
+    (i64.store (i32.const 24) (i64.const 500000000))
+    (drop (call $poll (i32.const 0) (i32.const 64) (i32.const 1) (i32.const 128)))
+    (local.get $n))
   (func (export "spin") (param i32) (result i32) (loop $l (br $l)) (i32.const 0))
   (func (export "work") (param $n i32) (result i32)
     (local $i i64)
@@ -47,7 +64,7 @@ func turnsModule(t testing.TB, cores int) sandbox.Module {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	lim := config.Limits{Timeout: time.Minute, MaxMemory: 1 << 20, MaxError: 64, MaxLog: 64}
-	m, err := sandbox.Compile(ctx, e, wat.Must(turnsWAT), sandbox.ModuleConfig{Name: "turns", Limits: lim})
+	m, err := sandbox.Compile(ctx, e, wat.Must(turnsWAT), sandbox.ModuleConfig{Name: "turns", Limits: lim, WASI: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
 	return m
@@ -69,6 +86,26 @@ func callWith(ctx context.Context, m sandbox.Module, export string, arg uint64, 
 	inst.SetDeadline(sandbox.Deadline(time.Now(), timeout))
 	err = inst.Call(ctx, fn, stack)
 	return stack[0], err
+}
+
+// A call asleep in a host call gives its turn up: with one turn, a call
+// that needs tens of milliseconds of work finishes within its 300 ms while
+// the turn's holder sleeps 500 ms.
+func TestSleepingCallGivesItsTurnUp(t *testing.T) {
+	m := turnsModule(t, 1)
+	napper := make(chan error, 1)
+	go func() {
+		got, err := callWith(context.Background(), m, "nap", 16, 5*time.Second)
+		if err == nil && got != 16 {
+			err = fmt.Errorf("nap returned %d, want 16", got)
+		}
+		napper <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the napper took the turn, and sleeps
+	got, err := callWith(context.Background(), m, "work", 64, 300*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(64), got)
+	require.NoError(t, <-napper)
 }
 
 // More calls than turns, each many ticks long, all run to the end: turns
