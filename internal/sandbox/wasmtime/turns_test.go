@@ -136,45 +136,43 @@ func TestTurnsAreSharedAndNeverLost(t *testing.T) {
 	}
 }
 
-// A call waiting for a turn still stops at its own deadline: the call
-// holding the only turn has a far deadline and keeps running.
-func TestWaitingCallStopsAtItsDeadline(t *testing.T) {
-	m := turnsModule(t, 1)
-	holder := make(chan error, 1)
-	go func() {
-		_, err := callWith(context.Background(), m, "spin", 0, time.Second)
-		holder <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // the holder takes the turn at its first tick
-	_, err := callWith(context.Background(), m, "spin", 0, 50*time.Millisecond)
-	require.ErrorIs(t, err, abi.Timeout)
-	select {
-	case err := <-holder:
-		t.Fatalf("the call holding the turn ended first: %v", err)
-	default:
+// With one turn and a runaway call holding it, a second runaway call
+// (waiting for the turn, or holding it for a slice) stops when its own
+// limit comes, a deadline or its context's cancellation, with that
+// limit's kind, while the first keeps running to its own, later deadline.
+func TestSecondCallStopsAtItsOwnLimit(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  time.Duration
+		want    error
+	}{
+		{"deadline", 50 * time.Millisecond, 0, abi.Timeout},
+		{"canceled", 0, 50 * time.Millisecond, abi.Canceled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := turnsModule(t, 1)
+			holder := make(chan error, 1)
+			go func() {
+				_, err := callWith(context.Background(), m, "spin", 0, time.Second)
+				holder <- err
+			}()
+			time.Sleep(20 * time.Millisecond) // the holder takes the turn at its first tick
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancel > 0 {
+				time.AfterFunc(c.cancel, cancel)
+			}
+			_, err := callWith(ctx, m, "spin", 0, c.timeout)
+			require.ErrorIs(t, err, c.want)
+			select {
+			case err := <-holder:
+				t.Fatalf("the first call ended first: %v", err)
+			default:
+			}
+			require.ErrorIs(t, <-holder, abi.Timeout)
+		})
 	}
-	require.ErrorIs(t, <-holder, abi.Timeout)
-}
-
-// A waiting call with no deadline stops when its context is canceled.
-func TestWaitingCallStopsWhenCanceled(t *testing.T) {
-	m := turnsModule(t, 1)
-	holder := make(chan error, 1)
-	go func() {
-		_, err := callWith(context.Background(), m, "spin", 0, time.Second)
-		holder <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err := callWith(ctx, m, "spin", 0, 0)
-	require.ErrorIs(t, err, abi.Canceled)
-	select {
-	case err := <-holder:
-		t.Fatalf("the call holding the turn ended first: %v", err)
-	default:
-	}
-	require.ErrorIs(t, <-holder, abi.Timeout)
 }
 
 // Many calls with mixed deadlines and cancellations on two turns: every
