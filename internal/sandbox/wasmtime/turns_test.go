@@ -43,13 +43,7 @@ const turnsWAT = `
     (local.get $n))
   (func (export "spin") (param i32) (result i32) (loop $l (br $l)) (i32.const 0))
   (func (export "work") (param $n i32) (result i32)
-    (local $i i64)
-    (local.set $i (i64.shl (i64.extend_i32_u (local.get $n)) (i64.const 20)))
-    (block $done
-      (loop $l
-        (br_if $done (i64.eqz (local.get $i)))
-        (local.set $i (i64.sub (local.get $i) (i64.const 1)))
-        (br $l)))
+    (call $count (local.get $n))
     (local.get $n))
 )`
 
