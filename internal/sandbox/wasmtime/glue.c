@@ -472,19 +472,15 @@ static int linger_reclaim(cb_ticker_t *t) {
   return 1;
 }
 
-// core_end ends g's turn as its call ends. The turn of a call the epoch
-// callback stopped lingers with this thread for a tick (unless the thread
-// already has one lingering); any other goes on at once. Called with
-// cores_mu held.
+// core_end gives up g's turn: a call the epoch callback stopped leaves it
+// lingering with this thread for a tick, any other (a call that returned,
+// or one about to sleep in a host call) hands it on at once. Called with
+// cores_mu held. (A thread never has a turn lingering while its call holds
+// one: the call's first tick took the lingering one back, or found it
+// handed on and forgot it.)
 static void core_end(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
   g->core = 0;
   if (g->tripped == CB_TRIP_NONE) {
-    core_give(t, -1);
-    return;
-  }
-  if (cb_lingering.t == t && cb_lingering.owner != 0 &&
-      t->linger[cb_lingering.slot].owner == cb_lingering.owner) {
-    t->linger[cb_lingering.slot].until = now + t->interval_ns;
     core_give(t, -1);
     return;
   }
@@ -618,16 +614,20 @@ static int take_turn(cb_ticker_t *t, cb_guard_t *g, int64_t now) {
   return r;
 }
 
-void cb_guard_release_turn(cb_guard_t *g) {
+// turn_end gives up the turn g's call holds, if any (core_end). Only the
+// call's own thread sets core while the call holds a turn, so the unlocked
+// read is exact.
+static void turn_end(cb_guard_t *g) {
   if (!g->core) {
-    return; // only this thread sets core while the call holds a turn
+    return;
   }
   cb_ticker_t *t = g->ticker;
   pthread_mutex_lock(&t->cores_mu);
-  g->core = 0;
-  core_give(t, -1);
+  core_end(t, g, mono_ns());
   pthread_mutex_unlock(&t->cores_mu);
 }
+
+void cb_guard_release_turn(cb_guard_t *g) { turn_end(g); }
 
 void cb_guard_poke(cb_guard_t *g) {
   cb_ticker_t *t = g->ticker;
@@ -809,14 +809,7 @@ void cb_guard_begin(cb_guard_t *g, int64_t deadline_ns, int32_t watch) {
 
 void cb_guard_end(cb_guard_t *g) {
   __atomic_store_n(&g->deadline_ns, 0, __ATOMIC_RELAXED); // no tick for it
-  if (g->core) {
-    // Only this thread sets core while it holds a turn, so the unlocked
-    // read is exact.
-    cb_ticker_t *t = g->ticker;
-    pthread_mutex_lock(&t->cores_mu);
-    core_end(t, g, mono_ns());
-    pthread_mutex_unlock(&t->cores_mu);
-  }
+  turn_end(g);
   cb_current = NULL;
   ticker_exit(g->ticker);
 }
