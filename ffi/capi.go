@@ -231,6 +231,16 @@ func callbox_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callba
 	return nil
 }
 
+// resolveC resolves a callback named by a C string, the C argument what
+// (its absence or bad UTF-8 is an error naming it).
+func (bh *bridgeHost) resolveC(key *C.char, what string) (*cbInfo, error) {
+	name, err := goString(key, what)
+	if err != nil {
+		return nil, err
+	}
+	return bh.resolve(name)
+}
+
 //export callbox_callback_find
 func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_info) (ret *C.callbox_error) {
 	defer guard(&ret, "callbox_callback_find")
@@ -242,11 +252,7 @@ func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callbac
 		return cError(err)
 	}
 	defer bh.leave()
-	name, err := goString(key, "name_or_id")
-	if err != nil {
-		return cError(err)
-	}
-	ci, err := bh.resolve(name)
+	ci, err := bh.resolveC(key, "name_or_id")
 	if err != nil {
 		return cError(err)
 	}
@@ -262,11 +268,7 @@ func callbox_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_
 		return cError(err)
 	}
 	defer bh.leave()
-	name, err := goString(callback, "callback")
-	if err != nil {
-		return cError(err)
-	}
-	ci, err := bh.resolve(name)
+	ci, err := bh.resolveC(callback, "callback")
 	if err != nil {
 		return cError(err)
 	}

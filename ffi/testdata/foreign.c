@@ -292,6 +292,17 @@ static int copy_call(callbox_host h, const char *callback, const float *x, size_
   return ok;
 }
 
+// report_case prints one case's line (the Go side reads them) and returns
+// the error's kind (0: none).
+static int report_case(int pass, const item *it, const callbox_error *err, double ms) {
+  int kind = err ? err->kind : 0;
+  flockfile(stdout);
+  printf("CASE\t%d\t%s\t%s\t%d\t%.0f\n", pass, it->engine, it->name, kind, ms);
+  fflush(stdout);
+  funlockfile(stdout);
+  return kind;
+}
+
 static void run_call(int pass, item *it) {
   callbox_host h = hosts[it->host].h;
   static const float x0[4] = {0, 1, 2, 3};
@@ -307,11 +318,7 @@ static void run_call(int pass, item *it) {
   double start = now_ms();
   callbox_error *err = p_call(h, it->name, &ti, 1, &to, 1);
   double ms = now_ms() - start;
-  int kind = err ? err->kind : 0;
-  flockfile(stdout);
-  printf("CASE\t%d\t%s\t%s\t%d\t%.0f\n", pass, it->engine, it->name, kind, ms);
-  fflush(stdout);
-  funlockfile(stdout);
+  int kind = report_case(pass, it, err, ms);
   if (kind != it->kind)
     FAIL("%s/%s: kind %d, want %d: %s", it->name, it->engine, kind, it->kind, err ? err->text : "no error");
   if (memcmp(in, it->input, n * sizeof *in) != 0) FAIL("%s/%s: the caller's input changed", it->name, it->engine);
@@ -336,11 +343,7 @@ static void run_load(int pass, item *it) {
   double start = now_ms();
   callbox_error *err = p_open(it->config, &h);
   double ms = now_ms() - start;
-  int kind = err ? err->kind : 0;
-  flockfile(stdout);
-  printf("CASE\t%d\t%s\t%s\t%d\t%.0f\n", pass, it->engine, it->name, kind, ms);
-  fflush(stdout);
-  funlockfile(stdout);
+  int kind = report_case(pass, it, err, ms);
   if (kind != it->kind)
     FAIL("%s/%s: open: kind %d, want %d: %s", it->name, it->engine, kind, it->kind, err ? err->text : "no error");
   if (err && strcmp(err->callback, it->name) != 0)
