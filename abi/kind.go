@@ -58,6 +58,14 @@ const (
 	// InvalidArgument: the host refused the call before the guest ran
 	// (inputs not matching the signature, outputs above max_output).
 	InvalidArgument
+	// UnknownCallback: no loaded callback has the name or content id the
+	// call named (a typo, or a module that changed since the id was taken).
+	UnknownCallback
+	// FailedPrecondition: nothing can serve the call in the state things
+	// are in: the host is closed, no default host is set for a foreign
+	// entry (XLA's handlers), or a GPU entry was registered where XLA
+	// gives it no stream.
+	FailedPrecondition
 	numKinds
 )
 
@@ -80,13 +88,16 @@ var kindNames = [numKinds]string{
 	Canceled:             "canceled",
 	OtherTrap:            "trap",
 	InvalidArgument:      "invalid argument",
+	UnknownCallback:      "unknown callback",
+	FailedPrecondition:   "failed precondition",
 }
 
 var kindIdents = [numKinds]string{
 	"None", "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable",
 	"MemoryOutOfBounds", "DivideByZero", "IntegerOverflow", "InvalidConversion",
 	"TableOutOfBounds", "IndirectCallMismatch", "GuestError", "ABIViolation",
-	"HostPanic", "Canceled", "OtherTrap", "InvalidArgument",
+	"HostPanic", "Canceled", "OtherTrap", "InvalidArgument", "UnknownCallback",
+	"FailedPrecondition",
 }
 
 // String is the human-readable name ("timeout", "ABI violation").
@@ -161,6 +172,8 @@ func ParseKind(ident string) (Kind, bool) {
 //	Timeout                      DEADLINE_EXCEEDED
 //	FuelExhausted, MemoryLimit   RESOURCE_EXHAUSTED
 //	InvalidArgument              INVALID_ARGUMENT
+//	UnknownCallback              NOT_FOUND
+//	FailedPrecondition           FAILED_PRECONDITION
 //	Canceled                     CANCELLED
 //	GuestError                   the guest's own status (guest), INTERNAL if it is not an error status
 //	KindNone                     OK
@@ -175,6 +188,10 @@ func (k Kind) Code(guest Status) Code {
 		return CodeResourceExhausted
 	case InvalidArgument:
 		return CodeInvalidArgument
+	case UnknownCallback:
+		return CodeNotFound
+	case FailedPrecondition:
+		return CodeFailedPrecondition
 	case Canceled:
 		return CodeCancelled
 	case GuestError:

@@ -16,6 +16,8 @@ func TestKindCodes(t *testing.T) {
 		abi.FuelExhausted:        abi.CodeResourceExhausted,
 		abi.MemoryLimit:          abi.CodeResourceExhausted,
 		abi.InvalidArgument:      abi.CodeInvalidArgument,
+		abi.UnknownCallback:      abi.CodeNotFound,
+		abi.FailedPrecondition:   abi.CodeFailedPrecondition,
 		abi.Canceled:             abi.CodeCancelled,
 		abi.StackOverflow:        abi.CodeInternal,
 		abi.Unreachable:          abi.CodeInternal,

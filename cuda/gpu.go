@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -584,4 +585,21 @@ func (g *GPU) count(p CopyPath) {
 	case PathPageable:
 		g.pageableCalls.Add(1)
 	}
+}
+
+// EnvCopy names the environment variable a shared library reads the copy
+// mode from (ParseMode): auto (default), staged or pageable.
+const EnvCopy = "CALLBOX_CUDA_COPY"
+
+// ParseMode parses a copy mode name (auto, staged, pageable; "" is auto).
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto", "pinned":
+		return Auto, nil
+	case "staged":
+		return Staged, nil
+	case "pageable":
+		return Pageable, nil
+	}
+	return Auto, fmt.Errorf("%s=%q: want auto, staged or pageable", EnvCopy, s)
 }

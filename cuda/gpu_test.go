@@ -438,3 +438,13 @@ func TestUnsettledStagingIsNotReused(t *testing.T) {
 	require.NoError(t, call())
 	assert.Equal(t, 2, r.dev.Stats().Registers, "the healthy buffer is reused")
 }
+
+func TestParseMode(t *testing.T) {
+	for s, want := range map[string]cuda.Mode{"": cuda.Auto, "auto": cuda.Auto, "Pinned": cuda.Auto, "staged": cuda.Staged, " pageable ": cuda.Pageable} {
+		got, err := cuda.ParseMode(s)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, s)
+	}
+	_, err := cuda.ParseMode("fast")
+	assert.ErrorContains(t, err, `CALLBOX_CUDA_COPY="fast": want auto, staged or pageable`)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
@@ -78,8 +79,7 @@ func BenchmarkTinyBridge(b *testing.B) {
 	defer func() { _, _ = bh.close(context.Background()) }()
 	x, y := make([]float32, tinyElements), make([]float32, tinyElements)
 	shape := []int64{tinyElements}
-	f32 := dlFromDType(abi.F32)
-	in := dlTensor{Data: unsafe.Pointer(&x[0]), Device: dlDevice{Type: deviceCPU}, NDim: 1, DType: f32, Shape: &shape[0]}
+	in := dlpack.Tensor{Data: unsafe.Pointer(&x[0]), Device: dlpack.Device{Type: dlpack.CPU}, NDim: 1, DType: dlpack.FromABI(abi.F32), Shape: &shape[0]}
 	out := in
 	out.Data = unsafe.Pointer(&y[0])
 	name := []byte("copy_f32\x00")

@@ -17,8 +17,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/cuda"
-	cudaxla "github.com/seed4b3e0ccb/callbox/cuda/xla"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // cbInfo is a loaded callback as the bridge sees it.
@@ -39,8 +39,9 @@ type bridgeHost struct {
 	handle uint64
 	h      *host.Host
 	// gpu is the host's GPU path (package cuda): the CUDA XLA handler
-	// (callbox_xla_ffi_cuda) and callbox_cuda_call_dlpack serve the default
-	// host through it. The CUDA runtime loads on the first GPU call.
+	// (callbox_xla_ffi_cuda) and callbox_cuda_call_dlpack call the default
+	// host through it (gpu.go). The CUDA runtime loads on the first GPU
+	// call.
 	gpu    *cuda.GPU
 	infos  []*cbInfo          // sorted by name
 	byKey  map[string]*cbInfo // by name and by content id
@@ -57,7 +58,7 @@ type bridgeHost struct {
 // discards it.
 func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 	logger := bridgeLogger()
-	gpu, err := cudaxla.NewGPU(os.Getenv, logger)
+	gpu, err := newGPU(os.Getenv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +130,14 @@ func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
 	}
 	key = strings.Clone(key)
 	if strings.HasPrefix(key, abi.CallbackIDPrefix) {
-		return nil, &bridgeError{kind: abi.InvalidArgument, callback: key,
+		return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
 			msg: "no loaded callback has this content id: the module changed or is not loaded"}
 	}
 	names := make([]string, len(bh.infos))
 	for i, ci := range bh.infos {
 		names[i] = ci.name
 	}
-	return nil, &bridgeError{kind: abi.InvalidArgument, callback: key,
+	return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
 		msg: fmt.Sprintf("unknown callback (loaded: %s)", strings.Join(names, ", "))}
 }
 
@@ -164,7 +165,7 @@ func (bh *bridgeHost) enter() error {
 func (bh *bridgeHost) leave() { bh.calls.Done() }
 
 func (bh *bridgeHost) closedError() error {
-	return &bridgeError{kind: abi.InvalidArgument, msg: fmt.Sprintf("host %d is closed", bh.handle)}
+	return &bridgeError{kind: abi.FailedPrecondition, msg: fmt.Sprintf("host %d is closed", bh.handle)}
 }
 
 // close closes the host once; later calls fail. It waits for the bridge's
@@ -175,13 +176,6 @@ func (bh *bridgeHost) close(ctx context.Context) (first bool, err error) {
 	if bh.closed.Swap(true) {
 		return false, nil
 	}
-	defaultHost.mu.Lock()
-	if defaultHost.h.Load() == bh.handle {
-		// The CUDA handler stops serving it (the CPU handler's default
-		// stays, and says the host is closed).
-		cudaxla.Uninstall()
-	}
-	defaultHost.mu.Unlock()
 	bh.calls.Wait()
 	err = bh.h.Close(ctx)
 	// The GPU path after the host: the host's discarded instances unpin
@@ -222,29 +216,38 @@ func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out 
 	return err
 }
 
+// callSetup is the start callbox_call, callbox_tap and their chain forms
+// share: the host, not closed (the host itself tracks calls, so they need
+// no enter/leave), the callback name, and the chain name ("" for none;
+// an empty one is refused). Names are viewed in C memory, not copied.
+func callSetup(h uint64, chain, callback *byte) (bh *bridgeHost, name, chainName string, err error) {
+	if bh, err = lookupHost(h); err != nil {
+		return nil, "", "", err
+	}
+	if err = bh.open(); err != nil {
+		return nil, "", "", err
+	}
+	if name, err = cString(callback, "callback"); err != nil {
+		return nil, "", "", err
+	}
+	if chain != nil {
+		if chainName, err = cString(chain, "chain"); err != nil {
+			return nil, "", "", err
+		}
+		if chainName == "" {
+			return nil, "", "", badArg(arg("chain"), "empty name")
+		}
+	}
+	return bh, name, chainName, nil
+}
+
 // callDL is a call of the C API (callbox_call, or callbox_chain_call when
 // chain is not nil) with its arguments as they come from C: NUL-terminated
 // names and arrays of DLPack tensors, viewed in place, never copied.
-func callDL(h uint64, chain, callback *byte, inputs *dlTensor, nIn uintptr, outputs *dlTensor, nOut uintptr) error {
-	bh, err := lookupHost(h)
+func callDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
+	bh, name, chainName, err := callSetup(h, chain, callback)
 	if err != nil {
 		return err
-	}
-	if err := bh.open(); err != nil {
-		return err
-	}
-	name, err := cString(callback, "callback")
-	if err != nil {
-		return err
-	}
-	chainName := ""
-	if chain != nil {
-		if chainName, err = cString(chain, "chain"); err != nil {
-			return err
-		}
-		if chainName == "" {
-			return badArg(arg("chain"), "empty name")
-		}
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release(int(nIn), int(nOut))
@@ -257,6 +260,21 @@ func callDL(h uint64, chain, callback *byte, inputs *dlTensor, nIn uintptr, outp
 		return err
 	}
 	return bh.call(context.Background(), chainName, name, in, out)
+}
+
+// tapDL is callbox_tap, or callbox_chain_tap when chain is not nil.
+func tapDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr) error {
+	bh, name, chainName, err := callSetup(h, chain, callback)
+	if err != nil {
+		return err
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release(int(nIn), 0)
+	in, err := fromDLs("input", inputs, nIn, sc.in[:])
+	if err != nil {
+		return err
+	}
+	return bh.tap(context.Background(), chainName, name, in)
 }
 
 // cString views a NUL-terminated C string as a Go string without copying;
@@ -368,37 +386,26 @@ func lookupHost(h uint64) (*bridgeHost, error) {
 	return nil, badArg(arg("host"), "unknown host handle %d", h)
 }
 
-// The default host of the XLA handler.
+// The default host: the one host of the process the entries without a
+// handle serve (both XLA handlers, callbox_cuda_call_dlpack,
+// callbox_cuda_stats). XLA's handler ABI carries no user data, so it is
+// process-wide, beside the handle table; nothing else in callbox is.
 var defaultHost struct {
 	mu sync.Mutex
 	h  atomic.Uint64
 }
 
-// setDefault makes h (0: none) the default host, for both XLA handlers:
-// the CUDA one (package cuda/xla) is installed with the host's GPU path.
+// setDefault makes h (0: none) the default host.
 func setDefault(h uint64) error {
-	var bh *bridgeHost
 	if h != 0 {
-		var err error
-		if bh, err = lookupHost(h); err != nil {
+		if _, err := lookupHost(h); err != nil {
 			return err
 		}
 	}
 	defaultHost.mu.Lock()
 	defer defaultHost.mu.Unlock()
 	defaultHost.h.Store(h)
-	installGPU(bh)
 	return nil
-}
-
-// installGPU makes the CUDA XLA handler and callbox_cuda_call_dlpack serve
-// bh (nil, or a closed host: none). defaultHost.mu is held.
-func installGPU(bh *bridgeHost) {
-	if bh == nil || bh.closed.Load() {
-		cudaxla.Uninstall()
-		return
-	}
-	cudaxla.Install(bh.h, bh.gpu)
 }
 
 // getDefault returns the default host, opening it from CALLBOX_CONFIG on
@@ -414,7 +421,7 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 	}
 	path := os.Getenv("CALLBOX_CONFIG")
 	if path == "" {
-		return nil, &bridgeError{kind: abi.InvalidArgument,
+		return nil, &bridgeError{kind: abi.FailedPrecondition,
 			msg: "no callbox host: set CALLBOX_CONFIG to a config file, or call callbox_set_default_host before the first call"}
 	}
 	cfg, err := configfile.Load(path)
@@ -426,6 +433,5 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
 	}
 	defaultHost.h.Store(register(bh))
-	installGPU(bh)
 	return bh, nil
 }

@@ -11,31 +11,35 @@ import "C"
 
 import (
 	"context"
+	"sync"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
-// Compile-time checks that the Go mirrors have the C layouts exactly: each
-// line fails to compile (a negative array length) when the sizes or
-// offsets differ in either direction.
+// Compile-time checks that package dlpack's mirrors have the C layouts
+// exactly: each line fails to compile (a negative array length) when the
+// sizes or offsets differ in either direction.
 var (
-	_ [unsafe.Sizeof(C.callbox_tensor{}) - unsafe.Sizeof(dlTensor{})]byte
-	_ [unsafe.Sizeof(dlTensor{}) - unsafe.Sizeof(C.callbox_tensor{})]byte
-	_ [unsafe.Offsetof(C.callbox_tensor{}.ndim) - unsafe.Offsetof(dlTensor{}.NDim)]byte
-	_ [unsafe.Offsetof(dlTensor{}.NDim) - unsafe.Offsetof(C.callbox_tensor{}.ndim)]byte
-	_ [unsafe.Offsetof(C.callbox_tensor{}.dtype) - unsafe.Offsetof(dlTensor{}.DType)]byte
-	_ [unsafe.Offsetof(dlTensor{}.DType) - unsafe.Offsetof(C.callbox_tensor{}.dtype)]byte
-	_ [unsafe.Offsetof(C.callbox_tensor{}.strides) - unsafe.Offsetof(dlTensor{}.Strides)]byte
-	_ [unsafe.Offsetof(dlTensor{}.Strides) - unsafe.Offsetof(C.callbox_tensor{}.strides)]byte
-	_ [unsafe.Offsetof(C.callbox_tensor{}.byte_offset) - unsafe.Offsetof(dlTensor{}.ByteOffset)]byte
-	_ [unsafe.Offsetof(dlTensor{}.ByteOffset) - unsafe.Offsetof(C.callbox_tensor{}.byte_offset)]byte
-	_ [unsafe.Sizeof(C.callbox_type{}) - unsafe.Sizeof(dlType{})]byte
-	_ [unsafe.Sizeof(dlType{}) - unsafe.Sizeof(C.callbox_type{})]byte
-	_ [unsafe.Offsetof(C.callbox_type{}.shape) - unsafe.Offsetof(dlType{}.Shape)]byte
-	_ [unsafe.Offsetof(dlType{}.Shape) - unsafe.Offsetof(C.callbox_type{}.shape)]byte
+	_ [unsafe.Sizeof(C.callbox_tensor{}) - unsafe.Sizeof(dlpack.Tensor{})]byte
+	_ [unsafe.Sizeof(dlpack.Tensor{}) - unsafe.Sizeof(C.callbox_tensor{})]byte
+	_ [unsafe.Offsetof(C.callbox_tensor{}.ndim) - unsafe.Offsetof(dlpack.Tensor{}.NDim)]byte
+	_ [unsafe.Offsetof(dlpack.Tensor{}.NDim) - unsafe.Offsetof(C.callbox_tensor{}.ndim)]byte
+	_ [unsafe.Offsetof(C.callbox_tensor{}.dtype) - unsafe.Offsetof(dlpack.Tensor{}.DType)]byte
+	_ [unsafe.Offsetof(dlpack.Tensor{}.DType) - unsafe.Offsetof(C.callbox_tensor{}.dtype)]byte
+	_ [unsafe.Offsetof(C.callbox_tensor{}.strides) - unsafe.Offsetof(dlpack.Tensor{}.Strides)]byte
+	_ [unsafe.Offsetof(dlpack.Tensor{}.Strides) - unsafe.Offsetof(C.callbox_tensor{}.strides)]byte
+	_ [unsafe.Offsetof(C.callbox_tensor{}.byte_offset) - unsafe.Offsetof(dlpack.Tensor{}.ByteOffset)]byte
+	_ [unsafe.Offsetof(dlpack.Tensor{}.ByteOffset) - unsafe.Offsetof(C.callbox_tensor{}.byte_offset)]byte
+	_ [unsafe.Sizeof(C.callbox_type{}) - unsafe.Sizeof(dlpack.Type{})]byte
+	_ [unsafe.Sizeof(dlpack.Type{}) - unsafe.Sizeof(C.callbox_type{})]byte
+	_ [unsafe.Offsetof(C.callbox_type{}.shape) - unsafe.Offsetof(dlpack.Type{}.Shape)]byte
+	_ [unsafe.Offsetof(dlpack.Type{}.Shape) - unsafe.Offsetof(C.callbox_type{}.shape)]byte
+	_ [unsafe.Sizeof(C.callbox_dtype_info{}) - unsafe.Sizeof(dtypeInfo{})]byte
+	_ [unsafe.Sizeof(dtypeInfo{}) - unsafe.Sizeof(C.callbox_dtype_info{})]byte
 	_ [C.CALLBOX_MAX_RANK - abi.MaxRank]byte
 	_ [abi.MaxRank - C.CALLBOX_MAX_RANK]byte
 )
@@ -75,6 +79,36 @@ func goString(p *C.char, what string) (string, error) {
 	return cString((*byte)(unsafe.Pointer(p)), what)
 }
 
+// entry is the body of every exported function that returns a
+// callbox_error: a panic in body becomes a HostPanic error (no Go panic
+// crosses the C boundary), body's error a callbox_error.
+func entry(where string, body func() error) (ret *C.callbox_error) {
+	defer guard(&ret, where)
+	return cError(body())
+}
+
+// withHost runs body on the open host h with its C-side data (callback
+// infos) in use: close waits for it.
+func withHost(h C.callbox_host, body func(bh *bridgeHost) error) error {
+	bh, err := lookupHost(uint64(h))
+	if err != nil {
+		return err
+	}
+	if err := bh.enter(); err != nil {
+		return err
+	}
+	defer bh.leave()
+	return body(bh)
+}
+
+// outArg refuses a NULL out pointer, naming the argument.
+func outArg[T any](p *T, name string) error {
+	if p == nil {
+		return badArg(arg(name), "NULL")
+	}
+	return nil
+}
+
 //export callbox_error_free
 func callbox_error_free(e *C.callbox_error) {
 	defer func() { _ = recover() }()
@@ -88,53 +122,52 @@ func callbox_error_free(e *C.callbox_error) {
 }
 
 //export callbox_open
-func callbox_open(path *C.char, out *C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_open")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
-	}
-	*out = 0
-	p, err := goString(path, "config_path")
-	if err != nil {
-		return cError(err)
-	}
-	cfg, err := configfile.Load(p)
-	if err != nil {
-		return cError(err)
-	}
-	return openInto(cfg, out)
+func callbox_open(path *C.char, out *C.callbox_host) *C.callbox_error {
+	return entry("callbox_open", func() error {
+		return openInto(out, func() (*config.Config, error) {
+			p, err := goString(path, "config_path")
+			if err != nil {
+				return nil, err
+			}
+			return configfile.Load(p)
+		})
+	})
 }
 
 //export callbox_open_config
-func callbox_open_config(text, format, baseDir *C.char, out *C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_open_config")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
-	}
-	*out = 0
-	if text == nil {
-		return cError(badArg(arg("text"), "NULL"))
-	}
-	data := C.GoString(text)
-	f, err := goString(format, "format")
-	if err != nil {
-		return cError(err)
-	}
-	dir := ""
-	if baseDir != nil {
-		dir = C.GoString(baseDir)
-	}
-	cfg, err := configfile.LoadData("<config>", f, []byte(data), dir, nil)
-	if err != nil {
-		return cError(err)
-	}
-	return openInto(cfg, out)
+func callbox_open_config(text, format, baseDir *C.char, out *C.callbox_host) *C.callbox_error {
+	return entry("callbox_open_config", func() error {
+		return openInto(out, func() (*config.Config, error) {
+			if text == nil {
+				return nil, badArg(arg("text"), "NULL")
+			}
+			f, err := goString(format, "format")
+			if err != nil {
+				return nil, err
+			}
+			dir := ""
+			if baseDir != nil {
+				dir = C.GoString(baseDir)
+			}
+			return configfile.LoadData("<config>", f, []byte(C.GoString(text)), dir, nil)
+		})
+	})
 }
 
-func openInto(cfg *config.Config, out *C.callbox_host) *C.callbox_error {
+// openInto opens a host from the config load returns and stores its
+// handle in *out (0 on failure).
+func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
+	if err := outArg(out, "out"); err != nil {
+		return err
+	}
+	*out = 0
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
 	bh, err := openHost(context.Background(), cfg)
 	if err != nil {
-		return cError(err)
+		return err
 	}
 	for _, ci := range bh.infos {
 		info := (*C.callbox_callback_info)(C.calloc(1, C.sizeof_callbox_callback_info))
@@ -152,83 +185,57 @@ func openInto(cfg *config.Config, out *C.callbox_host) *C.callbox_error {
 }
 
 //export callbox_close
-func callbox_close(h C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_close")
-	bh, err := lookupHost(uint64(h))
-	if err != nil {
-		return cError(err)
-	}
-	first, err := bh.close(context.Background())
-	if first {
-		for _, ci := range bh.infos {
-			info := (*C.callbox_callback_info)(ci.cinfo)
-			ci.cinfo = nil
-			if info == nil {
-				continue
-			}
-			for _, s := range []*C.char{info.name, info.id, info.signature, info.engine, info.batching} {
-				C.free(unsafe.Pointer(s))
-			}
-			C.free(unsafe.Pointer(info))
+func callbox_close(h C.callbox_host) *C.callbox_error {
+	return entry("callbox_close", func() error {
+		bh, err := lookupHost(uint64(h))
+		if err != nil {
+			return err
 		}
-	}
-	return cError(err)
-}
-
-// enterHost looks up an open host and marks a call in flight; the caller
-// must bh.leave().
-func enterHost(h C.callbox_host) (*bridgeHost, error) {
-	bh, err := lookupHost(uint64(h))
-	if err != nil {
-		return nil, err
-	}
-	if err := bh.enter(); err != nil {
-		return nil, err
-	}
-	return bh, nil
-}
-
-// openHostFor looks up a host that is not closed, for calls (which the
-// host itself tracks).
-func openHostFor(h C.callbox_host) (*bridgeHost, error) {
-	bh, err := lookupHost(uint64(h))
-	if err != nil {
-		return nil, err
-	}
-	return bh, bh.open()
+		first, err := bh.close(context.Background())
+		if first {
+			for _, ci := range bh.infos {
+				info := (*C.callbox_callback_info)(ci.cinfo)
+				ci.cinfo = nil
+				if info == nil {
+					continue
+				}
+				for _, s := range []*C.char{info.name, info.id, info.signature, info.engine, info.batching} {
+					C.free(unsafe.Pointer(s))
+				}
+				C.free(unsafe.Pointer(info))
+			}
+		}
+		return err
+	})
 }
 
 //export callbox_callback_count
-func callbox_callback_count(h C.callbox_host, out *C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_callback_count")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
-	}
-	bh, err := enterHost(h)
-	if err != nil {
-		return cError(err)
-	}
-	defer bh.leave()
-	*out = C.size_t(len(bh.infos))
-	return nil
+func callbox_callback_count(h C.callbox_host, out *C.size_t) *C.callbox_error {
+	return entry("callbox_callback_count", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		return withHost(h, func(bh *bridgeHost) error {
+			*out = C.size_t(len(bh.infos))
+			return nil
+		})
+	})
 }
 
 //export callbox_callback_at
-func callbox_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback_info) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_callback_at")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
-	}
-	bh, err := enterHost(h)
-	if err != nil {
-		return cError(err)
-	}
-	defer bh.leave()
-	if uint64(index) >= uint64(len(bh.infos)) {
-		return cError(badArg(arg("index"), "%d is out of range (the host has %d callbacks)", uint64(index), len(bh.infos)))
-	}
-	*out = *(*C.callbox_callback_info)(bh.infos[index].cinfo)
-	return nil
+func callbox_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback_info) *C.callbox_error {
+	return entry("callbox_callback_at", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		return withHost(h, func(bh *bridgeHost) error {
+			if uint64(index) >= uint64(len(bh.infos)) {
+				return badArg(arg("index"), "%d is out of range (the host has %d callbacks)", uint64(index), len(bh.infos))
+			}
+			*out = *(*C.callbox_callback_info)(bh.infos[index].cinfo)
+			return nil
+		})
+	})
 }
 
 // resolveC resolves a callback named by a C string, the C argument what
@@ -242,63 +249,59 @@ func (bh *bridgeHost) resolveC(key *C.char, what string) (*cbInfo, error) {
 }
 
 //export callbox_callback_find
-func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_info) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_callback_find")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
-	}
-	bh, err := enterHost(h)
-	if err != nil {
-		return cError(err)
-	}
-	defer bh.leave()
-	ci, err := bh.resolveC(key, "name_or_id")
-	if err != nil {
-		return cError(err)
-	}
-	*out = *(*C.callbox_callback_info)(ci.cinfo)
-	return nil
+func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_info) *C.callbox_error {
+	return entry("callbox_callback_find", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		return withHost(h, func(bh *bridgeHost) error {
+			ci, err := bh.resolveC(key, "name_or_id")
+			if err != nil {
+				return err
+			}
+			*out = *(*C.callbox_callback_info)(ci.cinfo)
+			return nil
+		})
+	})
 }
 
 //export callbox_output_types
-func callbox_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_type, nOut C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_output_types")
-	bh, err := enterHost(h)
-	if err != nil {
-		return cError(err)
-	}
-	defer bh.leave()
-	ci, err := bh.resolveC(callback, "callback")
-	if err != nil {
-		return cError(err)
-	}
-	in, err := typesFromDL((*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn))
-	if err != nil {
-		return cError(err)
-	}
-	specs, err := bh.outputTypes(ci, in)
-	if err != nil {
-		return cError(err)
-	}
-	if uintptr(nOut) != uintptr(len(specs)) {
-		return cError(badArg(arg("num_outputs"), "%d, but callback %q has %d results", uint64(nOut), ci.name, len(specs)))
-	}
-	if len(specs) == 0 {
-		return nil
-	}
-	if outputs == nil {
-		return cError(badArg(arg("outputs"), "NULL with a count of %d", len(specs)))
-	}
-	outs := unsafe.Slice((*dlType)(unsafe.Pointer(outputs)), len(specs))
-	for i, s := range specs {
-		outs[i] = dlType{DType: dlFromDType(s.DType), NDim: int32(len(s.Shape))}
-		copy(outs[i].Shape[:], s.Shape)
-	}
-	return nil
+func callbox_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_type, nOut C.size_t) *C.callbox_error {
+	return entry("callbox_output_types", func() error {
+		return withHost(h, func(bh *bridgeHost) error {
+			ci, err := bh.resolveC(callback, "callback")
+			if err != nil {
+				return err
+			}
+			in, err := typesFromDL((*dlpack.Tensor)(unsafe.Pointer(inputs)), uintptr(nIn))
+			if err != nil {
+				return err
+			}
+			specs, err := bh.outputTypes(ci, in)
+			if err != nil {
+				return err
+			}
+			if uintptr(nOut) != uintptr(len(specs)) {
+				return badArg(arg("num_outputs"), "%d, but callback %q has %d results", uint64(nOut), ci.name, len(specs))
+			}
+			if len(specs) == 0 {
+				return nil
+			}
+			if outputs == nil {
+				return badArg(arg("outputs"), "NULL with a count of %d", len(specs))
+			}
+			outs := unsafe.Slice((*dlpack.Type)(unsafe.Pointer(outputs)), len(specs))
+			for i, s := range specs {
+				outs[i] = dlpack.Type{DType: dlpack.FromABI(s.DType), NDim: int32(len(s.Shape))}
+				copy(outs[i].Shape[:], s.Shape)
+			}
+			return nil
+		})
+	})
 }
 
 // typesFromDL reads only the dtypes and shapes of n C tensors.
-func typesFromDL(p *dlTensor, n uintptr) ([]abi.Tensor, error) {
+func typesFromDL(p *dlpack.Tensor, n uintptr) ([]abi.Tensor, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -311,142 +314,143 @@ func typesFromDL(p *dlTensor, n uintptr) ([]abi.Tensor, error) {
 	ts := unsafe.Slice(p, n)
 	out := make([]abi.Tensor, n)
 	for i := range ts {
-		a := argName{"input", i}
-		d, ok := dtypeFromDL(ts[i].DType)
-		if !ok {
-			return nil, badArg(a, "unknown dtype {code %d, bits %d, lanes %d}", ts[i].DType.Code, ts[i].DType.Bits, ts[i].DType.Lanes)
-		}
-		shape, err := shapeOf(a, int64(ts[i].NDim), ts[i].Shape)
+		d, shape, err := dlpack.CheckType(&ts[i])
 		if err != nil {
-			return nil, err
+			return nil, dlError("input", i, err)
 		}
 		out[i] = abi.Tensor{DType: d, Shape: shape}
 	}
 	return out, nil
 }
 
-// doCall is callbox_call and callbox_chain_call.
-func doCall(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) error {
-	return callDL(uint64(h), (*byte)(unsafe.Pointer(chain)), (*byte)(unsafe.Pointer(callback)),
-		(*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn), (*dlTensor)(unsafe.Pointer(outputs)), uintptr(nOut))
-}
-
 //export callbox_call
-func callbox_call(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_call")
-	return cError(doCall(h, nil, callback, inputs, nIn, outputs, nOut))
+func callbox_call(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+	return entry("callbox_call", func() error {
+		return callDL(uint64(h), nil, cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+	})
 }
 
 //export callbox_chain_call
-func callbox_chain_call(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_chain_call")
-	if chain == nil {
-		return cError(badArg(arg("chain"), "NULL"))
-	}
-	return cError(doCall(h, chain, callback, inputs, nIn, outputs, nOut))
-}
-
-// doTap is callbox_tap and callbox_chain_tap.
-func doTap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) error {
-	bh, err := openHostFor(h)
-	if err != nil {
-		return err
-	}
-	name, err := goString(callback, "callback")
-	if err != nil {
-		return err
-	}
-	chainName := ""
-	if chain != nil {
-		if chainName, err = goString(chain, "chain"); err != nil {
-			return err
+func callbox_chain_call(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+	return entry("callbox_chain_call", func() error {
+		if chain == nil {
+			return badArg(arg("chain"), "NULL")
 		}
-		if chainName == "" {
-			return badArg(arg("chain"), "empty name")
-		}
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(nIn), 0)
-	in, err := fromDLs("input", (*dlTensor)(unsafe.Pointer(inputs)), uintptr(nIn), sc.in[:])
-	if err != nil {
-		return err
-	}
-	return bh.tap(context.Background(), chainName, name, in)
+		return callDL(uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+	})
 }
 
 //export callbox_tap
-func callbox_tap(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_tap")
-	return cError(doTap(h, nil, callback, inputs, nIn))
+func callbox_tap(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
+	return entry("callbox_tap", func() error {
+		return tapDL(uint64(h), nil, cbytes(callback), dlTensors(inputs), uintptr(nIn))
+	})
 }
 
 //export callbox_chain_tap
-func callbox_chain_tap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_chain_tap")
-	if chain == nil {
-		return cError(badArg(arg("chain"), "NULL"))
-	}
-	return cError(doTap(h, chain, callback, inputs, nIn))
+func callbox_chain_tap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
+	return entry("callbox_chain_tap", func() error {
+		if chain == nil {
+			return badArg(arg("chain"), "NULL")
+		}
+		return tapDL(uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn))
+	})
 }
 
+// cbytes and dlTensors view C arguments as the Go types callDL and tapDL
+// take.
+func cbytes(p *C.char) *byte                       { return (*byte)(unsafe.Pointer(p)) }
+func dlTensors(p *C.callbox_tensor) *dlpack.Tensor { return (*dlpack.Tensor)(unsafe.Pointer(p)) }
+
 //export callbox_barrier
-func callbox_barrier(h C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_barrier")
-	bh, err := enterHost(h)
-	if err != nil {
-		return cError(err)
-	}
-	defer bh.leave()
-	return cError(bh.h.Barrier(context.Background()))
+func callbox_barrier(h C.callbox_host) *C.callbox_error {
+	return entry("callbox_barrier", func() error {
+		return withHost(h, func(bh *bridgeHost) error { return bh.h.Barrier(context.Background()) })
+	})
 }
 
 // chainOp runs a barrier or a reset on a named chain.
 func chainOp(h C.callbox_host, chain *C.char, op func(bh *bridgeHost, name string) error) error {
-	bh, err := enterHost(h)
-	if err != nil {
-		return err
-	}
-	defer bh.leave()
-	name, err := goString(chain, "chain")
-	if err != nil {
-		return err
-	}
-	return op(bh, name)
+	return withHost(h, func(bh *bridgeHost) error {
+		name, err := goString(chain, "chain")
+		if err != nil {
+			return err
+		}
+		return op(bh, name)
+	})
 }
 
 //export callbox_chain_barrier
-func callbox_chain_barrier(h C.callbox_host, chain *C.char) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_chain_barrier")
-	return cError(chainOp(h, chain, func(bh *bridgeHost, name string) error {
-		return bh.chainBarrier(context.Background(), name)
-	}))
+func callbox_chain_barrier(h C.callbox_host, chain *C.char) *C.callbox_error {
+	return entry("callbox_chain_barrier", func() error {
+		return chainOp(h, chain, func(bh *bridgeHost, name string) error {
+			return bh.chainBarrier(context.Background(), name)
+		})
+	})
 }
 
 //export callbox_chain_reset
-func callbox_chain_reset(h C.callbox_host, chain *C.char) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_chain_reset")
-	return cError(chainOp(h, chain, func(bh *bridgeHost, name string) error {
-		return bh.chainReset(context.Background(), name)
-	}))
+func callbox_chain_reset(h C.callbox_host, chain *C.char) *C.callbox_error {
+	return entry("callbox_chain_reset", func() error {
+		return chainOp(h, chain, func(bh *bridgeHost, name string) error {
+			return bh.chainReset(context.Background(), name)
+		})
+	})
 }
 
 //export callbox_set_default_host
-func callbox_set_default_host(h C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_set_default_host")
-	return cError(setDefault(uint64(h)))
+func callbox_set_default_host(h C.callbox_host) *C.callbox_error {
+	return entry("callbox_set_default_host", func() error { return setDefault(uint64(h)) })
 }
 
 //export callbox_default_host
-func callbox_default_host(out *C.callbox_host) (ret *C.callbox_error) {
-	defer guard(&ret, "callbox_default_host")
-	if out == nil {
-		return cError(badArg(arg("out"), "NULL"))
+func callbox_default_host(out *C.callbox_host) *C.callbox_error {
+	return entry("callbox_default_host", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		*out = 0
+		bh, err := getDefault(context.Background())
+		if err != nil {
+			return err
+		}
+		*out = C.callbox_host(bh.handle)
+		return nil
+	})
+}
+
+// dtypeInfo mirrors callbox_dtype_info.
+type dtypeInfo struct {
+	Name   *C.char
+	DLPack dlpack.DType
+	XLA    int32
+	Bytes  uint32
+	_      uint32
+}
+
+// dtypeTable is callbox_dtypes' table, in C memory for the process's
+// life (built once, never freed: a few hundred bytes).
+var dtypeTable = sync.OnceValue(func() []dtypeInfo {
+	infos := dlpack.DTypes()
+	p := (*dtypeInfo)(C.calloc(C.size_t(len(infos)), C.size_t(unsafe.Sizeof(dtypeInfo{}))))
+	out := unsafe.Slice(p, len(infos))
+	for i, d := range infos {
+		out[i] = dtypeInfo{Name: C.CString(d.Name), DLPack: d.DLPack, XLA: d.XLA, Bytes: uint32(d.Bytes)}
 	}
-	*out = 0
-	bh, err := getDefault(context.Background())
-	if err != nil {
-		return cError(err)
+	return out
+})
+
+// callbox_dtypes writes up to capacity descriptions of the dtypes callbox
+// has into out and returns how many there are (the whole count, even when
+// it is more than capacity): binding layers read the DLPack table from
+// here instead of keeping their own.
+//
+//export callbox_dtypes
+func callbox_dtypes(out *C.callbox_dtype_info, capacity C.size_t) (n C.size_t) {
+	defer func() { _ = recover() }()
+	tab := dtypeTable()
+	if out != nil {
+		copy(unsafe.Slice((*dtypeInfo)(unsafe.Pointer(out)), min(uintptr(capacity), uintptr(len(tab)))), tab)
 	}
-	*out = C.callbox_host(bh.handle)
-	return nil
+	return C.size_t(len(tab))
 }

@@ -5,11 +5,31 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
+
+// This file is the library's one error mapper: every failure any entry
+// reports (a callbox_error of the C API, an XLA FFI error of either
+// handler, the status code of callbox_cuda_call_dlpack) is described by
+// describe, and its code is its kind's (abi.Kind.Code). Nothing else
+// decides a code. The codes, for every entry:
+//
+//	failure                                      kind                code
+//	bad argument, tensor, frame or attribute     InvalidArgument     INVALID_ARGUMENT
+//	no loaded callback has the name or id        UnknownCallback     NOT_FOUND
+//	closed host; no default host; a GPU handler  FailedPrecondition  FAILED_PRECONDITION
+//	  without a stream
+//	timeout                                      Timeout             DEADLINE_EXCEEDED
+//	fuel or memory limit                         FuelExhausted, ...  RESOURCE_EXHAUSTED
+//	canceled                                     Canceled            CANCELLED
+//	guest returned an error status               GuestError          the guest's status
+//	traps, ABI violations, GPU device failures,  (their kinds)       INTERNAL
+//	  a contained panic
 
 // errInfo is everything a callbox_error carries, in Go.
 type errInfo struct {
@@ -25,7 +45,8 @@ type errInfo struct {
 }
 
 // bridgeError is a failure the bridge itself reports about a callback
-// (unknown name, stale content id, closed host).
+// (unknown name, stale content id, closed or missing host, a refused XLA
+// frame).
 type bridgeError struct {
 	kind     abi.Kind
 	callback string
@@ -56,6 +77,7 @@ func describe(err error) errInfo {
 		le *host.LoadError
 		be *bridgeError
 		cf *config.Error
+		ge *cuda.Error
 	)
 	switch {
 	case errors.As(err, &ch):
@@ -69,6 +91,8 @@ func describe(err error) errInfo {
 		in.callback = le.Callback
 	case errors.As(err, &be):
 		in.callback, in.message = be.callback, be.msg
+	case errors.As(err, &ge):
+		in.callback, in.chain, in.seq = ge.Callback, ge.Chain, ge.Seq
 	case errors.As(err, &cf):
 		in.kind = abi.InvalidArgument
 	}
@@ -87,4 +111,17 @@ func describe(err error) errInfo {
 // crosses the C boundary.
 func panicError(where string, p any) error {
 	return &bridgeError{kind: abi.HostPanic, msg: fmt.Sprintf("%s: host panic (contained): %v", where, p)}
+}
+
+// xlaMessage is the code and message of a failed XLA call, either
+// handler: the message names the kind and the callback, e.g.
+//
+//	callbox Timeout: callback "spin" failed: timeout after 250ms
+func xlaMessage(callback string, err error) (abi.Code, string) {
+	in := describe(err)
+	msg := err.Error()
+	if in.callback == "" && callback != "" {
+		msg = fmt.Sprintf("callback %q: %s", strings.ToValidUTF8(callback, "?"), msg)
+	}
+	return in.code, "callbox " + in.kind.Ident() + ": " + msg
 }

@@ -275,7 +275,7 @@ func TestHarnessCAPI(t *testing.T) {
 	cfg := writeConfig(t, dir, false)
 	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "close")
 
-	assert.Equal(t, "1.1.0 10100", r.vals["version"])
+	assert.Equal(t, "1.2.0 10200", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -286,7 +286,7 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "open_bad_key", abi.InvalidArgument, "callbacks.s.colour: unknown key")
 	r.fails(t, "open_bad_module", abi.InvalidArgument, `callback "s"`, "missing.wasm")
 	r.ok(t, "open_json", "json_count", "json_close", "json_close_again")
-	r.fails(t, "json_after_close", abi.InvalidArgument, "is closed")
+	r.fails(t, "json_after_close", abi.FailedPrecondition, "is closed")
 	r.fails(t, "unknown_handle", abi.InvalidArgument, "unknown host handle 987654")
 	r.fails(t, "handle_zero", abi.InvalidArgument, "handle 0 is not a host")
 
@@ -299,9 +299,9 @@ func TestHarnessCAPI(t *testing.T) {
 	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
 	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 21 is out of range")
 	r.ok(t, "find_name", "find_id")
-	stale := r.fails(t, "find_stale_id", abi.InvalidArgument, "the module changed or is not loaded")
+	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "the module changed or is not loaded")
 	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
-	r.fails(t, "find_unknown", abi.InvalidArgument, `callback "nope": unknown callback (loaded: bump, copy2,`)
+	r.fails(t, "find_unknown", abi.UnknownCallback, `callback "nope": unknown callback (loaded: bump, copy2,`)
 	r.fails(t, "find_null", abi.InvalidArgument, "name_or_id: NULL")
 	r.ok(t, "types_mat")
 	assert.Equal(t, "2/32/1 2 [3,5]", r.vals["types_mat"])
@@ -320,8 +320,8 @@ func TestHarnessCAPI(t *testing.T) {
 
 	// Bad arguments, each named.
 	r.fails(t, "null_callback", abi.InvalidArgument, "callback: NULL")
-	r.fails(t, "unknown_callback", abi.InvalidArgument, `callback "nope": unknown callback`)
-	r.fails(t, "stale_id", abi.InvalidArgument, "the module changed or is not loaded")
+	r.fails(t, "unknown_callback", abi.UnknownCallback, `callback "nope": unknown callback`)
+	r.fails(t, "stale_id", abi.UnknownCallback, "the module changed or is not loaded")
 	r.fails(t, "null_inputs", abi.InvalidArgument, "inputs: NULL with a count of 1")
 	r.fails(t, "null_outputs", abi.InvalidArgument, "outputs: NULL with a count of 1")
 	r.fails(t, "too_many_inputs", abi.InvalidArgument, "got 2 inputs, signature (x: f32[n]) -> f32[n] takes 1")
@@ -361,7 +361,7 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "chain_output_shape", abi.InvalidArgument, "output 0: buffer is s32[3], result is s32[]")
 	r.ok(t, "tap_ok", "tap_fail", "barrier_again")
 	r.fails(t, "barrier", abi.GuestError, `callback "fail" failed`)
-	r.fails(t, "tap_unknown", abi.InvalidArgument, "unknown callback")
+	r.fails(t, "tap_unknown", abi.UnknownCallback, "unknown callback")
 	r.xok(t, "xla_chain_token")
 	r.xfails(t, "xla_chain_fail", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" (chain "xc" #2)`)
 	r.xfails(t, "xla_chain_after_failure", abi.CodeInvalidArgument, `chain "xc": call #3 (bump) not run`)
@@ -370,8 +370,8 @@ func TestHarnessCAPI(t *testing.T) {
 	r.ok(t, "close", "close_again")
 	assert.Equal(t, "1", r.vals["cuda_stats_before_close"])
 	assert.Equal(t, "-1", r.vals["cuda_stats_after_close"], "closing the default host uninstalls the GPU path")
-	r.fails(t, "call_after_close", abi.InvalidArgument, "is closed")
-	r.xfails(t, "xla_after_close", abi.CodeInvalidArgument, "is closed")
+	r.fails(t, "call_after_close", abi.FailedPrecondition, "is closed")
+	r.xfails(t, "xla_after_close", abi.CodeFailedPrecondition, "is closed")
 }
 
 func TestHarnessXLA(t *testing.T) {
@@ -381,9 +381,9 @@ func TestHarnessXLA(t *testing.T) {
 	r := runHarness(t, bin, cfg, dir, nil, "xla")
 
 	r.xok(t, "metadata", "stage_0", "stage_1", "stage_2", "by_name", "by_id")
-	assert.Equal(t, "0.1 traits=0", r.vals["metadata"])
-	r.xfails(t, "stale_id", abi.CodeInvalidArgument, `callback "cb1-2222`, "the module changed or is not loaded")
-	r.xfails(t, "unknown", abi.CodeInvalidArgument, `callbox InvalidArgument: callback "nope": unknown callback`)
+	assert.Equal(t, xlaAPIVersion+" traits=0", r.vals["metadata"])
+	r.xfails(t, "stale_id", abi.CodeNotFound, `callback "cb1-2222`, "the module changed or is not loaded")
+	r.xfails(t, "unknown", abi.CodeNotFound, `callbox UnknownCallback: callback "nope": unknown callback`)
 	r.xfails(t, "empty_name", abi.CodeInvalidArgument, "attribute callback: empty")
 	r.xfails(t, "no_attrs", abi.CodeInvalidArgument, "missing attribute callback")
 	r.xfails(t, "attr_scalar", abi.CodeInvalidArgument, "attribute callback has type 3, want a string")
@@ -392,7 +392,7 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "no_rets", abi.CodeInvalidArgument, "got 0 output buffers")
 	r.xfails(t, "ret_shape", abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.xfails(t, "dtype_f8", abi.CodeInvalidArgument, `callback "copy_f32": argument 0: XLA dtype 19 is not one callbox supports`)
-	r.xfails(t, "rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 exceeds the maximum 32")
+	r.xfails(t, "rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32")
 	r.xfails(t, "dim_negative", abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-2)")
 	r.xfails(t, "arg_not_buffer", abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer")
 	r.xfails(t, "data_null", abi.CodeInvalidArgument, "argument 0: data is NULL")
@@ -401,13 +401,13 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "small_frame", abi.CodeInvalidArgument, "call frame of 100 bytes, want at least 168")
 }
 
-// TestHarnessCUDA drives the GPU entries the library exports (package
-// cuda/xla, wired to the default host) from C on this machine, whatever its
+// TestHarnessCUDA drives the GPU entries the library exports (serving the
+// default host through package cuda) from C on this machine, whatever its
 // GPU: host pointers pose as device memory, so every GPU call must fail
 // with a clear error (no CUDA runtime here, or memory that is not the
 // device's where there is one), write no output, and leave the process
 // working. The GPU path itself runs on the fake device in cuda/ and
-// cuda/xla's tests, and on a real GPU in scripts/device-check-cuda.sh.
+// in gpu_test.go, and on a real GPU in scripts/device-check-cuda.sh.
 func TestHarnessCUDA(t *testing.T) {
 	bin := buildHarness(t)
 	dir := t.TempDir()
@@ -418,7 +418,7 @@ func TestHarnessCUDA(t *testing.T) {
 	// answers XLA's handshake.
 	assert.Regexp(t, `^\d+ \{"mode":"auto","calls":0,`, r.vals["cuda_stats"])
 	r.xok(t, "cuda_metadata")
-	assert.Equal(t, "0.1 traits=0", r.vals["cuda_metadata"])
+	assert.Equal(t, xlaAPIVersion+" traits=0", r.vals["cuda_metadata"])
 	r.xfails(t, "cuda_on_cpu_api", abi.CodeFailedPrecondition, "has no Stream_Get", "use callbox_xla_ffi on CPU")
 
 	// GPU calls on host memory fail cleanly: without a CUDA runtime with
@@ -436,7 +436,7 @@ func TestHarnessCUDA(t *testing.T) {
 		assert.Contains(t, dl, "CUDA runtime not available")
 	}
 	r.xfails(t, "cuda_unknown", abi.CodeNotFound, `callback "nope"`, "unknown callback")
-	assert.Equal(t, "3 callbox_xla_ffi_cuda: null callback name", r.vals["cuda_dlpack_null"])
+	assert.Equal(t, "3 callbox InvalidArgument: callback: NULL", r.vals["cuda_dlpack_null"])
 	assert.Equal(t, "3", r.vals["cuda_dlpack_no_msg"], "a NULL input list with no message buffer")
 
 	// The plain C API refuses CUDA tensors and names the GPU entry.
@@ -445,9 +445,46 @@ func TestHarnessCUDA(t *testing.T) {
 	// Clearing the default host uninstalls the GPU path; setting it again
 	// reinstalls it.
 	r.ok(t, "cuda_clear_default", "cuda_set_default", "cuda_cpu_after")
-	r.xfails(t, "cuda_no_host", abi.CodeFailedPrecondition, "no host installed")
+	r.xfails(t, "cuda_no_host", abi.CodeFailedPrecondition, "callbox FailedPrecondition", "no callbox host")
 	assert.Equal(t, "-1", r.vals["cuda_stats_no_host"])
 	assert.Equal(t, "1", r.vals["cuda_stats_again"])
+}
+
+// TestHarnessBothHandlers sends the same failing frames to the CPU and
+// the CUDA XLA handler from C: one decoder and one error mapper, so every
+// failure before bytes move gets the same code and message from both.
+func TestHarnessBothHandlers(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, []string{"CALLBOX_CONFIG="}, "both")
+	r.ok(t, "both_clear_default", "both_open_other", "both_set_other", "both_close_other", "both_restore")
+	for _, c := range []struct {
+		label string
+		code  abi.Code
+		part  string
+	}{
+		{"unknown", abi.CodeNotFound, `callbox UnknownCallback: callback "nope": unknown callback`},
+		{"stale_id", abi.CodeNotFound, "the module changed or is not loaded"},
+		{"empty_name", abi.CodeInvalidArgument, "attribute callback: empty"},
+		{"no_attrs", abi.CodeInvalidArgument, "missing attribute callback"},
+		{"attr_scalar", abi.CodeInvalidArgument, "attribute callback has type 3, want a string"},
+		{"attr_unknown", abi.CodeInvalidArgument, "unknown attribute colour"},
+		{"empty_chain", abi.CodeInvalidArgument, "attribute chain: empty name"},
+		{"dtype_f8", abi.CodeInvalidArgument, "argument 0: XLA dtype 19 is not one callbox supports"},
+		{"rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32"},
+		{"dim_negative", abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-2)"},
+		{"arg_not_buffer", abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer"},
+		{"data_null", abi.CodeInvalidArgument, "argument 0: data is NULL"},
+		{"small_frame", abi.CodeInvalidArgument, "call frame of 100 bytes, want at least 168"},
+		{"no_host", abi.CodeFailedPrecondition, "callbox FailedPrecondition: callback \"copy_f32\": no callbox host"},
+		{"closed_host", abi.CodeFailedPrecondition, "is closed"},
+	} {
+		cpu, gpu := r.xla["both_"+c.label+"_cpu"], r.xla["both_"+c.label+"_cuda"]
+		r.xfails(t, "both_"+c.label+"_cpu", c.code, c.part)
+		r.xfails(t, "both_"+c.label+"_cuda", c.code, c.part)
+		assert.Equal(t, cpu, gpu, "%s: the two handlers answer alike", c.label)
+	}
 }
 
 // TestHarnessThreads runs 8 C threads at once, half through the C API and
@@ -478,8 +515,8 @@ func TestHarnessDefaultHost(t *testing.T) {
 	r.xfails(t, "lazy", abi.CodeInvalidArgument, `CALLBOX_CUDA_COPY="bogus": want auto, staged or pageable`)
 
 	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG="}, "lazy")
-	r.xfails(t, "lazy", abi.CodeInvalidArgument, "no callbox host: set CALLBOX_CONFIG")
-	r.fails(t, "default_host", abi.InvalidArgument, "no callbox host")
+	r.xfails(t, "lazy", abi.CodeFailedPrecondition, "callbox FailedPrecondition", "no callbox host: set CALLBOX_CONFIG")
+	r.fails(t, "default_host", abi.FailedPrecondition, "no callbox host")
 
 	r = runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG=" + filepath.Join(dir, "missing.yaml")}, "lazy")
 	r.xfails(t, "lazy", abi.CodeInvalidArgument, "CALLBOX_CONFIG: ", "missing.yaml")

@@ -19,6 +19,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // The header's kind numbers are abi.Kind's, and its version and rank
@@ -55,26 +56,23 @@ func upper(s string) string {
 	return string(b)
 }
 
-func TestDTypeRoundTrip(t *testing.T) {
-	for _, d := range abi.DTypes() {
-		got, ok := dtypeFromDL(dlFromDType(d))
-		assert.True(t, ok, d.String())
-		assert.Equal(t, d, got)
+// fromDL views one C tensor through fromDLs, as callbox_call does.
+func fromDL(role string, t *dlpack.Tensor) (abi.Tensor, error) {
+	out, err := fromDLs(role, t, 1, nil)
+	if err != nil {
+		return abi.Tensor{}, err
 	}
-	for _, bad := range []dlDType{{dlFloat, 8, 1}, {dlFloat, 32, 2}, {dlBool, 1, 1}, {3, 64, 1}, {dlInt, 12, 1}, {200, 8, 1}, {dlComplex, 255, 1}} {
-		_, ok := dtypeFromDL(bad)
-		assert.False(t, ok, "%+v", bad)
-	}
+	return out[0], nil
 }
 
 func TestFromDL(t *testing.T) {
 	data := make([]float32, 7) // one spare element for the byte_offset case
 	shape := []int64{2, 3}
-	tensor := func() dlTensor {
-		return dlTensor{Data: unsafe.Pointer(&data[0]), Device: dlDevice{deviceCPU, 0}, NDim: 2, DType: dlDType{dlFloat, 32, 1}, Shape: &shape[0]}
+	tensor := func() dlpack.Tensor {
+		return dlpack.Tensor{Data: unsafe.Pointer(&data[0]), Device: dlpack.Device{Type: dlpack.CPU}, NDim: 2, DType: dlpack.FromABI(abi.F32), Shape: &shape[0]}
 	}
 	in := tensor()
-	got, err := fromDL(argName{"input", 1}, &in)
+	got, err := fromDL("input", &in)
 	require.NoError(t, err)
 	assert.Equal(t, abi.F32, got.DType)
 	assert.Equal(t, abi.Shape{2, 3}, got.Shape)
@@ -83,22 +81,22 @@ func TestFromDL(t *testing.T) {
 
 	cases := []struct {
 		name  string
-		tweak func(*dlTensor)
+		tweak func(*dlpack.Tensor)
 		msg   string
 	}{
-		{"gpu", func(d *dlTensor) { d.Device.Type = 2 }, "input 1: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack, which takes the CUDA stream they are ordered on (it calls the default host, callbox_set_default_host)"},
-		{"vulkan", func(d *dlTensor) { d.Device.Type = 7 }, "input 1: device type 7 is not host memory (want 1, CPU)"},
-		{"dtype", func(d *dlTensor) { d.DType.Bits = 24 }, "input 1: unknown dtype {code 2, bits 24, lanes 1}"},
-		{"rank", func(d *dlTensor) { d.NDim = 33 }, "input 1: rank 33 exceeds the maximum 32"},
-		{"negative rank", func(d *dlTensor) { d.NDim = -3 }, "input 1: rank -3 is negative"},
-		{"null shape", func(d *dlTensor) { d.Shape = nil }, "input 1: shape is NULL with rank 2"},
-		{"null data", func(d *dlTensor) { d.Data = nil }, "input 1: data is NULL for f32[2,3] (24 bytes)"},
-		{"strides", func(d *dlTensor) { s := []int64{1, 2}; d.Strides = &s[0] }, "input 1: strides [1 2] are not row-major for shape [2 3] (want NULL or [3 1])"},
+		{"gpu", func(d *dlpack.Tensor) { d.Device.Type = 2 }, "input 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack, which takes the CUDA stream they are ordered on (it calls the default host, callbox_set_default_host)"},
+		{"vulkan", func(d *dlpack.Tensor) { d.Device.Type = 7 }, "input 0: device type 7 is not host memory (want 1, CPU)"},
+		{"dtype", func(d *dlpack.Tensor) { d.DType.Bits = 24 }, "input 0: unknown dtype {code 2, bits 24, lanes 1}"},
+		{"rank", func(d *dlpack.Tensor) { d.NDim = 33 }, "input 0: rank 33 exceeds the maximum 32"},
+		{"negative rank", func(d *dlpack.Tensor) { d.NDim = -3 }, "input 0: rank -3 is negative"},
+		{"null shape", func(d *dlpack.Tensor) { d.Shape = nil }, "input 0: shape is NULL with rank 2"},
+		{"null data", func(d *dlpack.Tensor) { d.Data = nil }, "input 0: data is NULL for f32[2,3] (24 bytes)"},
+		{"strides", func(d *dlpack.Tensor) { s := []int64{1, 2}; d.Strides = &s[0] }, "input 0: strides [1 2] are not row-major for shape [2 3] (want NULL or [3 1]; make the tensor contiguous first)"},
 	}
 	for _, c := range cases {
 		in := tensor()
 		c.tweak(&in)
-		_, err := fromDL(argName{"input", 1}, &in)
+		_, err := fromDL("input", &in)
 		require.Error(t, err, c.name)
 		assert.Equal(t, c.msg, err.Error(), c.name)
 		assert.Equal(t, abi.InvalidArgument, abi.KindOf(err), c.name)
@@ -107,25 +105,25 @@ func TestFromDL(t *testing.T) {
 	neg := []int64{2, -1}
 	in = tensor()
 	in.Shape = &neg[0]
-	_, err = fromDL(argName{"output", 0}, &in)
+	_, err = fromDL("output", &in)
 	assert.EqualError(t, err, "output 0: dimension 1 is negative (-1)")
 
 	huge := []int64{1 << 40, 1 << 40}
 	in = tensor()
 	in.Shape = &huge[0]
-	_, err = fromDL(argName{"input", 0}, &in)
+	_, err = fromDL("input", &in)
 	assert.ErrorContains(t, err, "overflows")
 
 	empty := []int64{0, 5}
 	in = tensor()
 	in.Shape, in.Data = &empty[0], nil
-	got, err = fromDL(argName{"input", 0}, &in)
+	got, err = fromDL("input", &in)
 	require.NoError(t, err)
 	assert.Empty(t, got.Data)
 
 	rowMajor, off := []int64{3, 1}, tensor()
 	off.Strides, off.ByteOffset = &rowMajor[0], 4
-	got, err = fromDL(argName{"input", 0}, &off)
+	got, err = fromDL("input", &off)
 	require.NoError(t, err)
 	assert.Equal(t, unsafe.Pointer(&data[1]), unsafe.Pointer(&got.Data[0]), "byte_offset")
 }

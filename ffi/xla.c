@@ -1,6 +1,10 @@
-// The XLA FFI handler callbox_xla_ffi: decodes the call frame in C (no Go
-// on the metadata, non-execute and malformed-frame paths) and calls into Go
-// once per EXECUTE call with the decoded buffers.
+// The XLA FFI handlers callbox_xla_ffi (CPU) and callbox_xla_ffi_cuda
+// (CUDA): thin wrappers over one decoder, cbx_handle, which checks the
+// call frame in C (no Go on the metadata and non-execute paths) and calls
+// into Go once per EXECUTE call with {stream or none, callback, chain,
+// buffers}, or with its refusal of a malformed frame. Go (xla.go) sends a
+// call without a stream to the host and one with a stream to the GPU path,
+// and alone decides every error's code (errors.go, describe).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +57,9 @@ _Static_assert(offsetof(cbx_xla_api, internal_api) == 40, "Api.internal_api");
 _Static_assert(offsetof(cbx_xla_api, error_create) == 48, "Api slot 0");
 _Static_assert(offsetof(cbx_xla_api, error_destroy) == 64, "Api slot 2");
 _Static_assert(offsetof(cbx_xla_api, stream_get) == 80, "Api slot 4");
+_Static_assert(sizeof(cbx_xla_stream_get_args) == 32, "Stream_Get_Args size");
+_Static_assert(offsetof(cbx_xla_stream_get_args, ctx) == 16, "Stream_Get_Args.ctx");
+_Static_assert(offsetof(cbx_xla_stream_get_args, stream) == 24, "Stream_Get_Args.stream");
 
 // The DLPack layout of callbox_tensor.
 _Static_assert(sizeof(callbox_tensor) == 48, "callbox_tensor size");
@@ -63,12 +70,16 @@ _Static_assert(offsetof(callbox_tensor, shape) == 24, "callbox_tensor.shape");
 _Static_assert(offsetof(callbox_tensor, strides) == 32, "callbox_tensor.strides");
 _Static_assert(offsetof(callbox_tensor, byte_offset) == 40, "callbox_tensor.byte_offset");
 
-// The Go side (xla.go); returns an absl code, 0 on success, and on failure
-// sets call->message (malloc'd).
+// The Go side (xla.go): runs a decoded call, or reports a refused one.
+// Returns 0, or an absl code with call->message set (malloc'd).
 extern int32_t cbxXlaExecute(cbx_call *call);
 
 // How far the handler follows an extension chain.
 #define CBX_MAX_EXTENSIONS 64
+
+// abi.Kind numbers of the decoder's refusals (abi/kind.go; Go maps them
+// to codes).
+enum { CBX_KIND_INVALID_ARGUMENT = 17, CBX_KIND_FAILED_PRECONDITION = 19 };
 
 static struct callbox_xla_error *cbx_error(const struct callbox_xla_call_frame *frame, int32_t code,
                                            const char *msg) {
@@ -81,23 +92,22 @@ static struct callbox_xla_error *cbx_error(const struct callbox_xla_call_frame *
   cbx_xla_error_create_args args;
   memset(&args, 0, sizeof args);
   args.struct_size = CBX_XLA_ERROR_CREATE_ARGS_SIZE;
-  args.message = msg;
+  args.message = msg;  // XLA copies it
   args.errc = code;
   return api->error_create(&args);
 }
 
-static struct callbox_xla_error *cbx_errorf(const struct callbox_xla_call_frame *frame, int32_t code,
-                                            const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// cbx_refuse records the decoder's refusal of a malformed frame; it
+// returns -1 so that a decoding step can `return cbx_refuse(...)`.
+static int cbx_refuse(cbx_call *call, int32_t kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static struct callbox_xla_error *cbx_errorf(const struct callbox_xla_call_frame *frame, int32_t code,
-                                            const char *fmt, ...) {
-  char msg[512];
-  int n = snprintf(msg, sizeof msg, "callbox InvalidArgument: ");
+static int cbx_refuse(cbx_call *call, int32_t kind, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  vsnprintf(call->refusal, sizeof call->refusal, fmt, ap);
   va_end(ap);
-  return cbx_error(frame, code, msg);
+  call->refusal_kind = kind;
+  return -1;
 }
 
 // cbx_metadata finds the metadata extension, if any.
@@ -110,21 +120,19 @@ static cbx_xla_metadata_extension *cbx_metadata(const struct callbox_xla_call_fr
 }
 
 // cbx_buffers decodes one side's buffers, skipping tokens.
-static struct callbox_xla_error *cbx_buffers(const struct callbox_xla_call_frame *frame,
-                                             const cbx_xla_args *side, const char *what,
-                                             cbx_buf *out, int64_t *n_out) {
+static int cbx_buffers(cbx_call *call, const cbx_xla_args *side, const char *what, cbx_buf *out, int64_t *n_out) {
   *n_out = 0;
-  if (side->size < 0) return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "%s: count %lld is negative", what, (long long)side->size);
+  if (side->size < 0) return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "%s: count %lld is negative", what, (long long)side->size);
   if (side->size > 0 && (side->types == NULL || side->args == NULL))
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "%s: %lld buffers but NULL arrays", what, (long long)side->size);
+    return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "%s: %lld buffers but NULL arrays", what, (long long)side->size);
   for (int64_t i = 0; i < side->size; i++) {
     if (side->types[i] != CBX_XLA_ARG_BUFFER)
-      return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "%s %lld: type %d is not a buffer", what, (long long)i, side->types[i]);
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "%s %lld: type %d is not a buffer", what, (long long)i, side->types[i]);
     const cbx_xla_buffer *b = (const cbx_xla_buffer *)side->args[i];
-    if (b == NULL) return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "%s %lld: NULL buffer", what, (long long)i);
+    if (b == NULL) return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "%s %lld: NULL buffer", what, (long long)i);
     if (b->dtype == CBX_XLA_DT_TOKEN) continue;  // ordering only: never read or written
     if (*n_out >= CBX_MAX_BUFFERS)
-      return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "%s: more than %d buffers", what, CBX_MAX_BUFFERS);
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "%s: more than %d buffers", what, CBX_MAX_BUFFERS);
     cbx_buf *o = &out[(*n_out)++];
     o->data = b->data;
     o->dims = b->dims;
@@ -132,7 +140,7 @@ static struct callbox_xla_error *cbx_buffers(const struct callbox_xla_call_frame
     o->dtype = b->dtype;
     o->index = (int32_t)i;
   }
-  return NULL;
+  return 0;
 }
 
 static int cbx_name_is(const cbx_xla_bytespan *s, const char *name) {
@@ -141,70 +149,115 @@ static int cbx_name_is(const cbx_xla_bytespan *s, const char *name) {
 }
 
 // cbx_string reads a STRING attribute.
-static struct callbox_xla_error *cbx_string(const struct callbox_xla_call_frame *frame, int64_t i,
-                                            const char *name, const char **ptr, size_t *len) {
-  if (frame->attrs.types[i] != CBX_XLA_ATTR_STRING)
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "attribute %s has type %d, want a string (%d)", name, frame->attrs.types[i], CBX_XLA_ATTR_STRING);
-  const cbx_xla_bytespan *v = (const cbx_xla_bytespan *)frame->attrs.attrs[i];
+static int cbx_string(cbx_call *call, const cbx_xla_attrs *attrs, int64_t i, const char *name, const char **ptr,
+                      size_t *len) {
+  if (attrs->types[i] != CBX_XLA_ATTR_STRING)
+    return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute %s has type %d, want a string (%d)", name, attrs->types[i],
+                      CBX_XLA_ATTR_STRING);
+  const cbx_xla_bytespan *v = (const cbx_xla_bytespan *)attrs->attrs[i];
   if (v == NULL || (v->ptr == NULL && v->len != 0))
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "attribute %s: NULL string", name);
-  *ptr = v->ptr;
+    return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute %s: NULL string", name);
+  *ptr = v->ptr != NULL ? v->ptr : "";
   *len = v->len;
-  return NULL;
+  return 0;
 }
 
-struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *frame) {
-  if (frame == NULL) return NULL;  // nothing to report through
-  if (frame->struct_size < CBX_XLA_FRAME_MIN_SIZE)
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "call frame of %zu bytes, want at least %d", frame->struct_size, CBX_XLA_FRAME_MIN_SIZE);
-
-  // The metadata handshake comes before the stage check: XLA asks for it
-  // with stage EXECUTE.
-  cbx_xla_metadata_extension *meta = cbx_metadata(frame);
-  if (meta != NULL) {
-    if (meta->metadata == NULL) return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "metadata extension without metadata");
-    meta->metadata->api_version.major_version = 0;
-    meta->metadata->api_version.minor_version = 1;
-    meta->metadata->traits = 0;
-    return NULL;
-  }
-  if (frame->stage != CBX_XLA_STAGE_EXECUTE) return NULL;
-
-  cbx_call call;
-  call.callback = NULL;
-  call.callback_len = 0;
-  call.chain = NULL;
-  call.chain_len = 0;
-  call.message = NULL;
-  struct callbox_xla_error *err;
-  if ((err = cbx_buffers(frame, &frame->args, "argument", call.args, &call.num_args)) != NULL) return err;
-  if ((err = cbx_buffers(frame, &frame->rets, "result", call.rets, &call.num_rets)) != NULL) return err;
-
-  const cbx_xla_attrs *attrs = &frame->attrs;
+// cbx_attrs reads the attributes: callback (required) and chain; any
+// other is refused, so that a misspelt "chian" never runs unordered.
+static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
   if (attrs->size < 0 || (attrs->size > 0 && (attrs->types == NULL || attrs->names == NULL || attrs->attrs == NULL)))
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "malformed attributes (%lld)", (long long)attrs->size);
-  int have_callback = 0;
+    return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "malformed attributes (%lld)", (long long)attrs->size);
   for (int64_t i = 0; i < attrs->size; i++) {
     const cbx_xla_bytespan *name = attrs->names[i];
     if (cbx_name_is(name, "callback")) {
-      if ((err = cbx_string(frame, i, "callback", &call.callback, &call.callback_len)) != NULL) return err;
-      have_callback = 1;
+      if (cbx_string(call, attrs, i, "callback", &call->callback, &call->callback_len) < 0) return -1;
     } else if (cbx_name_is(name, "chain")) {
-      if ((err = cbx_string(frame, i, "chain", &call.chain, &call.chain_len)) != NULL) return err;
-      if (call.chain == NULL) call.chain = "";
+      if (cbx_string(call, attrs, i, "chain", &call->chain, &call->chain_len) < 0) return -1;
     } else if (name == NULL || name->ptr == NULL) {
-      return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "attribute %lld has no name", (long long)i);
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute %lld has no name", (long long)i);
     } else {
-      return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "unknown attribute %.*s (callbox takes callback and chain)",
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "unknown attribute %.*s (callbox takes callback and chain)",
                         (int)(name->len > 64 ? 64 : name->len), name->ptr);
     }
   }
-  if (!have_callback)
-    return cbx_errorf(frame, CBX_XLA_CODE_INVALID_ARGUMENT, "missing attribute callback (a callback name or content id)");
+  if (call->callback == NULL)
+    return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "missing attribute callback (a callback name or content id)");
+  return 0;
+}
 
+// cbx_stream gets the CUDA stream of the call from XLA (api slot 4). On
+// failure it returns -1 with a refusal, or sets *xla_err to XLA's own
+// error (passed back as XLA made it).
+static int cbx_stream(cbx_call *call, const struct callbox_xla_call_frame *frame, struct callbox_xla_error **xla_err) {
+  const cbx_xla_api *api = frame->api;
+  if (api == NULL || api->struct_size < CBX_XLA_API_STREAM_SIZE || api->stream_get == NULL)
+    return cbx_refuse(call, CBX_KIND_FAILED_PRECONDITION,
+                      "XLA's API table has no Stream_Get (register callbox_xla_ffi_cuda for platform \"CUDA\"; use "
+                      "callbox_xla_ffi on CPU)");
+  cbx_xla_stream_get_args sa;
+  memset(&sa, 0, sizeof sa);
+  sa.struct_size = CBX_XLA_STREAM_GET_ARGS_SIZE;
+  sa.ctx = frame->ctx;
+  *xla_err = api->stream_get(&sa);
+  if (*xla_err != NULL) return -1;  // XLA's own error (UNIMPLEMENTED on CPU)
+  if (sa.stream == NULL) return cbx_refuse(call, CBX_KIND_FAILED_PRECONDITION, "XLA gave no CUDA stream");
+  call->stream = (uintptr_t)sa.stream;
+  return 0;
+}
+
+// cbx_handle is both handlers: gpu says whether the call's buffers are in
+// device memory on XLA's stream.
+static struct callbox_xla_error *cbx_handle(struct callbox_xla_call_frame *frame, int gpu) {
+  if (frame == NULL) return NULL;  // nothing to report through
+  cbx_call call;
+  memset(&call, 0, offsetof(cbx_call, args));
+  if (frame->struct_size < CBX_XLA_FRAME_MIN_SIZE) {
+    cbx_refuse(&call, CBX_KIND_INVALID_ARGUMENT, "call frame of %zu bytes, want at least %d", frame->struct_size,
+               CBX_XLA_FRAME_MIN_SIZE);
+  } else {
+    // The metadata handshake comes before the stage check: XLA asks for
+    // it with stage EXECUTE.
+    cbx_xla_metadata_extension *meta = cbx_metadata(frame);
+    if (meta != NULL) {
+      if (meta->metadata == NULL) {
+        cbx_refuse(&call, CBX_KIND_INVALID_ARGUMENT, "metadata extension without metadata");
+      } else {
+        meta->metadata->api_version.major_version = CBX_XLA_API_MAJOR;
+        meta->metadata->api_version.minor_version = CBX_XLA_API_MINOR;
+        // Not command-buffer (CUDA graph) compatible: the callback runs on
+        // the host, so a captured graph could not replay it.
+        meta->metadata->traits = 0;
+        return NULL;
+      }
+    } else if (frame->stage != CBX_XLA_STAGE_EXECUTE) {
+      return NULL;
+    } else {
+      struct callbox_xla_error *xla_err = NULL;
+      if (gpu && cbx_stream(&call, frame, &xla_err) < 0 && xla_err != NULL) return xla_err;
+      if (call.refusal_kind == 0 && cbx_buffers(&call, &frame->args, "argument", call.args, &call.num_args) == 0 &&
+          cbx_buffers(&call, &frame->rets, "result", call.rets, &call.num_rets) == 0) {
+        cbx_attrs(&call, &frame->attrs);
+      }
+    }
+  }
   int32_t code = cbxXlaExecute(&call);
   if (code == 0) return NULL;
-  err = cbx_error(frame, code, call.message != NULL ? call.message : "callbox: call failed");
+  struct callbox_xla_error *err = cbx_error(frame, code, call.message != NULL ? call.message : "callbox: call failed");
   free(call.message);
   return err;
+}
+
+struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *frame) { return cbx_handle(frame, 0); }
+
+struct callbox_xla_error *callbox_xla_ffi_cuda(struct callbox_xla_call_frame *frame) { return cbx_handle(frame, 1); }
+
+// cbx_entry_addr gives tests the addresses of the entries XLA and a
+// binding call through a pointer: 0 the CPU handler, 1 the CUDA handler,
+// 2 callbox_cuda_call_dlpack.
+void *cbx_entry_addr(int which) {
+  switch (which) {
+    case 0: return (void *)callbox_xla_ffi;
+    case 1: return (void *)callbox_xla_ffi_cuda;
+    default: return (void *)callbox_cuda_call_dlpack;
+  }
 }

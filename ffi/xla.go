@@ -4,15 +4,19 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // xlaMaxBuffers is CBX_MAX_BUFFERS (xla_ffi.h).
 const xlaMaxBuffers = 64
+
+// xlaAPIVersion is the XLA FFI API version the handlers declare in the
+// metadata handshake (CBX_XLA_API_MAJOR.MINOR, xla_ffi.h).
+const xlaAPIVersion = "0.2"
 
 // xlaBuf mirrors cbx_buf: one XLA buffer, tokens already skipped.
 type xlaBuf struct {
@@ -23,8 +27,10 @@ type xlaBuf struct {
 	Index int32 // position among XLA's arguments or results
 }
 
-// xlaCall mirrors cbx_call: an EXECUTE call decoded by xla.c.
+// xlaCall mirrors cbx_call: an EXECUTE call decoded by xla.c (cbx_handle),
+// or its refusal of a malformed frame.
 type xlaCall struct {
+	Stream      uintptr // the CUDA stream; 0: a host call (callbox_xla_ffi)
 	Callback    *byte
 	CallbackLen uintptr
 	Chain       *byte // nil: no chain attribute
@@ -32,37 +38,74 @@ type xlaCall struct {
 	NumArgs     int64
 	NumRets     int64
 	Message     unsafe.Pointer // out: C string on failure (xlaexport.go)
+	RefusalKind int32          // an abi.Kind when the decoder refused the frame
+	_           int32
+	Refusal     [256]byte // the refusal's message, NUL-terminated
 	Args        [xlaMaxBuffers]xlaBuf
 	Rets        [xlaMaxBuffers]xlaBuf
 }
 
-// xlaTensors views XLA buffers as tensors (no copy). XLA's dtype numbers
-// are abi.DType's.
+// xlaView checks one XLA buffer and views it: XLA's dtype numbers are
+// abi.DType's, and its buffers are dense row-major, so the buffer is
+// checked as the DLPack tensor it is (one set of tensor checks, package
+// dlpack) in host or device memory.
+func xlaView(role string, b *xlaBuf, mem dlpack.Memory) (dlpack.View, error) {
+	d := abi.DType(b.DType)
+	if b.DType < 0 || !d.Valid() {
+		return dlpack.View{}, badArg(argName{role, int(b.Index)}, "XLA dtype %d is not one callbox supports (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)", b.DType)
+	}
+	if b.Rank < 0 || b.Rank > abi.MaxRank {
+		return dlpack.View{}, badArg(argName{role, int(b.Index)}, "rank %d is outside 0..%d", b.Rank, abi.MaxRank)
+	}
+	dev := dlpack.CPU
+	if mem == dlpack.OnDevice {
+		dev = dlpack.CUDA
+	}
+	t := dlpack.Tensor{Data: b.Data, Device: dlpack.Device{Type: dev}, NDim: int32(b.Rank), DType: dlpack.FromABI(d), Shape: b.Dims}
+	v, err := dlpack.Check(&t, mem)
+	if err != nil {
+		return dlpack.View{}, dlError(role, int(b.Index), err)
+	}
+	return v, nil
+}
+
+// xlaTensors views XLA buffers in host memory as tensors (no copy).
 func xlaTensors(role string, bufs []xlaBuf, into []abi.Tensor) ([]abi.Tensor, error) {
 	out := into[:0]
 	for i := range bufs {
-		b := &bufs[i]
-		a := argName{role, int(b.Index)}
-		d := abi.DType(b.DType)
-		if b.DType < 0 || !d.Valid() {
-			return nil, badArg(a, "XLA dtype %d is not one callbox supports (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)", b.DType)
-		}
-		shape, err := shapeOf(a, b.Rank, b.Dims)
+		v, err := xlaView(role, &bufs[i], dlpack.OnHost)
 		if err != nil {
 			return nil, err
 		}
-		t, err := viewTensor(a, d, shape, b.Data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+		out = append(out, abi.Tensor{DType: v.DType, Shape: v.Shape, Data: v.Data()})
 	}
 	return out, nil
 }
 
-// xlaExecute runs one decoded XLA call on the default host; it returns the
-// callback name as resolved (for messages) and the error.
+// xlaDeviceBuffers views XLA buffers in device memory as GPU buffers.
+func xlaDeviceBuffers(role string, bufs []xlaBuf) ([]cuda.Buffer, error) {
+	out := make([]cuda.Buffer, len(bufs))
+	for i := range bufs {
+		v, err := xlaView(role, &bufs[i], dlpack.OnDevice)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cuda.Buffer{Ptr: cuda.DevicePtr(uintptr(v.Addr)), DType: v.DType, Shape: append(abi.Shape(nil), v.Shape...)}
+	}
+	return out, nil
+}
+
+// xlaExecute runs one decoded XLA call on the default host: on the host
+// when it has no stream, on the host's GPU path on its stream otherwise.
+// It returns the callback name (for messages) and the error.
 func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
+	if c.RefusalKind != 0 {
+		n := 0
+		for n < len(c.Refusal) && c.Refusal[n] != 0 {
+			n++
+		}
+		return "", &bridgeError{kind: abi.Kind(c.RefusalKind), msg: string(c.Refusal[:n])}
+	}
 	callback := ""
 	if c.Callback != nil {
 		callback = unsafe.String(c.Callback, c.CallbackLen)
@@ -87,6 +130,17 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	if err := bh.open(); err != nil {
 		return callback, err
 	}
+	if c.Stream != 0 {
+		ins, err := xlaDeviceBuffers("argument", c.Args[:c.NumArgs])
+		if err != nil {
+			return callback, err
+		}
+		outs, err := xlaDeviceBuffers("result", c.Rets[:c.NumRets])
+		if err != nil {
+			return callback, err
+		}
+		return callback, bh.gpuCall(ctx, chain, callback, cuda.Stream(c.Stream), ins, outs)
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release(int(c.NumArgs), int(c.NumRets))
 	in, err := xlaTensors("argument", c.Args[:c.NumArgs], sc.in[:])
@@ -98,17 +152,4 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 		return callback, err
 	}
 	return callback, bh.call(ctx, chain, callback, in, out)
-}
-
-// xlaMessage is the XLA error message of a failed call: it names the
-// kind and the callback, e.g.
-//
-//	callbox Timeout: callback "spin" failed: timeout after 250ms
-func xlaMessage(callback string, err error) (abi.Code, string) {
-	in := describe(err)
-	msg := err.Error()
-	if in.callback == "" && callback != "" {
-		msg = fmt.Sprintf("callback %q: %s", strings.ToValidUTF8(callback, "?"), msg)
-	}
-	return in.code, "callbox " + in.kind.Ident() + ": " + msg
 }

@@ -1,8 +1,10 @@
 /*
  * xla_ffi.h - callbox's own declarations of the parts of the XLA FFI C ABI
- * its handler uses (the typed custom-call ABI, api_version 4), written from
- * the documented layouts (shared/xla-ffi.md): 64-bit, every enum a 4-byte
- * int. Offsets are asserted in xla.c. Internal to libcallbox.
+ * its two handlers (callbox_xla_ffi for CPU, callbox_xla_ffi_cuda for
+ * CUDA) use: the typed custom-call ABI, api_version 4 in StableHLO,
+ * written from the documented layouts (shared/xla-ffi.md): 64-bit, every
+ * enum a 4-byte int. Offsets are asserted in xla.c. Internal to
+ * libcallbox: the one set of XLA declarations in the project.
  */
 #ifndef CALLBOX_XLA_FFI_H
 #define CALLBOX_XLA_FFI_H
@@ -25,10 +27,16 @@ enum {
   CBX_XLA_STAGE_EXECUTE = 3,
 
   CBX_XLA_EXTENSION_METADATA = 1,
-
-  CBX_XLA_CODE_INVALID_ARGUMENT = 3,
-  CBX_XLA_CODE_INTERNAL = 13,
 };
+
+/* The XLA FFI API version these declarations are written against, which
+ * the handlers declare in the metadata handshake. XLA accepts a handler
+ * whose version is at most its own and not older than it still supports;
+ * 0.2 has the fields declared here that 0.1 lacked (CallFrame.future, in
+ * the frame's struct_size; Metadata.state_type_id), and jaxlib ships 0.2
+ * headers since jax 0.9. The version is also ffi.xlaAPIVersion (Go). */
+#define CBX_XLA_API_MAJOR 0
+#define CBX_XLA_API_MINOR 2
 
 typedef struct cbx_xla_extension {
   size_t struct_size;
@@ -116,6 +124,17 @@ typedef struct cbx_xla_error_create_args {
 
 typedef struct callbox_xla_error *(*cbx_xla_error_create_fn)(cbx_xla_error_create_args *args);
 
+typedef struct cbx_xla_stream_get_args {
+  size_t struct_size;
+  void *extension_start;
+  void *ctx;
+  void *stream; /* out: the cudaStream_t the call is ordered on */
+} cbx_xla_stream_get_args;
+
+#define CBX_XLA_STREAM_GET_ARGS_SIZE (offsetof(cbx_xla_stream_get_args, stream) + sizeof(void *))
+
+typedef struct callbox_xla_error *(*cbx_xla_stream_get_fn)(cbx_xla_stream_get_args *args);
+
 typedef struct cbx_xla_api {
   size_t struct_size;
   void *extension_start;
@@ -125,13 +144,15 @@ typedef struct cbx_xla_api {
   void *error_get_message;              /* slot 1 */
   void *error_destroy;                  /* slot 2 */
   void *handler_register;               /* slot 3 */
-  void *stream_get;                     /* slot 4 */
+  cbx_xla_stream_get_fn stream_get;     /* slot 4 */
 } cbx_xla_api;
 
-/* The smallest api table with slot 0 (Error_Create). */
+/* The smallest api table with slot 0 (Error_Create), and with slot 4
+ * (Stream_Get, which only the CUDA platform's table serves). */
 #define CBX_XLA_API_MIN_SIZE (offsetof(cbx_xla_api, error_create) + sizeof(void *))
+#define CBX_XLA_API_STREAM_SIZE (offsetof(cbx_xla_api, stream_get) + sizeof(void *))
 
-/* ---- between xla.c and the Go side (xla.go) ---- */
+/* ---- between xla.c (the one decoder) and the Go side (xla.go) ---- */
 
 /* The most non-token buffers a call may have on each side. */
 #define CBX_MAX_BUFFERS 64
@@ -146,15 +167,23 @@ typedef struct cbx_buf {
   int32_t index;
 } cbx_buf;
 
-/* A decoded EXECUTE call. */
+/* The longest refusal message the decoder writes. */
+#define CBX_REFUSAL_CAP 256
+
+/* A decoded EXECUTE call, or the decoder's refusal of a malformed one:
+ * either way Go gets it, and Go alone turns failures into codes. */
 typedef struct cbx_call {
+  uintptr_t stream; /* the CUDA stream (callbox_xla_ffi_cuda); 0: none, a host call */
   const char *callback;
   size_t callback_len;
   const char *chain; /* NULL: no chain attribute */
   size_t chain_len;
   int64_t num_args;
   int64_t num_rets;
-  char *message; /* out: malloc'd by the Go side on failure */
+  char *message;          /* out: malloc'd by the Go side on failure */
+  int32_t refusal_kind;   /* an abi.Kind when the decoder refused the frame, else 0 */
+  int32_t pad;
+  char refusal[CBX_REFUSAL_CAP]; /* the refusal's message */
   cbx_buf args[CBX_MAX_BUFFERS];
   cbx_buf rets[CBX_MAX_BUFFERS];
 } cbx_call;

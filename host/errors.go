@@ -33,6 +33,8 @@ const (
 	Canceled             = abi.Canceled
 	OtherTrap            = abi.OtherTrap
 	InvalidArgument      = abi.InvalidArgument
+	UnknownCallback      = abi.UnknownCallback
+	FailedPrecondition   = abi.FailedPrecondition
 )
 
 // Frame is one wasm stack frame of a trap, as far as the engine reports
@@ -46,11 +48,25 @@ type Frame struct {
 
 func (f Frame) String() string { return sandbox.Frame(f).String() }
 
-// ErrUnknownCallback is returned for a name no loaded callback has.
-var ErrUnknownCallback = errors.New("unknown callback")
+// ErrUnknownCallback is returned for a name no loaded callback has. Its
+// kind is UnknownCallback.
+var ErrUnknownCallback error = &kindedError{UnknownCallback, "unknown callback"}
 
-// ErrClosed is returned by calls on a closed Host.
-var ErrClosed = errors.New("host is closed")
+// ErrClosed is returned by calls on a closed Host. Its kind is
+// FailedPrecondition.
+var ErrClosed error = &kindedError{FailedPrecondition, "host is closed"}
+
+// kindedError is a sentinel error with a Kind (abi.Kinder): a bridge to
+// another runtime reads the kind, and from it the code, with abi.KindOf.
+type kindedError struct {
+	kind Kind
+	msg  string
+}
+
+func (e *kindedError) Error() string { return e.msg }
+
+// Kind is the error's kind (abi.Kinder).
+func (e *kindedError) Kind() Kind { return e.kind }
 
 // ErrChainFailed matches (errors.Is) every error of a call that did not run
 // because an earlier call on its chain failed.

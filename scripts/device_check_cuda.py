@@ -74,7 +74,7 @@ def open_library(path):
     lib = ctypes.CDLL(os.path.abspath(path), mode=ctypes.RTLD_GLOBAL)
     for sym in ("callbox_open_config", "callbox_set_default_host", "callbox_xla_ffi_cuda", "callbox_cuda_stats"):
         if not hasattr(lib, sym):
-            sys.exit(f"{path} has no {sym}: build libcallbox with the CUDA handler wired in (cuda/xla)")
+            sys.exit(f"{path} has no {sym}: build libcallbox 1.1 or later (make lib)")
     lib.callbox_open_config.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
     lib.callbox_open_config.restype = ctypes.POINTER(CallboxError)
     lib.callbox_set_default_host.argtypes = [ctypes.c_uint64]

@@ -26,7 +26,7 @@ targets=(
   "./internal/termsafe FuzzText"
   "./host FuzzGuest"
   "./lowering FuzzParse"
-  "./ffi FuzzFromDL"
+  "./internal/dlpack FuzzCheck"
   "./host FuzzInspect"
   "./internal/meter FuzzInstrument"
 )

@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.1.
+ * callbox.h - the C API of libcallbox, version 1.2.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -53,9 +53,15 @@ extern "C" {
  *   1.1  the GPU entries (callbox_xla_ffi_cuda, callbox_cuda_call_dlpack,
  *        callbox_cuda_stats); callbox_call refuses CUDA device tensors with
  *        an error naming callbox_cuda_call_dlpack; callbox_chain_reset keeps
- *        the chain's numbering */
+ *        the chain's numbering
+ *   1.2  one door: both XLA handlers decode frames alike and give one code
+ *        per failure (the table under Errors); kinds UNKNOWN_CALLBACK
+ *        (NOT_FOUND) and FAILED_PRECONDITION (closed host, no default
+ *        host); the GPU entries open the default host from CALLBOX_CONFIG
+ *        as the CPU handler does; callbox_dtypes; the handlers declare XLA
+ *        FFI API 0.2 */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 1
+#define CALLBOX_VERSION_MINOR 2
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -120,6 +126,15 @@ typedef struct callbox_type {
   int64_t shape[CALLBOX_MAX_RANK];
 } callbox_type;
 
+/* One dtype callbox has, with its encodings (callbox_dtypes, since 1.2). */
+typedef struct callbox_dtype_info {
+  const char *name;     /* "f32" (static storage) */
+  callbox_dtype dlpack; /* its DLPack encoding */
+  int32_t xla;          /* its XLA PrimitiveType (= XLA FFI DataType) number */
+  uint32_t bytes;       /* bytes per element */
+  uint32_t reserved;
+} callbox_dtype_info;
+
 /* ---- Errors -------------------------------------------------------------- */
 
 /* Failure kinds. The numbers are stable and are the same as the Go API's
@@ -141,6 +156,20 @@ typedef struct callbox_type {
 #define CALLBOX_KIND_CANCELED 15
 #define CALLBOX_KIND_OTHER_TRAP 16
 #define CALLBOX_KIND_INVALID_ARGUMENT 17
+#define CALLBOX_KIND_UNKNOWN_CALLBACK 18     /* since 1.2 (was INVALID_ARGUMENT) */
+#define CALLBOX_KIND_FAILED_PRECONDITION 19  /* since 1.2 (was INVALID_ARGUMENT) */
+
+/* The code of each failure, the same from every entry (callbox_error.code,
+ * both XLA handlers' errors, callbox_cuda_call_dlpack's return):
+ *   bad argument, tensor, call frame or attribute   INVALID_ARGUMENT (3)
+ *   no loaded callback has the name or content id   NOT_FOUND (5)
+ *   closed host, no default host, a CUDA handler    FAILED_PRECONDITION (9)
+ *     without a stream
+ *   timeout                                         DEADLINE_EXCEEDED (4)
+ *   fuel or memory limit                            RESOURCE_EXHAUSTED (8)
+ *   canceled                                        CANCELLED (1)
+ *   the guest returned an error status              that status (an absl code)
+ *   traps, ABI violations, GPU device failures      INTERNAL (13) */
 
 /* A failure. Every string is non-NULL (possibly empty) and owned by the
  * error. */
@@ -193,6 +222,11 @@ uint32_t callbox_version_number(void);
 
 /* Frees an error; NULL is allowed. */
 void callbox_error_free(callbox_error *err);
+
+/* Writes up to capacity descriptions of the dtypes callbox has into out
+ * (NULL with capacity 0 to count) and returns how many there are. Binding
+ * layers read the dtype table here instead of keeping one (since 1.2). */
+size_t callbox_dtypes(callbox_dtype_info *out, size_t capacity);
 
 /* ---- Hosts ----------------------------------------------------------------- */
 
@@ -284,12 +318,19 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  * callbox_xla_ffi is an XLA FFI handler (the typed custom-call ABI,
  * api_version 4 in StableHLO) for the CPU platform. Register it, e.g. from
  * JAX: jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(fn),
- * platform="cpu"). Attributes:
+ * platform="cpu") ("callbox" is the target name the Python package and
+ * `callbox lower` use). Attributes:
  *   callback  string: a callback name or content id ("cb1-...")
  *   chain     string, optional: run as the next step of that ordered chain
- * Arguments are the callback's inputs and results its outputs, in order;
- * buffers of dtype TOKEN are skipped. Errors carry the code of the failure
- * kind and a message naming the callback and the kind.
+ * and no other (an unknown attribute is refused, so a misspelt chain never
+ * runs unordered). Arguments are the callback's inputs and results its
+ * outputs, in order, dense row-major; buffers of dtype TOKEN are skipped.
+ * Errors carry the code of the failure kind (the table under Errors) and
+ * a message "callbox <Kind>: ..." naming the callback.
+ *
+ * The handlers declare XLA FFI API version 0.2 in the metadata handshake;
+ * XLA accepts a handler whose version is at most its own (jaxlib 0.9 and
+ * later ship 0.2; validated with jaxlib 0.11.2).
  *
  * The host it calls is the default host: the one set with
  * callbox_set_default_host, else one opened on first use from the file
@@ -297,8 +338,8 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
 struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *call_frame);
 
 /* Makes host the default host (0 clears it), for both XLA handlers and
- * callbox_cuda_call_dlpack. Closing the default host stops the GPU entries
- * serving it (they then fail with FAILED_PRECONDITION). */
+ * callbox_cuda_call_dlpack. Calls through those entries on a closed default
+ * host fail with FAILED_PRECONDITION. */
 callbox_error *callbox_set_default_host(callbox_host host);
 /* The default host, opening it from CALLBOX_CONFIG if none is set. */
 callbox_error *callbox_default_host(callbox_host *out);
@@ -311,21 +352,22 @@ callbox_error *callbox_default_host(callbox_host *out);
  * runtime (libcudart.so.13, else .12) is loaded at run time on the first
  * GPU call: the library needs no CUDA to load, and on a machine without
  * one every GPU call fails with one clear error. All three entries serve
- * the default host (callbox_set_default_host, or the one opened from
- * CALLBOX_CONFIG by callbox_default_host or the CPU handler's first call);
- * they do not open one themselves. The environment variable
+ * the default host, as the CPU handler does (callbox_set_default_host, else
+ * the two calls open one from CALLBOX_CONFIG). The environment variable
  * CALLBOX_CUDA_COPY (read when a host opens) picks how bytes move: auto
  * (default: pinned guest memory where the engine's memory never moves,
  * else pinned staging buffers), staged, or pageable.
  *
- * These entries report failures as an absl status code (0: success) and,
- * for the two calls, a NUL-terminated message written into the caller's
- * buffer (truncated to its capacity), not as callbox_error objects. */
+ * callbox_cuda_call_dlpack reports failures as an absl status code (0:
+ * success; the code of the table under Errors) and a NUL-terminated message
+ * written into the caller's buffer (truncated to its capacity), not as
+ * callbox_error objects. */
 
 /* The XLA FFI handler for platform "CUDA": register it, e.g. from JAX,
  * with jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(fn),
- * platform="CUDA"). Attributes and errors are callbox_xla_ffi's; the
- * stream comes from XLA (Stream_Get). */
+ * platform="CUDA"). Attributes, frame checks and error codes are
+ * callbox_xla_ffi's (one decoder serves both); the stream comes from XLA
+ * (Stream_Get), and an API table without one is FAILED_PRECONDITION. */
 struct callbox_xla_error *callbox_xla_ffi_cuda(struct callbox_xla_call_frame *call_frame);
 
 /* Calls callback (a name or content id) of the default host on DLPack

@@ -757,6 +757,88 @@ static void group_cuda(void) {
   CHECK(y[3] == 4, "the CPU call after the GPU calls");
 }
 
+// xboth runs one frame through the CPU handler (its api table) and the
+// CUDA handler (the CUDA api table, which hands out a stream), as
+// "<label>_cpu" and "<label>_cuda": one decoder, one code per failure.
+static void xboth(const char *label, xframe *f) {
+  char l[96];
+  snprintf(l, sizeof l, "%s_cpu", label);
+  putp(f->frame, 16, fake_api);
+  xrun_with(l, f, callbox_xla_ffi);
+  snprintf(l, sizeof l, "%s_cuda", label);
+  putp(f->frame, 16, fake_cuda_api);
+  xrun_with(l, f, callbox_xla_ffi_cuda);
+}
+
+static void xboth_call(const char *label, const char *callback, const xbuf *args, int nargs, const xbuf *rets,
+                       int nrets) {
+  xframe f;
+  xattr a = {"callback", 4, callback, 0};
+  xbuild(&f, 3, args, nargs, rets, nrets, &a, 1);
+  xboth(label, &f);
+}
+
+// group_both sends the same failing frames to both XLA handlers: each
+// failure that comes before any byte moves must give the same code (and
+// message) from both.
+static void group_both(const char *dir) {
+  put64(fake_cuda_api, 0, sizeof fake_cuda_api);
+  void *create = (void *)fake_error_create, *sget = (void *)fake_stream_get;
+  memcpy(fake_cuda_api + 48, &create, 8);
+  memcpy(fake_cuda_api + 80, &sget, 8);
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4, neg = -2;
+  xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0}, bad;
+  xframe f;
+
+  xboth_call("both_unknown", "nope", &a, 1, &r, 1);
+  xboth_call("both_stale_id", "cb1-3333333333333333333333333333333333333333333333333333333333333333", &a, 1, &r, 1);
+  xboth_call("both_empty_name", "", &a, 1, &r, 1);
+  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
+  xboth("both_no_attrs", &f);
+  xattr scalar = {"callback", 3, NULL, 7};
+  xbuild(&f, 3, &a, 1, &r, 1, &scalar, 1);
+  xboth("both_attr_scalar", &f);
+  xattr extra[2] = {{"callback", 4, "copy_f32", 0}, {"colour", 4, "red", 0}};
+  xbuild(&f, 3, &a, 1, &r, 1, extra, 2);
+  xboth("both_attr_unknown", &f);
+  xattr empty_chain[2] = {{"callback", 4, "copy_f32", 0}, {"chain", 4, "", 0}};
+  xbuild(&f, 3, &a, 1, &r, 1, empty_chain, 2);
+  xboth("both_empty_chain", &f);
+  bad = a;
+  bad.dtype = 19;
+  xboth_call("both_dtype_f8", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.rank = 40;
+  xboth_call("both_rank_40", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.dims = &neg;
+  xboth_call("both_dim_negative", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.type = 2;
+  xboth_call("both_arg_not_buffer", "copy_f32", &bad, 1, &r, 1);
+  bad = a;
+  bad.data = NULL;
+  xboth_call("both_data_null", "copy_f32", &bad, 1, &r, 1);
+  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
+  put64(f.frame, 0, 100);
+  xboth("both_small_frame", &f);
+  CHECK(y[0] == 0 && y[3] == 0, "a refused call wrote its output");
+
+  // No default host (and no CALLBOX_CONFIG): both say so.
+  report("both_clear_default", callbox_set_default_host(0));
+  xboth_call("both_no_host", "copy_f32", &a, 1, &r, 1);
+  // A closed default host: both say so.
+  callbox_host other = 0;
+  char cfg[4096];
+  snprintf(cfg, sizeof cfg, "%s/callbox.yaml", dir);
+  report("both_open_other", callbox_open(cfg, &other));
+  report("both_set_other", callbox_set_default_host(other));
+  report("both_close_other", callbox_close(other));
+  xboth_call("both_closed_host", "copy_f32", &a, 1, &r, 1);
+  report("both_restore", callbox_set_default_host(host));
+}
+
 // group_lazy runs one XLA call on the default host, which comes from
 // CALLBOX_CONFIG (or is missing).
 static void group_lazy(void) {
@@ -804,6 +886,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "close")) group_close();
     else if (!strcmp(g, "lazy")) group_lazy();
     else if (!strcmp(g, "cuda")) group_cuda();
+    else if (!strcmp(g, "both")) group_both(argv[2]);
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;

@@ -32,10 +32,12 @@ from .errors import (
     TableOutOfBounds,
     Timeout,
     Unreachable,
+    UnknownCallback,
+    FailedPrecondition,
 )
 from .host import CallbackInfo, Chain, Host
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 
 def library_version():
@@ -69,4 +71,5 @@ __all__ = [
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",
+    "UnknownCallback", "FailedPrecondition",
 ]

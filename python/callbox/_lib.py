@@ -51,6 +51,18 @@ class Error(ctypes.Structure):
     ]
 
 
+class DTypeInfo(ctypes.Structure):
+    """callbox_dtype_info: one dtype callbox has, with its encodings."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dlpack", DType),
+        ("xla", ctypes.c_int32),
+        ("bytes", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
 class CallbackInfo(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
@@ -109,6 +121,8 @@ def _declare(lib):
     lib.callbox_version_number.restype = ctypes.c_uint32
     lib.callbox_error_free.argtypes = [ErrorP]
     lib.callbox_error_free.restype = None
+    lib.callbox_dtypes.argtypes = [ctypes.POINTER(DTypeInfo), ctypes.c_size_t]
+    lib.callbox_dtypes.restype = ctypes.c_size_t
     fn("callbox_open", ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_open_config", ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_close", Host)
@@ -144,7 +158,18 @@ def lib():
     global _lib
     if _lib is None:
         _lib = _declare(ctypes.CDLL(find_library()))
-        major = _lib.callbox_version_number() // 10000
-        if major != 1:
-            raise OSError("libcallbox version %s is not 1.x" % _lib.callbox_version().decode())
+        v = _lib.callbox_version_number()
+        if v // 10000 != 1 or v % 10000 < 200:
+            raise OSError("libcallbox version %s is not 1.2 or a later 1.x (rebuild it: make lib)"
+                          % _lib.callbox_version().decode())
     return _lib
+
+
+def dtypes():
+    """The dtypes the library has (callbox_dtypes): the one table, read
+    from the library, never kept here."""
+    l = lib()
+    n = l.callbox_dtypes(None, 0)
+    arr = (DTypeInfo * n)()
+    l.callbox_dtypes(arr, n)
+    return list(arr)

@@ -27,7 +27,9 @@ class CallbackError(Exception):
 
 
 def _kind(name, number, *bases, doc):
-    cls = type(name, (CallbackError,) + bases, {"kind": name, "kind_number": number, "__doc__": doc})
+    if not any(issubclass(b, CallbackError) for b in bases):
+        bases = (CallbackError,) + bases
+    cls = type(name, bases, {"kind": name, "kind_number": number, "__doc__": doc})
     return cls
 
 
@@ -48,12 +50,18 @@ HostPanic = _kind("HostPanic", 14, doc="A bug in callbox itself, caught and cont
 Canceled = _kind("Canceled", 15, doc="The call was cancelled.")
 OtherTrap = _kind("OtherTrap", 16, doc="Any other trap in the guest.")
 InvalidArgument = _kind("InvalidArgument", 17, ValueError,
-                        doc="callbox refused the call before the guest ran (bad arguments, unknown callback, closed host).")
+                        doc="callbox refused the call before the guest ran (bad arguments, tensors or attributes).")
+# The two kinds of library 1.2 refine what 1.1 reported as InvalidArgument,
+# and stay its subclasses, so `except InvalidArgument` still catches them.
+UnknownCallback = _kind("UnknownCallback", 18, InvalidArgument, LookupError,
+                        doc="No loaded callback has the name or content id (code NOT_FOUND).")
+FailedPrecondition = _kind("FailedPrecondition", 19, InvalidArgument,
+                           doc="Nothing can serve the call: the host is closed, or no default host is set (code FAILED_PRECONDITION).")
 
 KINDS = {cls.kind_number: cls for cls in (
     Timeout, FuelExhausted, MemoryLimit, StackOverflow, Unreachable, MemoryOutOfBounds, DivideByZero,
     IntegerOverflow, InvalidConversion, TableOutOfBounds, IndirectCallMismatch, GuestError, ABIViolation,
-    HostPanic, Canceled, OtherTrap, InvalidArgument)}
+    HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition)}
 
 
 def _s(b):

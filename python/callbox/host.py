@@ -15,16 +15,30 @@ CallbackInfo = collections.namedtuple(
 CallbackInfo.__doc__ = """A loaded callback: name, content id ("cb1-..."), signature text, engine,
 batching rule (JAX vmap_method name), and its input and output counts."""
 
-# NumPy dtype <-> DLPack (code, bits).
-_TO_DL = {
-    np.dtype(np.bool_): (6, 8),
-    np.dtype(np.int8): (0, 8), np.dtype(np.int16): (0, 16), np.dtype(np.int32): (0, 32), np.dtype(np.int64): (0, 64),
-    np.dtype(np.uint8): (1, 8), np.dtype(np.uint16): (1, 16), np.dtype(np.uint32): (1, 32), np.dtype(np.uint64): (1, 64),
-    np.dtype(np.float16): (2, 16), np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64),
-    np.dtype(np.complex64): (5, 64), np.dtype(np.complex128): (5, 128),
-}
-_FROM_DL = {v: k for k, v in _TO_DL.items()}
-_BF16 = (4, 16)
+# DLPack type codes -> NumPy kinds: DLPack's own encoding. Which (code,
+# bits) pairs callbox has is the library's table (callbox_dtypes), read
+# once; bfloat16 (code 4) is ml_dtypes' type.
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+_BF16 = 4
+_tables = None
+
+
+def _dtype_tables():
+    """({NumPy dtype: (code, bits)}, {(code, bits): NumPy dtype or None for
+    bf16}) from the library's dtype table."""
+    global _tables
+    if _tables is None:
+        to_dl, from_dl = {}, {}
+        for info in _lib.dtypes():
+            key = (info.dlpack.code, info.dlpack.bits)
+            if key[0] == _BF16:
+                from_dl[key] = None  # ml_dtypes, looked up when used
+                continue
+            np_dtype = np.dtype(bool) if key[0] == 6 else np.dtype("%s%d" % (_DL_KINDS[key[0]], key[1] // 8))
+            to_dl[np_dtype] = key
+            from_dl[key] = np_dtype
+        _tables = (to_dl, from_dl)
+    return _tables
 
 
 def _bfloat16():
@@ -37,19 +51,19 @@ def _bfloat16():
 
 def _dl(dtype):
     dtype = np.dtype(dtype)
-    dl = _TO_DL.get(dtype)
+    to_dl, from_dl = _dtype_tables()
+    dl = to_dl.get(dtype)
     if dl is None:
         if dtype.name == "bfloat16":
-            return _BF16
-        raise InvalidArgument("dtype %s has no callbox equivalent (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)"
-                              % dtype, code=3)
+            return next(k for k in from_dl if k[0] == _BF16)
+        names = ", ".join(info.name.decode() for info in _lib.dtypes())
+        raise InvalidArgument("dtype %s has no callbox equivalent (%s)" % (dtype, names), code=3)
     return dl
 
 
 def _np_dtype(code, bits):
-    if (code, bits) == _BF16:
-        return _bfloat16()
-    return _FROM_DL[(code, bits)]
+    d = _dtype_tables()[1][(code, bits)]
+    return _bfloat16() if d is None else d
 
 
 def _contiguous(a):

@@ -23,8 +23,23 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.1.0"
+    assert callbox.library_version() == "1.2.0"
     assert callbox.find_library().endswith("libcallbox.so")
+
+
+def test_dtype_table_is_the_librarys():
+    """The package keeps no dtype table: it reads callbox_dtypes, whose
+    names are the ABI's and whose NumPy types round-trip."""
+    from callbox import _lib, host as host_mod
+
+    infos = _lib.dtypes()
+    assert [i.name.decode() for i in infos if i.name != b"bf16"] == list(NP)
+    for info in infos:
+        if info.name == b"bf16":
+            continue
+        np_dtype = np.dtype(NP[info.name.decode()])
+        assert host_mod._dl(np_dtype) == (info.dlpack.code, info.dlpack.bits)
+        assert info.bytes == np_dtype.itemsize
 
 
 def test_kinds_match_the_header():
@@ -45,8 +60,10 @@ def test_callbacks(host):
     assert (info.engine, info.batching, info.num_inputs, info.num_outputs) == ("wazero", "sequential", 1, 1)
     assert infos["copy_rows"].batching == "expand_dims"
     assert host.callback(info.id) == info
-    with pytest.raises(callbox.InvalidArgument, match="the module changed or is not loaded"):
+    with pytest.raises(callbox.UnknownCallback, match="the module changed or is not loaded") as e:
         host.callback("cb1-" + "0" * 64)
+    assert e.value.code == 5  # NOT_FOUND, as both XLA handlers report it
+    assert isinstance(e.value, callbox.InvalidArgument), "1.1 code catching InvalidArgument still catches it"
 
 
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bf16"])
@@ -88,7 +105,7 @@ def test_invalid_arguments(host):
     assert isinstance(e.value, ValueError)
     with pytest.raises(callbox.InvalidArgument, match="got 2 inputs"):
         host.call("copy_f32", np.zeros(3, np.float32), np.zeros(3, np.float32))
-    with pytest.raises(callbox.InvalidArgument, match=r'callback "nope": unknown callback \(loaded: bump,'):
+    with pytest.raises(callbox.UnknownCallback, match=r'callback "nope": unknown callback \(loaded: bump,'):
         host.call("nope", np.zeros(3, np.float32))
     with pytest.raises(callbox.InvalidArgument, match="no callbox equivalent"):
         host.call("copy_f32", np.array(["a"]))
@@ -183,8 +200,9 @@ def test_config_forms(guest_dir):
     np.testing.assert_array_equal(h.call("c", x), x)
     h.close()
     h.close()
-    with pytest.raises(callbox.InvalidArgument, match="is closed"):
+    with pytest.raises(callbox.FailedPrecondition, match="is closed") as e:
         h.call("c", x)
+    assert e.value.code == 9  # FAILED_PRECONDITION
     with pytest.raises(callbox.InvalidArgument, match="callbacks.c.colour: unknown key"):
         callbox.Host(yaml + "    colour: red\n", base_dir=guest_dir)
     with pytest.raises(callbox.InvalidArgument, match="cannot open"):

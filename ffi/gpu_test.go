@@ -1,4 +1,6 @@
-package xla_test
+//go:build cgo
+
+package main
 
 import (
 	"context"
@@ -16,27 +18,32 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/cuda"
-	"github.com/seed4b3e0ccb/callbox/cuda/xla"
-	"github.com/seed4b3e0ccb/callbox/cuda/xla/internal/xlaharness"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/xlaharness"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
+// The GPU path through the library's entries (the CUDA XLA handler and
+// callbox_cuda_call_dlpack), on the fake device of package cuda: the
+// entries serve the default host, which the rig makes a host whose GPU
+// path copies on the fake device.
+
 const (
-	f32   = int32(abi.F32)
-	token = int32(17)
+	xf32   = int32(abi.F32)
+	xtoken = int32(17)
 )
 
 type rig struct {
 	h   *host.Host
+	bh  *bridgeHost
 	gpu *cuda.GPU
 	dev *cuda.Fake
 	s   cuda.Stream
 }
 
-// newRig installs a host with testkit callbacks over a fake device. Tests
-// that install are not parallel: the handler serves one process-wide
-// installation.
+// newRig makes a host with testkit callbacks, whose GPU path copies on a
+// fake device, the default host. Tests that use it are not parallel: the
+// entries serve the one default host.
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
@@ -44,7 +51,7 @@ func newRig(t *testing.T) *rig {
 	gpu := cuda.New(dev, cuda.Options{Logger: slog.New(slog.DiscardHandler)})
 	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), gpu.Hooks())
 	require.NoError(t, err)
-	src, err := os.ReadFile("../../guests/wat/testkit.wat")
+	src, err := os.ReadFile("../guests/wat/testkit.wat")
 	require.NoError(t, err)
 	wasm, err := wat.Compile(string(src))
 	require.NoError(t, err)
@@ -61,20 +68,22 @@ func newRig(t *testing.T) *rig {
 		}
 		require.NoError(t, h.LoadModule(ctx, cb, wasm))
 	}
-	xla.Install(h, gpu)
+	bh, err := newBridgeHost(h, nil)
+	require.NoError(t, err)
+	bh.gpu = gpu
+	require.NoError(t, setDefault(register(bh)))
 	t.Cleanup(func() {
-		xla.Uninstall()
-		_ = h.Close(context.Background())
-		_ = gpu.Close()
+		_ = setDefault(0)
+		_, _ = bh.close(context.Background())
 	})
-	return &rig{h: h, gpu: gpu, dev: dev, s: dev.NewStream()}
+	return &rig{h: h, bh: bh, gpu: gpu, dev: dev, s: dev.NewStream()}
 }
 
 func bytesOf(v []float32) []byte {
 	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))...)
 }
 
-func floats(b []byte) []float32 {
+func f32sOf(b []byte) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
 		out[i] = *(*float32)(unsafe.Pointer(&b[4*i]))
@@ -101,17 +110,20 @@ func (r *rig) out32(n int, fill float32) uintptr {
 }
 
 func (r *rig) read(p uintptr, n int) []float32 {
-	return floats(r.dev.Read(cuda.DevicePtr(p), uint64(4*n)))
+	return f32sOf(r.dev.Read(cuda.DevicePtr(p), uint64(4*n)))
 }
 
 func cbAttr(name string) []xlaharness.Attr { return []xlaharness.Attr{{Name: "callback", Str: name}} }
 
+// TestMetadataHandshake: both handlers declare the API version their
+// declarations are written against (xlaAPIVersion), and no traits.
 func TestMetadataHandshake(t *testing.T) {
-	major, minor, traits, ok := xlaharness.Metadata(xla.Handler())
-	assert.True(t, ok)
-	assert.Equal(t, int32(0), major)
-	assert.Equal(t, int32(1), minor)
-	assert.Zero(t, traits, "not CUDA-graph compatible")
+	for _, h := range []unsafe.Pointer{cpuHandlerAddr(), cudaHandlerAddr()} {
+		major, minor, traits, ok := xlaharness.Metadata(h)
+		assert.True(t, ok)
+		assert.Equal(t, xlaAPIVersion, fmt.Sprintf("%d.%d", major, minor))
+		assert.Zero(t, traits, "not CUDA-graph compatible")
+	}
 }
 
 // TestHandlerScale: a jitted program's call: inputs produced on XLA's
@@ -126,10 +138,10 @@ func TestHandlerScale(t *testing.T) {
 	r.dev.Write(tokIn, []byte("TOK1"))
 	r.dev.Write(tokOut, []byte("TOK2"))
 	gets := xlaharness.StreamGets()
-	res := xlaharness.Call(xla.Handler(), xlaharness.Frame{
-		Args:   []xlaharness.Buf{{DType: f32, Data: in, Dims: []int64{5}}, {DType: token, Data: uintptr(tokIn)}, {DType: f32, Data: f}},
-		Rets:   []xlaharness.Buf{{DType: token, Data: uintptr(tokOut)}, {DType: f32, Data: out, Dims: []int64{5}}},
-		Attrs:  []xlaharness.Attr{{Name: "backend", Str: "x"}, {Name: "callback", Str: "scale"}, {Name: "k", Int: 2, IsInt: true}},
+	res := xlaharness.Call(cudaHandlerAddr(), xlaharness.Frame{
+		Args:   []xlaharness.Buf{{DType: xf32, Data: in, Dims: []int64{5}}, {DType: xtoken, Data: uintptr(tokIn)}, {DType: xf32, Data: f}},
+		Rets:   []xlaharness.Buf{{DType: xtoken, Data: uintptr(tokOut)}, {DType: xf32, Data: out, Dims: []int64{5}}},
+		Attrs:  cbAttr("scale"),
 		Stream: uintptr(r.s),
 	})
 	require.True(t, res.OK, "%+v", res)
@@ -148,8 +160,8 @@ func TestHandlerPassThroughInPlace(t *testing.T) {
 	r := newRig(t)
 	in := r.dev32(t, r.s, 7, 8, 9)
 	before := r.dev.Stats()
-	res := xlaharness.Call(xla.Handler(), xlaharness.Frame{
-		Args: []xlaharness.Buf{{DType: f32, Data: in, Dims: []int64{3}}}, Rets: []xlaharness.Buf{{DType: f32, Data: in, Dims: []int64{3}}},
+	res := xlaharness.Call(cudaHandlerAddr(), xlaharness.Frame{
+		Args: []xlaharness.Buf{{DType: xf32, Data: in, Dims: []int64{3}}}, Rets: []xlaharness.Buf{{DType: xf32, Data: in, Dims: []int64{3}}},
 		Attrs: cbAttr("tap"), Stream: uintptr(r.s),
 	})
 	require.True(t, res.OK, "%+v", res)
@@ -162,7 +174,7 @@ func TestHandlerPassThroughInPlace(t *testing.T) {
 func TestHandlerNonExecuteStages(t *testing.T) {
 	r := newRig(t)
 	for _, stage := range []int{0, 1, 2} {
-		res := xlaharness.Call(xla.Handler(), xlaharness.Frame{Stage: stage, SetStage: true, Stream: uintptr(r.s), Attrs: cbAttr("nope")})
+		res := xlaharness.Call(cudaHandlerAddr(), xlaharness.Frame{Stage: stage, SetStage: true, Stream: uintptr(r.s), Attrs: cbAttr("nope")})
 		assert.True(t, res.OK, "stage %d does nothing", stage)
 	}
 	assert.Zero(t, r.dev.Stats().Copies)
@@ -175,8 +187,8 @@ func TestHandlerErrors(t *testing.T) {
 	r := newRig(t)
 	good := func() xlaharness.Frame {
 		return xlaharness.Frame{
-			Args:   []xlaharness.Buf{{DType: f32, Data: r.dev32(t, r.s, 1, 2, 3, 4), Dims: []int64{4}}},
-			Rets:   []xlaharness.Buf{{DType: f32, Data: r.out32(4, 5), Dims: []int64{4}}},
+			Args:   []xlaharness.Buf{{DType: xf32, Data: r.dev32(t, r.s, 1, 2, 3, 4), Dims: []int64{4}}},
+			Rets:   []xlaharness.Buf{{DType: xf32, Data: r.out32(4, 5), Dims: []int64{4}}},
 			Attrs:  cbAttr("half_then_trap"),
 			Stream: uintptr(r.s),
 		}
@@ -191,35 +203,41 @@ func TestHandlerErrors(t *testing.T) {
 		{"timeout", func(f *xlaharness.Frame) { f.Attrs = cbAttr("spin") }, abi.CodeDeadlineExceeded, "timeout"},
 		{"guest status", func(f *xlaharness.Frame) {
 			f.Attrs = cbAttr("scale")
-			f.Args = append(f.Args, xlaharness.Buf{DType: f32, Data: r.dev32(t, r.s, -1)})
+			f.Args = append(f.Args, xlaharness.Buf{DType: xf32, Data: r.dev32(t, r.s, -1)})
 		}, abi.CodeInvalidArgument, "negative factor"},
-		{"unknown callback", func(f *xlaharness.Frame) { f.Attrs = cbAttr("scael") }, abi.CodeNotFound, `callback "scael" (loaded: half_then_trap, scale, spin, tap)`},
-		{"no callback attribute", func(f *xlaharness.Frame) { f.Attrs = nil }, abi.CodeInvalidArgument, "missing string attribute callback"},
+		{"unknown callback", func(f *xlaharness.Frame) { f.Attrs = cbAttr("scael") }, abi.CodeNotFound, `callbox UnknownCallback: callback "scael": unknown callback (loaded: half_then_trap, scale, spin, tap)`},
+		{"no callback attribute", func(f *xlaharness.Frame) { f.Attrs = nil }, abi.CodeInvalidArgument, "missing attribute callback"},
 		{"callback attribute not a string", func(f *xlaharness.Frame) {
 			f.Attrs = []xlaharness.Attr{{Name: "callback", Int: 1, IsInt: true}}
-		}, abi.CodeInvalidArgument, "attribute callback must be a string"},
+		}, abi.CodeInvalidArgument, "attribute callback has type 3, want a string"},
 		{"chain attribute not a string", func(f *xlaharness.Frame) {
 			f.Attrs = append(f.Attrs, xlaharness.Attr{Name: "chain", Int: 1, IsInt: true})
-		}, abi.CodeInvalidArgument, "attribute chain must be a string"},
+		}, abi.CodeInvalidArgument, "attribute chain has type 3, want a string"},
+		{"empty chain", func(f *xlaharness.Frame) {
+			f.Attrs = append(f.Attrs, xlaharness.Attr{Name: "chain", Str: ""})
+		}, abi.CodeInvalidArgument, "attribute chain: empty name"},
+		{"unknown attribute", func(f *xlaharness.Frame) {
+			f.Attrs = append(f.Attrs, xlaharness.Attr{Name: "chian", Str: "prog"})
+		}, abi.CodeInvalidArgument, "unknown attribute chian"},
 		{"shape mismatch", func(f *xlaharness.Frame) { f.Rets[0].Dims = []int64{5} }, abi.CodeInvalidArgument, "result 0: the output buffer is f32[5], the callback returns f32[4]"},
-		{"unsupported dtype", func(f *xlaharness.Frame) { f.Args[0].DType = 19 }, abi.CodeInvalidArgument, "argument 0: XLA element type 19"},
-		{"rank too large", func(f *xlaharness.Frame) { f.Args[0].Dims = make([]int64, 40) }, abi.CodeInvalidArgument, "rank 40"},
-		{"negative dimension", func(f *xlaharness.Frame) { f.Args[0].Dims = []int64{-4} }, abi.CodeInvalidArgument, "dimension 0 is -4"},
-		{"rank without dims", func(f *xlaharness.Frame) { f.Args[0].Dims = nil; f.Args[0].Rank = 2 }, abi.CodeInvalidArgument, "argument 0 has rank 2 and no dims"},
-		{"not a buffer", func(f *xlaharness.Frame) { f.Args[0].Type = 2 }, abi.CodeInvalidArgument, "argument 0 has type 2, not a buffer"},
+		{"unsupported dtype", func(f *xlaharness.Frame) { f.Args[0].DType = 19 }, abi.CodeInvalidArgument, "argument 0: XLA dtype 19 is not one callbox supports"},
+		{"rank too large", func(f *xlaharness.Frame) { f.Args[0].Dims = make([]int64, 40) }, abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32"},
+		{"negative dimension", func(f *xlaharness.Frame) { f.Args[0].Dims = []int64{-4} }, abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-4)"},
+		{"rank without dims", func(f *xlaharness.Frame) { f.Args[0].Dims = nil; f.Args[0].Rank = 2 }, abi.CodeInvalidArgument, "argument 0: shape is NULL with rank 2"},
+		{"not a buffer", func(f *xlaharness.Frame) { f.Args[0].Type = 2 }, abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer"},
 		{"host pointer", func(f *xlaharness.Frame) {
 			f.Args[0].Data = uintptr(unsafe.Pointer(&make([]byte, 16)[0]))
 		}, abi.CodeInvalidArgument, "not device memory"},
 		{"api table without Stream_Get", func(f *xlaharness.Frame) { f.APISize = 80 }, abi.CodeFailedPrecondition, "has no Stream_Get"},
 		{"stream unavailable (CPU)", func(f *xlaharness.Frame) { f.StreamFails = true }, abi.CodeUnimplemented, "no stream on this platform"},
 		{"null stream", func(f *xlaharness.Frame) { f.Stream = 0 }, abi.CodeFailedPrecondition, "gave no CUDA stream"},
-		{"frame too small", func(f *xlaharness.Frame) { f.FrameSize = 100 }, abi.CodeInvalidArgument, "call frame too small"},
+		{"frame too small", func(f *xlaharness.Frame) { f.FrameSize = 100 }, abi.CodeInvalidArgument, "call frame of 100 bytes, want at least 168"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := good()
 			tc.tweak(&f)
 			out := f.Rets[0].Data
-			res := xlaharness.Call(xla.Handler(), f)
+			res := xlaharness.Call(cudaHandlerAddr(), f)
 			require.False(t, res.OK)
 			assert.Equal(t, int(tc.code), res.Code, "%s", res.Msg)
 			assert.Contains(t, res.Msg, tc.want)
@@ -231,12 +249,13 @@ func TestHandlerErrors(t *testing.T) {
 	// No API table: nothing to report through, nothing done.
 	f := good()
 	f.NullAPI = true
-	assert.True(t, xlaharness.Call(xla.Handler(), f).OK)
+	assert.True(t, xlaharness.Call(cudaHandlerAddr(), f).OK)
 
-	xla.Uninstall()
-	res := xlaharness.Call(xla.Handler(), good())
+	require.NoError(t, setDefault(0))
+	t.Setenv("CALLBOX_CONFIG", "")
+	res := xlaharness.Call(cudaHandlerAddr(), good())
 	assert.Equal(t, int(abi.CodeFailedPrecondition), res.Code)
-	assert.Contains(t, res.Msg, "no host installed")
+	assert.Contains(t, res.Msg, "callbox FailedPrecondition: callback \"half_then_trap\": no callbox host: set CALLBOX_CONFIG")
 }
 
 // TestHandlerChain: calls with a chain attribute are ordered on that chain;
@@ -244,9 +263,9 @@ func TestHandlerErrors(t *testing.T) {
 func TestHandlerChain(t *testing.T) {
 	r := newRig(t)
 	call := func(cb string, out uintptr) xlaharness.Result {
-		return xlaharness.Call(xla.Handler(), xlaharness.Frame{
-			Args:   []xlaharness.Buf{{DType: f32, Data: r.dev32(t, r.s, 1, 2), Dims: []int64{2}}},
-			Rets:   []xlaharness.Buf{{DType: f32, Data: out, Dims: []int64{2}}},
+		return xlaharness.Call(cudaHandlerAddr(), xlaharness.Frame{
+			Args:   []xlaharness.Buf{{DType: xf32, Data: r.dev32(t, r.s, 1, 2), Dims: []int64{2}}},
+			Rets:   []xlaharness.Buf{{DType: xf32, Data: out, Dims: []int64{2}}},
 			Attrs:  []xlaharness.Attr{{Name: "chain", Str: "prog"}, {Name: "callback", Str: cb}},
 			Stream: uintptr(r.s),
 		})
@@ -280,9 +299,9 @@ func TestHandlerConcurrentStreams(t *testing.T) {
 			for i := 0; i < 10; i++ {
 				x := []float32{float32(w), float32(i), 1}
 				out := r.out32(3, 0)
-				res := xlaharness.Call(xla.Handler(), xlaharness.Frame{
-					Args:   []xlaharness.Buf{{DType: f32, Data: r.dev32(t, s, x...), Dims: []int64{3}}, {DType: f32, Data: r.dev32(t, s, 2)}},
-					Rets:   []xlaharness.Buf{{DType: f32, Data: out, Dims: []int64{3}}},
+				res := xlaharness.Call(cudaHandlerAddr(), xlaharness.Frame{
+					Args:   []xlaharness.Buf{{DType: xf32, Data: r.dev32(t, s, x...), Dims: []int64{3}}, {DType: xf32, Data: r.dev32(t, s, 2)}},
+					Rets:   []xlaharness.Buf{{DType: xf32, Data: out, Dims: []int64{3}}},
 					Attrs:  cbAttr("scale"),
 					Stream: uintptr(s),
 				})
