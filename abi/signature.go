@@ -519,3 +519,24 @@ func (p *sigParser) tensorType(allowName bool) (TensorType, error) {
 		}
 	}
 }
+
+// Typed is anything with a tensor type: a tensor, a device buffer.
+type Typed interface{ Meta() TensorMeta }
+
+// CheckOutputs checks caller-provided output buffers against the result
+// types a call's signature derives (Bind): the count, then each buffer's
+// dtype and shape. The host and the GPU path both check with it, so an
+// output that does not fit is refused with the same words whichever path
+// the call takes.
+func CheckOutputs[T Typed](sig *Signature, specs []OutputSpec, outs []T) error {
+	if len(outs) != len(specs) {
+		return fmt.Errorf("got %d output buffers, signature %s has %d results", len(outs), sig, len(specs))
+	}
+	for i, s := range specs {
+		o := outs[i].Meta()
+		if o.DType != s.DType || !o.Shape.Equal(s.Shape) {
+			return fmt.Errorf("output %d: buffer is %s%s, result is %s%s", i, o.DType, o.Shape, s.DType, s.Shape)
+		}
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
 
@@ -16,7 +17,7 @@ import (
 // &cuda.LazyRuntime{} and the stream the program's; here it is the fake.
 func ExampleGPU_Call() {
 	ctx := context.Background()
-	dev := cuda.NewFake()
+	dev := cudatest.NewFake()
 	gpu := cuda.New(dev, cuda.Options{})
 	defer gpu.Close()
 	// The GPU path is created first: the host tells it before closing an

@@ -342,13 +342,8 @@ func (g *GPU) Call(ctx context.Context, cb *host.Callback, s Stream, inputs, out
 
 // check validates buffers against the plan before anything runs.
 func (g *GPU) check(cb *host.Callback, specs []abi.OutputSpec, inputs, outputs []Buffer) error {
-	if len(outputs) != len(specs) {
-		return g.refuse(cb, fmt.Sprintf("%d output buffers for %d results (signature %s)", len(outputs), len(specs), cb.Signature()))
-	}
-	for i, o := range outputs {
-		if o.DType != specs[i].DType || !o.Shape.Equal(specs[i].Shape) {
-			return g.refuse(cb, fmt.Sprintf("result %d: the output buffer is %s%v, the callback returns %s%v", i, o.DType, []int64(o.Shape), specs[i].DType, []int64(specs[i].Shape)))
-		}
+	if err := abi.CheckOutputs(cb.Signature(), specs, outputs); err != nil {
+		return g.refuse(cb, err.Error())
 	}
 	for i, b := range inputs {
 		if err := g.checkPtr(cb, "argument", i, b); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
 
@@ -246,8 +247,8 @@ func TestRefusals(t *testing.T) {
 		ins, out []cuda.Buffer
 		want     string
 	}{
-		{"shape", []cuda.Buffer{in, f}, []cuda.Buffer{r.output(5, 0)}, "result 0: the output buffer is f32[5], the callback returns f32[4]"},
-		{"count", []cuda.Buffer{in, f}, nil, "0 output buffers for 1 results"},
+		{"shape", []cuda.Buffer{in, f}, []cuda.Buffer{r.output(5, 0)}, "output 0: buffer is f32[5], result is f32[4]"},
+		{"count", []cuda.Buffer{in, f}, nil, "got 0 output buffers, signature (x: f32[n], factor: f32[]) -> f32[n] has 1 results"},
 		{"dtype", []cuda.Buffer{{Ptr: in.Ptr, DType: abi.S32, Shape: abi.Shape{4}}, f}, []cuda.Buffer{r.output(4, 0)}, "argument 0"},
 		{"host memory", []cuda.Buffer{hostBuf, f}, []cuda.Buffer{r.output(4, 0)}, "argument 0: 0x"},
 		{"null output", []cuda.Buffer{in, f}, []cuda.Buffer{{DType: abi.F32, Shape: abi.Shape{4}}}, "result 0: null device pointer"},
@@ -274,7 +275,7 @@ func TestDeviceFailures(t *testing.T) {
 	r := newRig(t, "wazero", cuda.Options{})
 	cb := r.cb(t, "tap")
 	boom := errors.New("injected device failure")
-	for _, op := range []cuda.FakeOp{cuda.OpCopyD2H, cuda.OpSyncStream, cuda.OpCopyD2D} {
+	for _, op := range []cudatest.FakeOp{cudatest.OpCopyD2H, cudatest.OpSyncStream, cudatest.OpCopyD2D} {
 		t.Run(string(op), func(t *testing.T) {
 			in := r.upload(t, r.s, ramp(64, 1))
 			out := r.output(64, 5)
@@ -293,7 +294,7 @@ func TestDeviceFailures(t *testing.T) {
 	// A failed event falls back to syncing the stream: still correct.
 	in := r.upload(t, r.s, ramp(64, 1))
 	out := r.output(64, 5)
-	r.dev.FailNext(cuda.OpSyncEvent, boom)
+	r.dev.FailNext(cudatest.OpSyncEvent, boom)
 	_, err := r.gpu.Call(ctx, cb, r.s, []cuda.Buffer{in}, []cuda.Buffer{out})
 	require.NoError(t, err)
 	assert.Equal(t, ramp(64, 1), r.read(out))
@@ -403,7 +404,7 @@ func TestPinFailureFallsBack(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, "wazero", cuda.Options{})
 	cb := r.cb(t, "tap")
-	r.dev.FailNext(cuda.OpRegister, errors.New("injected: range includes an inaccessible page"))
+	r.dev.FailNext(cudatest.OpRegister, errors.New("injected: range includes an inaccessible page"))
 	for i := 0; i < 2; i++ {
 		in := r.upload(t, r.s, ramp(100, 1))
 		out := r.output(100, 0)
@@ -430,7 +431,7 @@ func TestUnsettledStagingIsNotReused(t *testing.T) {
 		_, err := r.gpu.Call(ctx, cb, r.s, []cuda.Buffer{in, f}, []cuda.Buffer{r.output(64, 0)})
 		return err
 	}
-	r.dev.FailNext(cuda.OpSyncStream, errors.New("injected: sticky device error"))
+	r.dev.FailNext(cudatest.OpSyncStream, errors.New("injected: sticky device error"))
 	require.Error(t, call())
 	require.NoError(t, r.dev.SyncStream(r.s))
 	require.NoError(t, call())
@@ -447,4 +448,72 @@ func TestParseMode(t *testing.T) {
 	}
 	_, err := cuda.ParseMode("fast")
 	assert.ErrorContains(t, err, `CALLBOX_CUDA_COPY="fast": want auto, staged or pageable`)
+}
+
+// forgetful wraps the fake with one of the GPU path's waits skipped, as a
+// buggy path would: the tests below show the fake turns each bug into
+// wrong data.
+type forgetful struct {
+	*cudatest.Fake
+	noStreamSync, noEventSync bool
+}
+
+func (f *forgetful) SyncStream(s cuda.Stream) error {
+	if f.noStreamSync {
+		return nil
+	}
+	return f.Fake.SyncStream(s)
+}
+
+func (f *forgetful) SyncEvent(e cuda.Event) error {
+	if f.noEventSync {
+		return nil
+	}
+	return f.Fake.SyncEvent(e)
+}
+
+// TestMissingSyncInThePathIsCaught: with the input sync skipped the guest
+// reads Poison, so the result is wrong. With the final wait skipped the
+// call returns with its result copy still queued; the pooled instance then
+// serves a call on another stream, and the first call's output receives
+// the second call's result: the reuse before completion shows up as wrong
+// data.
+func TestMissingSyncInThePathIsCaught(t *testing.T) {
+	ctx := context.Background()
+	t.Run("no input sync", func(t *testing.T) {
+		r := newRig(t, "wazero", cuda.Options{})
+		gpu := cuda.New(&forgetful{Fake: r.dev, noStreamSync: true}, cuda.Options{Mode: cuda.Pageable})
+		x := ramp(64, 1)
+		in := r.upload(t, r.s, x)
+		f := r.upload(t, r.s, []float32{2})
+		f.Shape = abi.Shape{}
+		out := r.output(64, 0)
+		_, err := gpu.Call(ctx, r.cb(t, "scale"), r.s, []cuda.Buffer{in, f}, []cuda.Buffer{out})
+		// The guest read Poison for its factor (0xDBDBDBDB is a negative
+		// float), which the scale kernel refuses.
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "negative factor")
+		require.NoError(t, r.dev.SyncStream(r.s))
+		assert.Equal(t, filled(64, 0), r.read(out))
+	})
+	t.Run("no completion wait", func(t *testing.T) {
+		r := newRig(t, "wazero", cuda.Options{})
+		gpu := cuda.New(&forgetful{Fake: r.dev, noEventSync: true}, cuda.Options{Mode: cuda.Pageable})
+		cb := r.cb(t, "scale")
+		call := func(s cuda.Stream, factor float32) cuda.Buffer {
+			in := r.upload(t, s, ramp(64, 1))
+			f := r.upload(t, s, []float32{factor})
+			f.Shape = abi.Shape{}
+			out := r.output(64, 0)
+			_, err := gpu.Call(ctx, cb, s, []cuda.Buffer{in, f}, []cuda.Buffer{out})
+			require.NoError(t, err)
+			return out
+		}
+		first := call(r.s, 2)
+		assert.NotZero(t, r.dev.Pending(r.s), "the result copy is still queued after the call returned")
+		second := call(r.dev.NewStream(), 3) // the same pooled instance, reused
+		require.NoError(t, r.dev.SyncStream(r.s))
+		assert.Equal(t, scaled(ramp(64, 1), 3), r.read(first), "the first call got the second call's result")
+		_ = second
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
@@ -45,13 +46,13 @@ func forEngines(t *testing.T, fn func(t *testing.T, engine string)) {
 type rig struct {
 	h   *host.Host
 	gpu *cuda.GPU
-	dev *cuda.Fake
+	dev *cudatest.Fake
 	s   cuda.Stream
 }
 
 func newRig(t testing.TB, engine string, opts cuda.Options) *rig {
 	t.Helper()
-	dev := cuda.NewFake()
+	dev := cudatest.NewFake()
 	r := newRigWith(t, engine, dev, opts)
 	r.dev, r.s = dev, dev.NewStream()
 	return r

@@ -8,11 +8,39 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// regDevice records host registrations, the only device calls the pin
+// cache makes (the fake device of package cudatest imports this package,
+// so this test cannot use it); any other call panics.
+type regDevice struct {
+	Device
+	regs      map[uintptr]uint64
+	failNext  error
+	registers int
+}
+
+func (d *regDevice) Register(p unsafe.Pointer, n uint64) error {
+	if err := d.failNext; err != nil {
+		d.failNext = nil
+		return err
+	}
+	d.regs[uintptr(p)] = n
+	d.registers++
+	return nil
+}
+
+func (d *regDevice) Unregister(p unsafe.Pointer) error {
+	if _, ok := d.regs[uintptr(p)]; !ok {
+		return &RuntimeError{Call: "cudaHostUnregister", Code: 1, Name: "cudaErrorInvalidValue", Msg: "not registered"}
+	}
+	delete(d.regs, uintptr(p))
+	return nil
+}
+
 // TestPinCacheGrowthAndMove: growth registers only the new part; a base
 // that moves although reported stable unpins the old memory and the
 // instance is never pinned again.
 func TestPinCacheGrowthAndMove(t *testing.T) {
-	dev := NewFake()
+	dev := &regDevice{regs: map[uintptr]uint64{}}
 	p := pinCache{dev: dev, m: map[uint64]*pinnedMemory{}}
 	mem := make([]byte, 3<<16)
 	base := unsafe.Pointer(&mem[0])
@@ -26,14 +54,14 @@ func TestPinCacheGrowthAndMove(t *testing.T) {
 	res, err = p.ensure(7, base, 3<<16)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2<<16), res.bytes)
-	regs := dev.Registrations()
+	regs := dev.regs
 	assert.Equal(t, map[uintptr]uint64{uintptr(base): 1 << 16, uintptr(base) + 1<<16: 2 << 16}, regs)
 	assert.Equal(t, 1, p.instances())
 
 	moved := make([]byte, 4<<16)
 	_, err = p.ensure(7, unsafe.Pointer(&moved[0]), 4<<16)
 	require.ErrorContains(t, err, "memory moved")
-	assert.Empty(t, dev.Registrations(), "the old memory is unpinned at once")
+	assert.Empty(t, dev.regs, "the old memory is unpinned at once")
 	assert.True(t, p.refused(7))
 	_, err = p.ensure(7, unsafe.Pointer(&moved[0]), 4<<16)
 	require.Error(t, err, "never pinned again")
@@ -43,10 +71,10 @@ func TestPinCacheGrowthAndMove(t *testing.T) {
 	assert.False(t, p.refused(7), "forgotten once the instance is closed")
 
 	// A failed registration is not retried.
-	dev.FailNext(OpRegister, &RuntimeError{Call: "cudaHostRegister", Code: 1, Name: "cudaErrorInvalidValue", Msg: "invalid argument"})
+	dev.failNext = (&RuntimeError{Call: "cudaHostRegister", Code: 1, Name: "cudaErrorInvalidValue", Msg: "invalid argument"})
 	_, err = p.ensure(8, base, 1<<16)
 	require.ErrorContains(t, err, "pinning 65536 bytes of instance 8's memory")
 	_, err = p.ensure(8, base, 1<<16)
 	require.Error(t, err)
-	assert.Equal(t, 2, dev.Stats().Registers, "only the two earlier registrations succeeded")
+	assert.Equal(t, 2, dev.registers, "only the two earlier registrations succeeded")
 }

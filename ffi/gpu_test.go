@@ -18,6 +18,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/ffi/internal/xlaharness"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
@@ -37,7 +38,7 @@ type rig struct {
 	h   *host.Host
 	bh  *bridgeHost
 	gpu *cuda.GPU
-	dev *cuda.Fake
+	dev *cudatest.Fake
 	s   cuda.Stream
 }
 
@@ -47,7 +48,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
-	dev := cuda.NewFake()
+	dev := cudatest.NewFake()
 	gpu := cuda.New(dev, cuda.Options{Logger: slog.New(slog.DiscardHandler)})
 	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), gpu.Hooks())
 	require.NoError(t, err)
@@ -219,7 +220,7 @@ func TestHandlerErrors(t *testing.T) {
 		{"unknown attribute", func(f *xlaharness.Frame) {
 			f.Attrs = append(f.Attrs, xlaharness.Attr{Name: "chian", Str: "prog"})
 		}, abi.CodeInvalidArgument, "unknown attribute chian"},
-		{"shape mismatch", func(f *xlaharness.Frame) { f.Rets[0].Dims = []int64{5} }, abi.CodeInvalidArgument, "result 0: the output buffer is f32[5], the callback returns f32[4]"},
+		{"shape mismatch", func(f *xlaharness.Frame) { f.Rets[0].Dims = []int64{5} }, abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]"},
 		{"unsupported dtype", func(f *xlaharness.Frame) { f.Args[0].DType = 19 }, abi.CodeInvalidArgument, "argument 0: XLA dtype 19 is not one callbox supports"},
 		{"rank too large", func(f *xlaharness.Frame) { f.Args[0].Dims = make([]int64, 40) }, abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32"},
 		{"negative dimension", func(f *xlaharness.Frame) { f.Args[0].Dims = []int64{-4} }, abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-4)"},

@@ -139,14 +139,11 @@ func (c *Callback) acquireError(ctx context.Context, err error) *CallbackError {
 }
 
 func (c *Callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *CallbackError {
-	if len(outs) != len(specs) {
-		return c.fail(InvalidArgument, fmt.Sprintf("got %d output buffers, signature %s has %d results", len(outs), c.sig, len(specs)), nil)
+	if err := abi.CheckOutputs(c.sig, specs, outs); err != nil {
+		return c.fail(InvalidArgument, err.Error(), nil)
 	}
 	for i, s := range specs {
 		o := outs[i]
-		if o.DType != s.DType || !o.Shape.Equal(s.Shape) {
-			return c.fail(InvalidArgument, fmt.Sprintf("output %d: buffer is %s, result is %s%s", i, o.Type(), s.DType, s.Shape), nil)
-		}
 		// Only the size matters: an output's old content (uninitialized
 		// memory from XLA, say, which is not 0/1 for pred) is never read.
 		if n, _ := s.Shape.ByteLen(s.DType); uint64(len(o.Data)) != n {

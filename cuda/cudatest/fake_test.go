@@ -1,36 +1,37 @@
-package cuda_test
+package cudatest_test
 
 import (
-	"context"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 )
 
 func hostPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
+func uintptrOf(b []byte) uintptr { return uintptr(hostPtr(b)) }
+
 // TestFakeCatchesMissingSync: reading a device-to-host copy's destination
 // before syncing sees Poison, not the data.
 func TestFakeCatchesMissingSync(t *testing.T) {
-	f := cuda.NewFake()
+	f := cudatest.NewFake()
 	s := f.NewStream()
 	d := f.Malloc(8)
 	f.Write(d, []byte("abcdefgh"))
 	dst := make([]byte, 8)
 	require.NoError(t, f.CopyD2H(hostPtr(dst), d, 8, s))
-	assert.Equal(t, []byte{cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison}, dst, "not there before the sync")
+	assert.Equal(t, []byte{cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison}, dst, "not there before the sync")
 	assert.Equal(t, 1, f.Pending(s))
 	require.NoError(t, f.SyncStream(s))
 	assert.Equal(t, []byte("abcdefgh"), dst)
 
 	// A kernel's output is not there until its stream is synced either.
 	require.NoError(t, f.Produce(s, d, []byte("ABCDEFGH")))
-	assert.Equal(t, []byte{cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison, cuda.Poison}, f.Read(d, 8))
+	assert.Equal(t, []byte{cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison, cudatest.Poison}, f.Read(d, 8))
 	require.NoError(t, f.SyncStream(s))
 	assert.Equal(t, []byte("ABCDEFGH"), f.Read(d, 8))
 }
@@ -39,7 +40,7 @@ func TestFakeCatchesMissingSync(t *testing.T) {
 // host-to-device copy completed sends the new bytes; an event recorded
 // after the copy, waited on before the reuse, sends the right ones.
 func TestFakeCatchesReuseBeforeCompletion(t *testing.T) {
-	f := cuda.NewFake()
+	f := cudatest.NewFake()
 	s := f.NewStream()
 	d := f.Malloc(4)
 	src := []byte("good")
@@ -69,20 +70,20 @@ func TestFakeCatchesReuseBeforeCompletion(t *testing.T) {
 // TestFakeStreamsAreIndependent: syncing one stream completes only its
 // copies.
 func TestFakeStreamsAreIndependent(t *testing.T) {
-	f := cuda.NewFake()
+	f := cudatest.NewFake()
 	a, b := f.NewStream(), f.NewStream()
 	d1, d2 := f.Malloc(2), f.Malloc(2)
 	require.NoError(t, f.Produce(a, d1, []byte("aa")))
 	require.NoError(t, f.Produce(b, d2, []byte("bb")))
 	require.NoError(t, f.SyncStream(a))
 	assert.Equal(t, []byte("aa"), f.Read(d1, 2))
-	assert.Equal(t, []byte{cuda.Poison, cuda.Poison}, f.Read(d2, 2))
+	assert.Equal(t, []byte{cudatest.Poison, cudatest.Poison}, f.Read(d2, 2))
 	assert.Equal(t, 1, f.Pending(b))
 }
 
 // TestFakeChecks: device ranges, host pointers, registrations.
 func TestFakeChecks(t *testing.T) {
-	f := cuda.NewFake()
+	f := cudatest.NewFake()
 	s := f.NewStream()
 	d := f.Malloc(16)
 	buf := make([]byte, 64)
@@ -110,72 +111,4 @@ func TestFakeChecks(t *testing.T) {
 	require.Len(t, f.Violations(), 1)
 	assert.Contains(t, f.Violations()[0], "while a queued copy still uses it")
 	require.NoError(t, f.SyncStream(s))
-}
-
-// forgetful wraps the fake with one of the GPU path's waits skipped, as a
-// buggy path would: the tests below show the fake turns each bug into
-// wrong data.
-type forgetful struct {
-	*cuda.Fake
-	noStreamSync, noEventSync bool
-}
-
-func (f *forgetful) SyncStream(s cuda.Stream) error {
-	if f.noStreamSync {
-		return nil
-	}
-	return f.Fake.SyncStream(s)
-}
-
-func (f *forgetful) SyncEvent(e cuda.Event) error {
-	if f.noEventSync {
-		return nil
-	}
-	return f.Fake.SyncEvent(e)
-}
-
-// TestMissingSyncInThePathIsCaught: with the input sync skipped the guest
-// reads Poison, so the result is wrong. With the final wait skipped the
-// call returns with its result copy still queued; the pooled instance then
-// serves a call on another stream, and the first call's output receives
-// the second call's result: the reuse before completion shows up as wrong
-// data.
-func TestMissingSyncInThePathIsCaught(t *testing.T) {
-	ctx := context.Background()
-	t.Run("no input sync", func(t *testing.T) {
-		r := newRig(t, "wazero", cuda.Options{})
-		gpu := cuda.New(&forgetful{Fake: r.dev, noStreamSync: true}, cuda.Options{Mode: cuda.Pageable})
-		x := ramp(64, 1)
-		in := r.upload(t, r.s, x)
-		f := r.upload(t, r.s, []float32{2})
-		f.Shape = abi.Shape{}
-		out := r.output(64, 0)
-		_, err := gpu.Call(ctx, r.cb(t, "scale"), r.s, []cuda.Buffer{in, f}, []cuda.Buffer{out})
-		// The guest read Poison for its factor (0xDBDBDBDB is a negative
-		// float), which the scale kernel refuses.
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "negative factor")
-		require.NoError(t, r.dev.SyncStream(r.s))
-		assert.Equal(t, filled(64, 0), r.read(out))
-	})
-	t.Run("no completion wait", func(t *testing.T) {
-		r := newRig(t, "wazero", cuda.Options{})
-		gpu := cuda.New(&forgetful{Fake: r.dev, noEventSync: true}, cuda.Options{Mode: cuda.Pageable})
-		cb := r.cb(t, "scale")
-		call := func(s cuda.Stream, factor float32) cuda.Buffer {
-			in := r.upload(t, s, ramp(64, 1))
-			f := r.upload(t, s, []float32{factor})
-			f.Shape = abi.Shape{}
-			out := r.output(64, 0)
-			_, err := gpu.Call(ctx, cb, s, []cuda.Buffer{in, f}, []cuda.Buffer{out})
-			require.NoError(t, err)
-			return out
-		}
-		first := call(r.s, 2)
-		assert.NotZero(t, r.dev.Pending(r.s), "the result copy is still queued after the call returned")
-		second := call(r.dev.NewStream(), 3) // the same pooled instance, reused
-		require.NoError(t, r.dev.SyncStream(r.s))
-		assert.Equal(t, scaled(ramp(64, 1), 3), r.read(first), "the first call got the second call's result")
-		_ = second
-	})
 }

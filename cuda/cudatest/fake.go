@@ -1,10 +1,16 @@
-package cuda
+// Package cudatest is a fake CUDA device for tests of the GPU path
+// (package cuda): device memory is host memory, copies complete only at a
+// sync, so a missing sync or a buffer reused too early shows up as wrong
+// data.
+package cudatest
 
 import (
 	"fmt"
 	"sort"
 	"sync"
 	"unsafe"
+
+	"github.com/seed4b3e0ccb/callbox/cuda"
 )
 
 // Poison is the byte a Fake device buffer holds until a copy into it
@@ -40,7 +46,7 @@ type FakeStats struct {
 	Registered     uint64 // bytes registered now
 }
 
-// Fake is a Device over host memory, for tests. Its device buffers (Malloc)
+// Fake is a cuda.Device over host memory, for tests. Its device buffers (Malloc)
 // are host buffers filled with Poison. A copy is only queued when it is
 // called: its destination is poisoned at once, and the bytes move — read
 // from the source as it is then — when the copy completes, which is at a
@@ -52,11 +58,11 @@ type FakeStats struct {
 // or a reuse of memory that a queued copy still touches).
 type Fake struct {
 	mu         sync.Mutex
-	allocs     map[DevicePtr][]byte
-	streams    map[Stream]*fakeStream
-	nextStream Stream
-	events     map[Event]*fakeEvent
-	nextEvent  Event
+	allocs     map[cuda.DevicePtr][]byte
+	streams    map[cuda.Stream]*fakeStream
+	nextStream cuda.Stream
+	events     map[cuda.Event]*fakeEvent
+	nextEvent  cuda.Event
 	pinned     map[uintptr]uint64
 	fail       map[FakeOp]error
 	stats      FakeStats
@@ -76,30 +82,30 @@ type fakeStream struct {
 }
 
 type fakeEvent struct {
-	s    Stream
+	s    cuda.Stream
 	upTo uint64
 }
 
-var _ Device = (*Fake)(nil)
+var _ cuda.Device = (*Fake)(nil)
 
 // NewFake returns an empty fake device.
 func NewFake() *Fake {
 	return &Fake{
-		allocs:  map[DevicePtr][]byte{},
-		streams: map[Stream]*fakeStream{0: {}},
-		events:  map[Event]*fakeEvent{},
+		allocs:  map[cuda.DevicePtr][]byte{},
+		streams: map[cuda.Stream]*fakeStream{0: {}},
+		events:  map[cuda.Event]*fakeEvent{},
 		pinned:  map[uintptr]uint64{},
 		fail:    map[FakeOp]error{},
 	}
 }
 
 // Malloc allocates n bytes of fake device memory, filled with Poison.
-func (f *Fake) Malloc(n uint64) DevicePtr {
+func (f *Fake) Malloc(n uint64) cuda.DevicePtr {
 	b := make([]byte, max(n, 1))
 	for i := range b {
 		b[i] = Poison
 	}
-	p := DevicePtr(unsafe.Pointer(unsafe.SliceData(b)))
+	p := cuda.DevicePtr(unsafe.Pointer(unsafe.SliceData(b)))
 	f.mu.Lock()
 	f.allocs[p] = b
 	f.mu.Unlock()
@@ -107,25 +113,25 @@ func (f *Fake) Malloc(n uint64) DevicePtr {
 }
 
 // Free releases a Malloc'd buffer.
-func (f *Fake) Free(p DevicePtr) {
+func (f *Fake) Free(p cuda.DevicePtr) {
 	f.mu.Lock()
 	delete(f.allocs, p)
 	f.mu.Unlock()
 }
 
 // NewStream creates a stream.
-func (f *Fake) NewStream() Stream {
+func (f *Fake) NewStream() cuda.Stream {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextStream++
-	s := Stream(0x5000 + f.nextStream)
+	s := cuda.Stream(0x5000 + f.nextStream)
 	f.streams[s] = &fakeStream{}
 	return s
 }
 
 // Produce queues a kernel on s that writes data (copied now) to p, as the
 // program that made a callback's input would.
-func (f *Fake) Produce(s Stream, p DevicePtr, data []byte) error {
+func (f *Fake) Produce(s cuda.Stream, p cuda.DevicePtr, data []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, err := f.streamLocked(s)
@@ -142,7 +148,7 @@ func (f *Fake) Produce(s Stream, p DevicePtr, data []byte) error {
 
 // Read is what device memory holds now: Poison where nothing was ever
 // written or a queued copy has not completed.
-func (f *Fake) Read(p DevicePtr, n uint64) []byte {
+func (f *Fake) Read(p cuda.DevicePtr, n uint64) []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b, err := f.deviceRangeLocked("Read", p, n)
@@ -153,7 +159,7 @@ func (f *Fake) Read(p DevicePtr, n uint64) []byte {
 }
 
 // Write sets device memory now (test setup), as a completed copy would.
-func (f *Fake) Write(p DevicePtr, data []byte) {
+func (f *Fake) Write(p cuda.DevicePtr, data []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if b, err := f.deviceRangeLocked("Write", p, uint64(len(data))); err == nil {
@@ -162,7 +168,7 @@ func (f *Fake) Write(p DevicePtr, data []byte) {
 }
 
 // Pending is the number of queued operations on s not yet completed.
-func (f *Fake) Pending(s Stream) int {
+func (f *Fake) Pending(s cuda.Stream) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st := f.streams[s]; st != nil {
@@ -212,19 +218,19 @@ func (f *Fake) injectedLocked(op FakeOp) error {
 }
 
 func invalidValue(call, why string) error {
-	return &RuntimeError{Call: call, Code: 1, Name: "cudaErrorInvalidValue", Msg: "invalid argument: " + why}
+	return &cuda.RuntimeError{Call: call, Code: 1, Name: "cudaErrorInvalidValue", Msg: "invalid argument: " + why}
 }
 
-func (f *Fake) streamLocked(s Stream) (*fakeStream, error) {
+func (f *Fake) streamLocked(s cuda.Stream) (*fakeStream, error) {
 	st := f.streams[s]
 	if st == nil {
-		return nil, &RuntimeError{Call: "stream", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: fmt.Sprintf("invalid resource handle: no stream %#x", uintptr(s))}
+		return nil, &cuda.RuntimeError{Call: "stream", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: fmt.Sprintf("invalid resource handle: no stream %#x", uintptr(s))}
 	}
 	return st, nil
 }
 
 // deviceRangeLocked is [p, p+n) of the device buffer it lies in.
-func (f *Fake) deviceRangeLocked(call string, p DevicePtr, n uint64) ([]byte, error) {
+func (f *Fake) deviceRangeLocked(call string, p cuda.DevicePtr, n uint64) ([]byte, error) {
 	for base, b := range f.allocs {
 		if p >= base && uint64(p-base)+n <= uint64(len(b)) {
 			off := uint64(p - base)
@@ -240,7 +246,7 @@ func (f *Fake) hostRangeLocked(call string, p unsafe.Pointer, n uint64) (pinned 
 	if p == nil {
 		return false, invalidValue(call, "host pointer is nil")
 	}
-	if _, err := f.deviceRangeLocked(call, DevicePtr(p), 1); err == nil {
+	if _, err := f.deviceRangeLocked(call, cuda.DevicePtr(p), 1); err == nil {
 		return false, invalidValue(call, fmt.Sprintf("host pointer %p is device memory", p))
 	}
 	a := uintptr(p)
@@ -272,7 +278,7 @@ func (f *Fake) completeLocked(st *fakeStream, upTo uint64) {
 
 // copyLocked queues a copy of n bytes; a side is either host memory
 // (hostDst, hostSrc) or device memory (devDst, devSrc).
-func (f *Fake) copyLocked(op FakeOp, call string, hostDst unsafe.Pointer, devDst DevicePtr, hostSrc unsafe.Pointer, devSrc DevicePtr, n uint64, s Stream) error {
+func (f *Fake) copyLocked(op FakeOp, call string, hostDst unsafe.Pointer, devDst cuda.DevicePtr, hostSrc unsafe.Pointer, devSrc cuda.DevicePtr, n uint64, s cuda.Stream) error {
 	if err := f.injectedLocked(op); err != nil {
 		return err
 	}
@@ -283,7 +289,7 @@ func (f *Fake) copyLocked(op FakeOp, call string, hostDst unsafe.Pointer, devDst
 	if n == 0 {
 		return nil
 	}
-	side := func(host unsafe.Pointer, dev DevicePtr) ([]byte, error) {
+	side := func(host unsafe.Pointer, dev cuda.DevicePtr) ([]byte, error) {
 		if op == OpCopyD2D || (host == nil && dev != 0) {
 			return f.deviceRangeLocked(call, dev, n)
 		}
@@ -329,25 +335,25 @@ func (f *Fake) copyLocked(op FakeOp, call string, hostDst unsafe.Pointer, devDst
 	return nil
 }
 
-func (f *Fake) CopyD2H(dst unsafe.Pointer, src DevicePtr, n uint64, s Stream) error {
+func (f *Fake) CopyD2H(dst unsafe.Pointer, src cuda.DevicePtr, n uint64, s cuda.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.copyLocked(OpCopyD2H, "cudaMemcpyAsync(device to host)", dst, 0, nil, src, n, s)
 }
 
-func (f *Fake) CopyH2D(dst DevicePtr, src unsafe.Pointer, n uint64, s Stream) error {
+func (f *Fake) CopyH2D(dst cuda.DevicePtr, src unsafe.Pointer, n uint64, s cuda.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.copyLocked(OpCopyH2D, "cudaMemcpyAsync(host to device)", nil, dst, src, 0, n, s)
 }
 
-func (f *Fake) CopyD2D(dst, src DevicePtr, n uint64, s Stream) error {
+func (f *Fake) CopyD2D(dst, src cuda.DevicePtr, n uint64, s cuda.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.copyLocked(OpCopyD2D, "cudaMemcpyAsync(device to device)", nil, dst, nil, src, n, s)
 }
 
-func (f *Fake) SyncStream(s Stream) error {
+func (f *Fake) SyncStream(s cuda.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injectedLocked(OpSyncStream); err != nil {
@@ -362,16 +368,16 @@ func (f *Fake) SyncStream(s Stream) error {
 	return nil
 }
 
-func (f *Fake) NewEvent() (Event, error) {
+func (f *Fake) NewEvent() (cuda.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextEvent++
-	e := Event(0xE000 + f.nextEvent)
+	e := cuda.Event(0xE000 + f.nextEvent)
 	f.events[e] = &fakeEvent{}
 	return e, nil
 }
 
-func (f *Fake) RecordEvent(e Event, s Stream) error {
+func (f *Fake) RecordEvent(e cuda.Event, s cuda.Stream) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injectedLocked(OpRecordEvent); err != nil {
@@ -379,7 +385,7 @@ func (f *Fake) RecordEvent(e Event, s Stream) error {
 	}
 	ev := f.events[e]
 	if ev == nil {
-		return &RuntimeError{Call: "cudaEventRecord", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
+		return &cuda.RuntimeError{Call: "cudaEventRecord", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
 	}
 	st, err := f.streamLocked(s)
 	if err != nil {
@@ -389,7 +395,7 @@ func (f *Fake) RecordEvent(e Event, s Stream) error {
 	return nil
 }
 
-func (f *Fake) SyncEvent(e Event) error {
+func (f *Fake) SyncEvent(e cuda.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injectedLocked(OpSyncEvent); err != nil {
@@ -397,7 +403,7 @@ func (f *Fake) SyncEvent(e Event) error {
 	}
 	ev := f.events[e]
 	if ev == nil {
-		return &RuntimeError{Call: "cudaEventSynchronize", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
+		return &cuda.RuntimeError{Call: "cudaEventSynchronize", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
 	}
 	f.stats.Syncs++
 	if st := f.streams[ev.s]; st != nil {
@@ -406,11 +412,11 @@ func (f *Fake) SyncEvent(e Event) error {
 	return nil
 }
 
-func (f *Fake) DestroyEvent(e Event) error {
+func (f *Fake) DestroyEvent(e cuda.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.events[e] == nil {
-		return &RuntimeError{Call: "cudaEventDestroy", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
+		return &cuda.RuntimeError{Call: "cudaEventDestroy", Code: 400, Name: "cudaErrorInvalidResourceHandle", Msg: "no such event"}
 	}
 	delete(f.events, e)
 	return nil
@@ -428,7 +434,7 @@ func (f *Fake) Register(p unsafe.Pointer, n uint64) error {
 	a := uintptr(p)
 	for base, l := range f.pinned {
 		if a < base+uintptr(l) && base < a+uintptr(n) {
-			return &RuntimeError{Call: "cudaHostRegister", Code: 712, Name: "cudaErrorHostMemoryAlreadyRegistered",
+			return &cuda.RuntimeError{Call: "cudaHostRegister", Code: 712, Name: "cudaErrorHostMemoryAlreadyRegistered",
 				Msg: fmt.Sprintf("part or all of the requested memory range [%#x, +%d) is already registered at [%#x, +%d)", a, n, base, l)}
 		}
 	}
@@ -444,7 +450,7 @@ func (f *Fake) Unregister(p unsafe.Pointer) error {
 	a := uintptr(p)
 	n, ok := f.pinned[a]
 	if !ok {
-		return &RuntimeError{Call: "cudaHostUnregister", Code: 713, Name: "cudaErrorHostMemoryNotRegistered", Msg: "pointer does not correspond to a registered memory region"}
+		return &cuda.RuntimeError{Call: "cudaHostUnregister", Code: 713, Name: "cudaErrorHostMemoryNotRegistered", Msg: "pointer does not correspond to a registered memory region"}
 	}
 	if f.touchedLocked(a, n) {
 		f.violations = append(f.violations, fmt.Sprintf("unregistered [%#x, +%d) while a queued copy still uses it", a, n))
@@ -482,11 +488,11 @@ func (f *Fake) Busy(p unsafe.Pointer, n uint64) bool {
 	return f.touchedLocked(uintptr(p), n)
 }
 
-func (f *Fake) PointerType(addr uintptr) (MemoryType, error) {
+func (f *Fake) PointerType(addr uintptr) (cuda.MemoryType, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, err := f.deviceRangeLocked("cudaPointerGetAttributes", DevicePtr(addr), 1); err == nil {
-		return MemoryDevice, nil
+	if _, err := f.deviceRangeLocked("cudaPointerGetAttributes", cuda.DevicePtr(addr), 1); err == nil {
+		return cuda.MemoryDevice, nil
 	}
 	bases := make([]uintptr, 0, len(f.pinned))
 	for b := range f.pinned {
@@ -495,8 +501,8 @@ func (f *Fake) PointerType(addr uintptr) (MemoryType, error) {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	for _, b := range bases {
 		if addr >= b && uint64(addr-b) < f.pinned[b] {
-			return MemoryHost, nil
+			return cuda.MemoryHost, nil
 		}
 	}
-	return MemoryUnregistered, nil
+	return cuda.MemoryUnregistered, nil
 }
