@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -87,10 +87,19 @@ lib:
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h
 
+# For machines without Go (the lent GPU machines, scripts/device-check.sh):
+# the callbox CLI in build/, and in build/xla-check the StableHLO that
+# `callbox lower` emits for every example program beside `callbox exec`'s
+# results, which scripts/xla_check_lowering.py (and test_jax.py) compile and
+# run under jaxlib and compare.
+xla-check: lib
+	$(GO) build -o build/callbox ./cmd/callbox
+	/usr/bin/python3 scripts/xla_check_lowering.py --prepare build/xla-check
+
 # The Python package's tests (python/tests) against a fresh build/libcallbox.so,
 # with Debian's python3 (numpy, pytest); the JAX tests skip where jax is
 # missing. The C harness runs in `go test ./ffi` (part of unit).
-pytest: lib
+pytest: lib xla-check
 	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs
 
 # The whole hostile suite inside foreign processes (a C program with its own
