@@ -108,16 +108,17 @@ def test_ordered_calls_run_in_order_and_stop_at_a_failure(jhost):
 # ---- the custom call has ffi_call's form ----
 
 def _custom_calls(lowered):
-    """The stablehlo.custom_call operations of a lowered program (nested
-    functions and regions included)."""
+    """The stablehlo.custom_call operations of a lowered program that call
+    the target "callbox" (nested functions and regions included)."""
     found = []
 
     def walk(op):
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
-                    if inner.operation.name == "stablehlo.custom_call":
-                        found.append(inner.operation)
+                    op = inner.operation
+                    if op.name == "stablehlo.custom_call" and str(op.attributes["call_target_name"]) == '"callbox"':
+                        found.append(op)
                     walk(inner.operation)
 
     walk(lowered.compiler_ir("stablehlo").operation)
