@@ -172,10 +172,16 @@ def test_transposed_operand_arrives_row_major(jhost, ordered):
     np.testing.assert_array_equal(np.asarray(z), (a * 2).T + 1)
 
 
-def test_other_ordered_effects_keep_their_tokens(jhost):
+@pytest.mark.parametrize("cached", [True, False])
+def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached):
     """An ordered callbox call between two ordered io_callbacks: each
     effect's token is threaded, none dropped, and the three run in program
-    order (the io_callbacks read the bump counter through the host)."""
+    order (the io_callbacks read the bump counter through the host).
+    cached=False lowers the primitive inline, as JAX lowers an uncacheable
+    one (io_callback is): the rule then sees every effect's token and must
+    update its own, not replace the set."""
+    if not cached:
+        monkeypatch.setattr(cbj._mlir, "_uncacheable_primitives", cbj._mlir._uncacheable_primitives | {cbj._ordered_p})
     seen = []
 
     def read(x):
