@@ -1,4 +1,4 @@
-"""callbox inside JAX programs, through XLA's FFI (CPU).
+"""callbox inside JAX programs, through XLA's FFI (CPU and GPU).
 
     import callbox, callbox.jax
     host = callbox.Host("callbox.yaml")
@@ -28,7 +28,6 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 # JAX's own ordered callbacks are built from these (private) modules; the
 # ordered primitive below follows io_callback's recipe.

@@ -17,7 +17,6 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.experimental import io_callback  # noqa: E402
 
-import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
