@@ -4,10 +4,11 @@
 # It builds nothing with Go. On the development machine first run
 #   make lib guests pytest
 # which leaves build/libcallbox.so, build/callbox.h, the test guests in
-# build/testguests, the callbox CLI and the StableHLO `callbox lower` emits
-# for the example programs (with the evaluator's results) in
-# build/xla-check (`make xla-check`, a dependency of pytest); carry build/
-# and guests/build.
+# build/testguests, the StableHLO `callbox lower` emits for the example
+# programs (with the evaluator's results) in build/xla-check (`make
+# xla-check`) and a copy of pytest in build/pydeps (`make pydeps`, used only
+# where the machine's Python has no pytest), all dependencies of pytest;
+# carry build/ (about 38 MiB) and guests/build.
 #
 # Steps (each recorded with its exit status; one that cannot run is
 # recorded as not run, with the reason):
@@ -119,8 +120,18 @@ C
 }
 if command -v gcc >/dev/null; then step header header; else skip header "no gcc"; fi
 
+# pytest: the installed one, else the copy `make pydeps` (part of `make
+# pytest`) left in build/pydeps, appended to sys.path so that it shadows
+# nothing installed.
+PYTEST=("$PY" -m pytest)
 have_pytest=0
-"$PY" -c 'import pytest' 2>/dev/null && have_pytest=1
+if "$PY" -c 'import pytest' 2>/dev/null; then
+  have_pytest=1
+elif [ -d build/pydeps ] && "$PY" -c 'import sys; sys.path.append(sys.argv[1]); import pytest' "$ROOT/build/pydeps" 2>/dev/null; then
+  have_pytest=1
+  PYTEST=("$PY" -c 'import sys; sys.path.append(sys.argv[1]); import pytest; sys.exit(pytest.main(sys.argv[2:]))' "$ROOT/build/pydeps")
+  echo "device-check: using the pytest carried in build/pydeps"
+fi
 have_jax=0
 "$PY" -c 'import jax' 2>/dev/null && have_jax=1
 have_gpu=0
@@ -129,16 +140,16 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && have_gpu=1
 if [ $have_pytest = 1 ]; then
   [ -f build/xla-check/pipeline.mlir ] || echo "device-check: build/xla-check is missing (make xla-check): the lowered-program test will skip"
   step pytest-cpu env JAX_PLATFORMS=cpu JAX_NUM_CPU_DEVICES=2 \
-    bash -c 'cd python && "$0" -m pytest -q -rs --junitxml="$1" tests' "$PY" "$PARTS/pytest-cpu.junit.xml"
+    bash -c 'cd python && "$@"' _ "${PYTEST[@]}" -q -rs --junitxml="$PARTS/pytest-cpu.junit.xml" tests
   if [ $have_gpu = 1 ] && [ $have_jax = 1 ]; then
     step pytest-gpu env JAX_PLATFORMS=cuda,cpu \
-      bash -c 'cd python && "$0" -m pytest -q -rs --junitxml="$1" tests/test_jax_gpu.py' "$PY" "$PARTS/pytest-gpu.junit.xml"
+      bash -c 'cd python && "$@"' _ "${PYTEST[@]}" -q -rs --junitxml="$PARTS/pytest-gpu.junit.xml" tests/test_jax_gpu.py
   else
     skip pytest-gpu "no NVIDIA GPU or no jax"
   fi
 else
-  skip pytest-cpu "pytest is not installed"
-  skip pytest-gpu "pytest is not installed"
+  skip pytest-cpu "pytest is not installed and build/pydeps is missing (make pydeps)"
+  skip pytest-gpu "pytest is not installed and build/pydeps is missing (make pydeps)"
 fi
 
 if [ $have_jax = 1 ]; then

@@ -22,8 +22,8 @@ Run it where jax is installed (the lent GPU machines; JAX cannot be
 installed on the development machines), from the repository root:
 
     # on a machine with Go: build the tools and the expected results
-    make xla-check     # = make lib, go build -o build/callbox, and:
-    /usr/bin/python3 scripts/xla_check_lowering.py --prepare build/xla-check
+    make xla-check     # = make lib, go build -o bin/callbox, and:
+    /usr/bin/python3 scripts/xla_check_lowering.py --callbox bin/callbox --prepare build/xla-check
     # on the jax machine (carry build/): compare
     JAX_PLATFORMS=cpu python3 scripts/xla_check_lowering.py --expected build/xla-check
 
