@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -87,10 +87,30 @@ lib:
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h
 
+# For machines without Go (the lent GPU machines, scripts/device-check.sh):
+# in build/xla-check the StableHLO that `callbox lower` emits for every
+# example program beside `callbox exec`'s results, which
+# scripts/xla_check_lowering.py (and test_jax.py) compile and run under
+# jaxlib and compare. The CLI goes to bin/, not build/: build/ is what is
+# carried to such a machine, within 64 MiB (the library alone is ~36 MiB).
+xla-check: lib
+	@mkdir -p bin
+	$(GO) build -o bin/callbox ./cmd/callbox
+	/usr/bin/python3 scripts/xla_check_lowering.py --callbox bin/callbox --prepare build/xla-check
+
+# A copy of Debian's pytest (pure Python, with its dependencies) in
+# build/pydeps, for a machine whose Python has no pytest: device-check.sh
+# falls back to it, appended to sys.path so it shadows nothing installed.
+PYDEPS := _pytest pytest py pluggy iniconfig packaging attr attrs
+pydeps:
+	@mkdir -p build/pydeps
+	for m in $(PYDEPS); do rm -rf build/pydeps/$$m; cp -r /usr/lib/python3/dist-packages/$$m build/pydeps/; done
+	find build/pydeps -name __pycache__ -prune -exec rm -rf {} +
+
 # The Python package's tests (python/tests) against a fresh build/libcallbox.so,
 # with Debian's python3 (numpy, pytest); the JAX tests skip where jax is
 # missing. The C harness runs in `go test ./ffi` (part of unit).
-pytest: lib
+pytest: lib xla-check pydeps
 	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs
 
 # The whole hostile suite inside foreign processes (a C program with its own

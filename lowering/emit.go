@@ -10,15 +10,19 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
 
-// FFITarget is the custom-call target every callback lowers to: the XLA FFI
-// handler libcallbox registers. It finds the callback by the content id in
-// the call's backend_config.
-const FFITarget = "callbox_xla_ffi"
+// FFITarget is the custom-call target every callback lowers to: the name
+// under which callbox.jax.register (python/callbox/jax.py) registers
+// libcallbox's XLA FFI handler (the C symbol callbox_xla_ffi, or
+// callbox_xla_ffi_cuda on GPU), so an emitted program runs in any process
+// that called it. The handler finds the callback by the content id in the
+// call's backend_config.
+const FFITarget = "callbox"
 
 // Emit prints a lowered program (after Lower: tokens threaded) as a
-// StableHLO module. Callbacks become stablehlo.custom_call @callbox_xla_ffi
-// with api_version = 4 and backend_config = {callback = "<content id>"}
-// (plus chain = "<name>" and has_side_effect = true for effects); tokens
+// StableHLO module. Callbacks become stablehlo.custom_call @callbox
+// with api_version = 4, backend_config = {callback = "<content id>"}
+// (plus chain = "<name>" and has_side_effect = true for effects) and
+// row-major operand_layouts and result_layouts (a token's empty); tokens
 // are !stablehlo.token operands and results (a chain starts at
 // "stablehlo.after_all"() with no operands); cond becomes "stablehlo.if"
 // (pred) or "stablehlo.case" (s32 index); while becomes "stablehlo.while",
@@ -316,8 +320,11 @@ func (e *emitter) op(op *Op, depth int) error {
 		return e.callback(op, depth)
 	case OpCreateToken:
 		lhs := e.define(op.Results)
-		// StableHLO 0.20 removed create_token; after_all of no tokens is
-		// its replacement (XLA's CreateToken).
+		// after_all with no operands makes a fresh token (XLA's
+		// CreateToken); real XLA compiles it (checked on jaxlib 0.11.2).
+		// stablehlo.create_token is a legacy op that XLA still compiles
+		// too; after_all is what JAX itself emits for a fresh token
+		// (mlir.create_token), so it is the form kept here.
 		e.line(depth, "%s\"stablehlo.after_all\"() : () -> !stablehlo.token", lhs)
 	case OpCond:
 		return e.cond(op, depth)
@@ -361,6 +368,7 @@ func (e *emitter) callback(op *Op, depth int) error {
 	// The custom call's results are the callback's results (for a tap too:
 	// the handler writes them; the program discards them), then the token.
 	var rt []string
+	var ranks []int // of the results, for their layouts
 	if op.Kind == OpTap {
 		metas := make([]abi.TensorMeta, len(args))
 		for i, a := range args {
@@ -372,11 +380,13 @@ func (e *emitter) callback(op *Op, depth int) error {
 		}
 		for _, s := range specs {
 			rt = append(rt, mlirType(TensorType(s.DType, s.Shape...)))
+			ranks = append(ranks, len(s.Shape))
 		}
 	} else {
 		for _, v := range op.Results {
 			if !v.Type.Token {
 				rt = append(rt, e.ty(v))
+				ranks = append(ranks, len(v.Type.Shape))
 			}
 		}
 	}
@@ -384,6 +394,13 @@ func (e *emitter) callback(op *Op, depth int) error {
 	if tokIn != nil {
 		operands = append(operands, tokIn)
 		rt = append(rt, mlirType(TokenType))
+		ranks = append(ranks, 0) // a token's layout is empty, as JAX gives it
+	}
+	opRanks := make([]int, len(operands))
+	for i, v := range operands {
+		if !v.Type.Token {
+			opRanks[i] = len(v.Type.Shape)
+		}
 	}
 	attrs := e.callAttrs(op, callee)
 	// Name the custom call's results.
@@ -417,8 +434,44 @@ func (e *emitter) callback(op *Op, depth int) error {
 			e.refs[v.id] = resRef(i)
 		}
 	}
-	e.write(depth, lhs, "stablehlo.custom_call @"+FFITarget+"(", e.refList(operands), ") {", attrs, "} : (", e.typesOf(operands), ") -> ", resultTypes(rt))
+	e.write(depth, lhs, "stablehlo.custom_call @"+FFITarget+"(", e.refList(operands), ") {", attrs,
+		", operand_layouts = ", layouts(opRanks), ", result_layouts = ", layouts(ranks),
+		"} : (", e.typesOf(operands), ") -> ", resultTypes(rt))
 	return nil
+}
+
+// layouts is a custom call's operand_layouts or result_layouts: for each
+// value of the given rank, XLA's minor-to-major order of a dense row-major
+// array (rank 2: [1, 0]), as JAX's ffi_call passes them. Without them XLA may
+// give an operand another layout (a transposed one, column-major), and the
+// handler reads buffers as row-major.
+func layouts(ranks []int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range ranks {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch r {
+		case 0:
+			b.WriteString("dense<> : tensor<0xindex>")
+		case 1:
+			b.WriteString("dense<0> : tensor<1xindex>")
+		default:
+			b.WriteString("dense<[")
+			for d := r - 1; d >= 0; d-- {
+				b.WriteString(strconv.Itoa(d))
+				if d > 0 {
+					b.WriteString(", ")
+				}
+			}
+			b.WriteString("]> : tensor<")
+			b.WriteString(strconv.Itoa(r))
+			b.WriteString("xindex>")
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 func (e *emitter) cond(op *Op, depth int) error {

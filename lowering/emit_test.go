@@ -50,7 +50,12 @@ func TestEmitCaseWhileCaptures(t *testing.T) {
 	for _, w := range []string{
 		`stablehlo.constant dense<[[1.0e+00, 2.5e+00], [0x7FC00000, 0xFF800000]]> : tensor<2x2xf32>`,
 		`"stablehlo.case"(%arg1) ({`,
-		`chain = "c"}} : (tensor<4xf32>, tensor<f32>, !stablehlo.token) -> (tensor<4xf32>, !stablehlo.token)`,
+		// Row-major layouts as JAX's ffi_call passes them; a token's (and a
+		// scalar's) is empty.
+		`stablehlo.custom_call @callbox(%4, %arg2, %0) {`,
+		`chain = "c"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>], ` +
+			`result_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]} : (tensor<4xf32>, tensor<f32>, !stablehlo.token) -> (tensor<4xf32>, !stablehlo.token)`,
+		`operand_layouts = [dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>], result_layouts = [dense<[1, 0]> : tensor<2xindex>]} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>`,
 		`}) : (tensor<i32>) -> (tensor<2x2xf32>, !stablehlo.token)`,
 		`"stablehlo.after_all"() : () -> !stablehlo.token`,
 	} {
@@ -72,6 +77,14 @@ func TestEmitCaseWhileCaptures(t *testing.T) {
 	header := out[whileAt : whileAt+strings.Index(out[whileAt:], "\n")]
 	assert.Regexp(t, `"stablehlo.while"\(%\d+, %\d+#0, %1, %arg0\)`, header, "carried: the counter, the value, then the captures %c and %x")
 	assert.NotContains(t, loop[len(header):], "%arg0", "the body uses its block argument, not %x")
+}
+
+// TestLayouts: the minor-to-major order of a row-major array, per rank, as
+// MLIR prints an index vector.
+func TestLayouts(t *testing.T) {
+	assert.Equal(t, "[]", layouts(nil))
+	assert.Equal(t, "[dense<> : tensor<0xindex>, dense<0> : tensor<1xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[3, 2, 1, 0]> : tensor<4xindex>]",
+		layouts([]int{0, 1, 2, 4}))
 }
 
 func TestEmitRejectsUnthreaded(t *testing.T) {

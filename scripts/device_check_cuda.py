@@ -115,7 +115,7 @@ def run(mode, out_path, floor_path):
 
     lib = open_library(os.environ.get("CALLBOX_LIB", os.path.join(ROOT, "build", "libcallbox.so")))
     gpu = jax.devices("gpu")[0]
-    jax.ffi.register_ffi_target("callbox_cuda", jax.ffi.pycapsule(lib.callbox_xla_ffi_cuda), platform="CUDA")
+    jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(lib.callbox_xla_ffi_cuda), platform="CUDA")
     floor = ctypes.CDLL(floor_path)
     for name in ("floor_pinned", "floor_pageable"):
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(floor, name)), platform="CUDA")
@@ -123,7 +123,7 @@ def run(mode, out_path, floor_path):
     def cb(name, **attrs):
         def call(x, *rest):
             aliases = {0: 0} if name == "tap_print" else {}
-            return jax.ffi.ffi_call("callbox_cuda", jax.ShapeDtypeStruct(x.shape, x.dtype),
+            return jax.ffi.ffi_call("callbox", jax.ShapeDtypeStruct(x.shape, x.dtype),
                                     input_output_aliases=aliases)(x, *rest, callback=name, **attrs)
         return jax.jit(call)
 
@@ -176,7 +176,7 @@ def run(mode, out_path, floor_path):
 
     def chained(x, f):
         for _ in range(3):
-            x = jax.ffi.ffi_call("callbox_cuda", jax.ShapeDtypeStruct(x.shape, x.dtype), has_side_effect=True)(
+            x = jax.ffi.ffi_call("callbox", jax.ShapeDtypeStruct(x.shape, x.dtype), has_side_effect=True)(
                 x, f, callback="scale", chain="device-check")
         return x
     got = np.asarray(jax.jit(chained)(x, factor))

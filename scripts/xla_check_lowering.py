@@ -2,9 +2,10 @@
 """Real-XLA check of callbox's lowering (lowering/, `callbox lower`).
 
 For every example program in examples/programs it compiles the emitted
-StableHLO with jaxlib's CPU client, with libcallbox's XLA FFI handler
-(symbol callbox_xla_ffi) registered as the custom-call target, runs it on
-the example's inputs, and compares with callbox's own evaluator
+StableHLO with jaxlib's CPU client, in a process where callbox.jax.register
+was called (libcallbox's XLA FFI handler, C symbol callbox_xla_ffi,
+registered as the custom-call target "callbox" that `callbox lower` names),
+runs it on the example's inputs, and compares with callbox's own evaluator
 (`callbox exec`):
 
   * the results, element by element (rtol 1e-5, atol 1e-6: XLA's exp and
@@ -21,8 +22,8 @@ Run it where jax is installed (the lent GPU machines; JAX cannot be
 installed on the development machines), from the repository root:
 
     # on a machine with Go: build the tools and the expected results
-    make lib && go build -o build/callbox ./cmd/callbox
-    /usr/bin/python3 scripts/xla_check_lowering.py --prepare build/xla-check
+    make xla-check     # = make lib, go build -o bin/callbox, and:
+    /usr/bin/python3 scripts/xla_check_lowering.py --callbox bin/callbox --prepare build/xla-check
     # on the jax machine (carry build/): compare
     JAX_PLATFORMS=cpu python3 scripts/xla_check_lowering.py --expected build/xla-check
 
@@ -31,8 +32,8 @@ With a working build/callbox on the jax machine, one call does both:
 
 The StableHLO comes from `callbox lower`, or, without a callbox binary, from
 lowering/testdata/golden/<name>.mlir (the same bytes: emission is
-deterministic and the golden test pins it). libcallbox opens its host from
-CALLBOX_CONFIG, which this script points at examples/programs/callbacks.yaml.
+deterministic and the golden test pins it). The host is opened from
+examples/programs/callbacks.yaml and registered with callbox.jax.register.
 Exit status 0 when every example agrees, 1 otherwise.
 """
 
@@ -106,13 +107,18 @@ def run_one(name, mlir_path, lib, outdir):
     as .npy and a JSON status line on stdout. Guest log lines go to this
     process's stderr, which the parent reads."""
     import numpy as np
-    import ctypes
     import jax
     from jax._src import xla_bridge
     from jax._src.lib import xla_client
 
-    handler = ctypes.CDLL(lib).callbox_xla_ffi
-    jax.ffi.register_ffi_target("callbox_xla_ffi", jax.ffi.pycapsule(handler), platform="cpu")
+    # The program names the target "callbox": what callbox.jax.register
+    # registers. Its host is the one the evaluator used.
+    os.environ["CALLBOX_LIB"] = lib
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import callbox
+    import callbox.jax
+
+    callbox.jax.register(callbox.Host(CONFIG))
     with open(mlir_path) as f:
         text = f.read()
     be = xla_bridge.get_backend("cpu")
@@ -134,7 +140,10 @@ def run_one(name, mlir_path, lib, outdir):
 def check(expected, lib):
     import numpy as np
 
-    env = dict(os.environ, CALLBOX_CONFIG=CONFIG, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    # CALLBOX_LOG_LEVEL=info: the guests' log lines (the effects compared)
+    # reach stderr; the C API's default level (warn) would hide them.
+    env = dict(os.environ, CALLBOX_CONFIG=CONFIG, CALLBOX_LOG_LEVEL="info",
+               JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
     failures = []
     work = tempfile.mkdtemp(prefix="xla-check-")
     for name, (_, nres, ordered, failure) in EXAMPLES.items():

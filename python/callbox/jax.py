@@ -1,4 +1,4 @@
-"""callbox inside JAX programs, through XLA's FFI (CPU).
+"""callbox inside JAX programs, through XLA's FFI (CPU and GPU).
 
     import callbox, callbox.jax
     host = callbox.Host("callbox.yaml")
@@ -14,23 +14,33 @@ call(..., ordered=True) and tap() are ordered the way
 io_callback(ordered=True) is: a primitive with an ordered effect whose
 lowering threads JAX's effect token through the custom call, so JAX keeps
 the calls in program order through jit, cond, while and scan, and a
-failing call stops the later ones.
+failing call stops the later ones. Its custom call has the form ffi_call
+emits (row-major operand and result layouts, attributes in
+mhlo.backend_config). Under vmap an ordered call runs once per batch
+element, in order, whatever the callback's `batching` key (io_callback
+refuses to vmap ordered callbacks).
+
+Programs lowered by `callbox lower` (lowering/) name the same target,
+"callbox": they run in any process where register() was called.
 """
 
 import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 # JAX's own ordered callbacks are built from these (private) modules; the
 # ordered primitive below follows io_callback's recipe.
+from jax._src import callback as _callback
 from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import effects as _effects
+from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
 from jax._src.lib.mlir import ir as _ir
 from jax._src.lib.mlir.dialects import hlo as _hlo
+from jax._src.sharding_impls import SdyArray as _SdyArray
+from jax._src.sharding_impls import SdyArrayList as _SdyArrayList
 
 from . import _lib
 from .host import Host
@@ -96,7 +106,10 @@ def call(name, *args, ordered=False, chain=None, host=None):
     (expand_dims) or is broadcast to the batch size (broadcast_all).
 
     ordered=True orders the call with every other ordered callbox call and
-    tap in the program (like io_callback(ordered=True)). chain names a
+    tap in the program (like io_callback(ordered=True)). Under vmap an
+    ordered call runs once per batch element, in order (element 0 first),
+    whatever the `batching` key; a callback with a leading batch dimension
+    then gets batches of size 1. chain names a
     host-side chain: its first failure fails every later call on it, in
     this and later executions, until the chain is reset.
 
@@ -110,9 +123,17 @@ def call(name, *args, ordered=False, chain=None, host=None):
     info = h.callback(name)
     args = [jnp.asarray(a) for a in args]
     if ordered:
+        # A callback whose signature has a leading batch dimension gets one
+        # of size 1, as an unordered call does; under vmap an ordered call
+        # always runs once per element, in order (see _ordered_batching).
+        lead = info.batching != "sequential"
+        if lead:
+            args = [a[None] for a in args]
         types = h.output_types(name, *args)
         avals = tuple(_core.ShapedArray(s, d) for s, d in types)
-        outs = _ordered_p.bind(*args, callback=info.id, chain=chain or "", result_avals=avals)
+        outs = _bind_ordered(args, info.id, chain or "", avals)
+        if lead:
+            outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
     if info.batching == "sequential":
         outs = _ffi(h, name, info, args, chain, "sequential")
@@ -167,7 +188,12 @@ def tap(name, *args, chain=None, host=None):
 
 
 # ---- the ordered primitive ----
-
+#
+# Built the way JAX 0.11 builds io_callback(ordered=True) (jax/_src/callback.py)
+# and lowered the way jax.ffi.ffi_call lowers (jax/_src/ffi.py): the same
+# effect registrations, the same token handling, the same custom-call form
+# (row-major layouts, attributes in mhlo.backend_config), the same abstract
+# eval rule for shardings and varying manual axes.
 
 
 class CallboxOrderedEffect(_effects.Effect):
@@ -178,45 +204,126 @@ class CallboxOrderedEffect(_effects.Effect):
 
 
 _effect = CallboxOrderedEffect()
+
+# The registries io_callback registers OrderedIOEffect in, and why:
+#   ordered_effects: JAX threads a token through every equation with the
+#     effect (and through the jitted function and between executions), so
+#     calls keep program order and a failing one stops the later ones.
+#   lowerable_effects: a jaxpr with the effect may be lowered at all.
+#   control_flow_allowed_effects: the effect may appear inside cond, while,
+#     scan and fori_loop (their lowering carries the token through).
+#   shardable_ordered_effects: a jit over several devices with the effect is
+#     not refused ("ordered effects are not supported for more than 1
+#     device"); the lowering below gives the call io_callback's sharding, so
+#     under automatic partitioning it runs once, on the first device.
+# Like io_callback, and unlike the unordered ffi_call's FfiEffect, the effect
+# is NOT in remat_allowed_effects or custom_derivatives_allowed_effects:
+# jax.checkpoint would run an ordered call again when it recomputes the
+# forward pass (an extra step on a chain), and the primitive has no JVP, so
+# refusing it at trace time is the honest answer.
 for _registry in ("ordered_effects", "lowerable_effects", "control_flow_allowed_effects",
-                  "custom_derivatives_allowed_effects", "remat_allowed_effects"):
-    if hasattr(_effects, _registry):
-        getattr(_effects, _registry).add_type(CallboxOrderedEffect)
+                  "shardable_ordered_effects"):
+    getattr(_effects, _registry).add_type(CallboxOrderedEffect)
 
 _ordered_p = _core.Primitive("callbox_ordered_call")
 _ordered_p.multiple_results = True
 _ordered_p.def_impl(functools.partial(_dispatch.apply_primitive, _ordered_p))
 
 
+def _bind_ordered(args, callback, chain, result_avals):
+    # ffi_call inserts the casts that make its inputs agree on varying manual
+    # axes (shard_map) before binding; so do we.
+    args = _core.auto_insert_reshard(*args)
+    return _ordered_p.bind(*args, callback=callback, chain=chain, result_avals=tuple(result_avals))
+
+
 @_ordered_p.def_effectful_abstract_eval
 def _ordered_abstract_eval(*avals, callback, chain, result_avals):
-    return list(result_avals), {_effect}
+    # ffi_call's abstract eval rule: the inputs must agree on varying manual
+    # axes, and results without a mesh take the current mesh's sharding (so
+    # they mix with the rest of an explicitly sharded program).
+    _core.standard_vma_rule(_ordered_p.name, *avals)
+    outs = [r.update(sharding=_core.get_cur_mesh_sharding()) if r.sharding.mesh.empty else r
+            for r in result_avals]
+    return outs, {_effect}
 
 
-def _ir_type(aval):
-    try:
-        return _mlir.aval_to_ir_type(aval)
-    except TypeError:
-        return _ir.RankedTensorType.get(list(aval.shape), _mlir.dtype_to_ir_type(np.dtype(aval.dtype)))
+def _row_major(aval):
+    """XLA's minor-to-major order for a dense row-major array of aval's rank
+    (what ffi_call passes when no layout is given); a token has rank 0."""
+    return tuple(reversed(range(len(getattr(aval, "shape", ())))))
 
 
 def _ordered_lowering(ctx, *operands, callback, chain, result_avals):
     token = ctx.tokens_in.get(_effect)
-    config = {"callback": _ir.StringAttr.get(callback)}
+    attrs = {"callback": _ir.StringAttr.get(callback)}
     if chain:
-        config["chain"] = _ir.StringAttr.get(chain)
+        attrs["chain"] = _ir.StringAttr.get(chain)
+    mctx = ctx.module_context
+    result_types = [_mlir.aval_to_ir_type(mctx, a) for a in ctx.avals_out] + [_hlo.TokenType.get()]
+    # Layouts: ffi_call always passes them (row-major, minor-to-major);
+    # without them XLA may pick another layout for an operand (a transposed
+    # one reaches the handler column-major). The token gets the empty layout,
+    # as JAX gives tokens.
+    # backend_config: a dict of attributes, as ffi_call passes it. For a dict,
+    # mlir.custom_call writes it as mhlo.backend_config beside backend_config
+    # = "" and sets api_version 1 (StableHLO's custom_call verifier wants a
+    # string backend_config), exactly as for every ffi_call; XLA's StableHLO
+    # import turns a dictionary mhlo.backend_config into a typed-FFI call
+    # (API_VERSION_TYPED_FFI) with those attributes. So api_version=4 here
+    # is what ffi_call passes, and the emitted text is ffi_call's.
     op = _mlir.custom_call(
         TARGET,
-        result_types=[_ir_type(a) for a in result_avals] + [_hlo.TokenType.get()],
+        result_types=result_types,
         operands=[*operands, token],
         has_side_effect=True,
         api_version=4,
-        backend_config=config,
+        backend_config=attrs,
+        operand_layouts=[_row_major(a) for a in ctx.avals_in] + [()],
+        result_layouts=[_row_major(a) for a in ctx.avals_out] + [()],
     )
+    # io_callback's sharding (jax/_src/callback.py _callback_op_sharding):
+    # under jit (automatic partitioning, one device or several) a maximal
+    # sharding on the first device, so the call runs once; inside shard_map
+    # (all axes manual) it runs on each device. Shardy wants one sharding per
+    # result: the token's is added, as io_callback adds its token's.
+    sharding = _callback._callback_op_sharding(mctx.axis_context, None, ctx.avals_out)
+    if sharding is not None:
+        if isinstance(sharding, _SdyArrayList):
+            first = sharding.shardings[0]
+            token_sharding = _SdyArray(mesh_shape=(), dim_shardings=(), logical_device_ids=first.logical_device_ids)
+            shardings = list(sharding.shardings)[:len(ctx.avals_out)]
+            sharding = _SdyArrayList(tuple(shardings) + (token_sharding,))
+        _mlir.set_sharding(mctx, op, sharding)
     results = list(op.results)
-    ctx.set_tokens_out(_mlir.TokenSet({_effect: results[-1]}))
+    # Update our token in the set, keep every other effect's (io_callback's
+    # pattern): replacing the set would drop the tokens of other ordered
+    # effects (io_callback, debug prints) in the same program.
+    ctx.set_tokens_out(ctx.tokens_in.update_tokens(_mlir.TokenSet({_effect: results[-1]})))
     return results[:-1]
+
+
+def _ordered_batching(args, dims, *, callback, chain, result_avals):
+    """vmap of an ordered call: one call per batch element, in order (index
+    0 first), each an ordered call of its own, through lax.map (a scan,
+    which carries the token). io_callback refuses to vmap ordered callbacks;
+    this is ffi_call's "sequential" method with the order kept."""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    moved = [a if d is None else _batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+    batched = [d is not None for d in dims]
+
+    def one(xs):
+        it = iter(xs)
+        merged = [next(it) if b else a for a, b in zip(moved, batched)]
+        return _ordered_p.bind(*merged, callback=callback, chain=chain, result_avals=result_avals)
+
+    outs = jax.lax.map(one, [a for a, b in zip(moved, batched) if b])
+    assert all(o.shape[0] == size for o in outs)
+    return list(outs), [0] * len(outs)
 
 
 def _register_ordered(platform):
     _mlir.register_lowering(_ordered_p, _ordered_lowering, platform=platform)
+
+
+_batching.primitive_batchers[_ordered_p] = _ordered_batching

@@ -2,12 +2,20 @@
 config naming them."""
 
 import os
-import pathlib
-import shutil
-import subprocess
-import sys
 
-import pytest
+# JAX reads these when it is imported and when its backend starts: set them
+# before any test module can import jax. The JAX tests run on the CPU (a GPU
+# machine's default backend is the GPU) with two CPU devices, for the
+# multi-device checks; a caller's own setting wins.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "2")
+
+import pathlib  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
@@ -87,6 +95,31 @@ def config_path(guest_dir):
     path = guest_dir / "callbox.yaml"
     path.write_text("".join(parts))
     return path
+
+
+# The modules the README's Python examples name, and the committed copies
+# (guests/prebuilt, which `make check-prebuilt` keeps byte-identical to a
+# build from source) that stand in for them where guests/build is missing.
+README_GUESTS = {"guests/build/rust/scale.wasm": "guests/prebuilt/rust-scale.wasm",
+                 "guests/build/wat/hostile.wasm": "guests/prebuilt/wat-hostile.wasm"}
+
+
+@pytest.fixture
+def readme_root(tmp_path):
+    """A directory to run the README's examples in, as from the repository
+    root: the root itself when `make guests` has built their modules, else a
+    temporary directory holding the prebuilt copies at the same paths."""
+    if all((ROOT / built).is_file() for built in README_GUESTS):
+        return ROOT
+    missing = [pre for pre in README_GUESTS.values() if not (ROOT / pre).is_file()]
+    if missing:
+        pytest.skip("the README examples need %s (run `make guests`) and the prebuilt copies %s are missing"
+                    % (", ".join(README_GUESTS), ", ".join(missing)))
+    for built, pre in README_GUESTS.items():
+        dst = tmp_path / built
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / pre, dst)
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

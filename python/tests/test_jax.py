@@ -1,25 +1,39 @@
 """callbox.jax with real JAX (CPU). JAX cannot be installed on the
 development machines: there these tests skip; scripts/device-check.sh runs
-them where jax is present."""
+them where jax is present. conftest.py sets JAX_PLATFORMS=cpu and two CPU
+devices before anything imports jax."""
 
 import os
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax", reason="jax is not installed: the JAX tests run where it is (scripts/device-check.sh)")
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.experimental import io_callback  # noqa: E402
 
-import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
+from conftest import ROOT  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def jhost(host):
     cbj.register(host)
     return host
+
+
+def _x64():
+    """A context in which JAX keeps 64-bit dtypes (off by default: int64 and
+    float64 inputs would become int32 and float32)."""
+    if hasattr(jax, "enable_x64"):  # jax 0.11: a config state, callable as a context manager
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64
+    return enable_x64()
 
 
 def test_jit_call(jhost):
@@ -34,10 +48,17 @@ def test_content_id_in_the_program(jhost):
     assert info.id in text
 
 
-def test_every_dtype_and_shapes(jhost):
-    for name, x in [("copy_s64", np.arange(5, dtype=np.int64)), ("copy_c64", np.arange(3).astype(np.complex64)),
-                    ("copy_scalar", np.float64(1.5)), ("copy_f32", np.zeros(0, np.float32))]:
-        np.testing.assert_array_equal(np.asarray(jax.jit(lambda x, n=name: cbj.call(n, x))(x)), x)
+@pytest.mark.parametrize("ordered", [False, True])
+def test_every_dtype_and_shapes(jhost, ordered):
+    cases = [("copy_s64", np.arange(5, dtype=np.int64)), ("copy_scalar", np.float64(1.5)),
+             ("copy_c64", np.arange(3).astype(np.complex64)), ("copy_f32", np.zeros(0, np.float32)),
+             ("copy_u8", np.arange(4, dtype=np.uint8)), ("copy_pred", np.array([True, False])),
+             ("copy_c128", np.arange(2).astype(np.complex128)), ("copy_f64", np.arange(3, dtype=np.float64))]
+    with _x64():  # the s64/f64/c128 signatures need 64-bit dtypes kept
+        for name, x in cases:
+            y = jax.jit(lambda x, n=name: cbj.call(n, x, ordered=ordered))(x)
+            assert y.dtype == np.asarray(x).dtype, name
+            np.testing.assert_array_equal(np.asarray(y), x)
 
 
 def test_vmap_sequential_equals_loop(jhost):
@@ -62,6 +83,8 @@ def test_errors_keep_their_code(jhost):
 
 
 def _bumps(host):
+    """The bump callback's counter after one more call: every call of bump,
+    from JAX or from here, adds one (max_instances 1: one counter)."""
     return int(host.call("bump", np.ones(1, np.float32)))
 
 
@@ -79,6 +102,130 @@ def test_ordered_calls_run_in_order_and_stop_at_a_failure(jhost):
     with pytest.raises(Exception, match="callbox GuestError"):
         jax.block_until_ready(three(x))
     assert _bumps(jhost) == before + 2  # one bump in the program ran, then ours
+
+
+# ---- the custom call has ffi_call's form ----
+
+def _custom_calls(lowered):
+    """The stablehlo.custom_call operations of a lowered program that call
+    the target "callbox" (nested functions and regions included)."""
+    found = []
+
+    def walk(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    op = inner.operation
+                    if op.name == "stablehlo.custom_call" and str(op.attributes["call_target_name"]) == '"callbox"':
+                        found.append(op)
+                    walk(inner.operation)
+
+    walk(lowered.compiler_ir("stablehlo").operation)
+    return found
+
+
+def _attr_strings(op, name):
+    return [str(a) for a in op.attributes[name]] if name in op.attributes else None
+
+
+def test_ordered_custom_call_has_ffi_calls_form(jhost):
+    """The ordered custom call carries what ffi_call's does: row-major
+    operand and result layouts (tokens: empty ones), the attributes in
+    mhlo.backend_config, the same api_version; only the token and
+    has_side_effect differ."""
+    x = jnp.arange(15, dtype=jnp.float32).reshape(3, 5)
+    [plain] = _custom_calls(jax.jit(lambda x: cbj.call("copy_mat", x)).lower(x))
+    [ordered] = _custom_calls(jax.jit(lambda x: cbj.call("copy_mat", x, ordered=True)).lower(x))
+    for op in (plain, ordered):
+        assert str(op.attributes["call_target_name"]) == '"callbox"'
+    assert _attr_strings(plain, "operand_layouts") is not None, "ffi_call passes operand layouts"
+    assert _attr_strings(ordered, "operand_layouts") is not None, "the ordered call passes no operand layouts"
+    assert _attr_strings(ordered, "result_layouts") is not None, "the ordered call passes no result layouts"
+    empty = str(_attr_strings(ordered, "operand_layouts")[-1])
+    assert "tensor<0xindex>" in empty, "the token's layout is not empty: %s" % empty
+    assert _attr_strings(ordered, "operand_layouts")[:-1] == _attr_strings(plain, "operand_layouts")
+    assert _attr_strings(ordered, "result_layouts")[:-1] == _attr_strings(plain, "result_layouts")
+    assert _attr_strings(ordered, "result_layouts")[-1] == empty
+    assert str(ordered.attributes["mhlo.backend_config"]) == str(plain.attributes["mhlo.backend_config"])
+    assert str(ordered.attributes["backend_config"]) == str(plain.attributes["backend_config"])
+    assert str(ordered.attributes["api_version"]) == str(plain.attributes["api_version"])
+    assert "dense<[1, 0]>" in _attr_strings(ordered, "operand_layouts")[0]  # row-major, minor-to-major
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_transposed_operand_arrives_row_major(jhost, ordered):
+    """A transposed operand (XLA may give a transpose a column-major layout
+    instead of moving data) reaches the handler in row-major order: copy's
+    output depends on element order, so a column-major operand would give a
+    permuted result."""
+    a = np.arange(15, dtype=np.float32).reshape(3, 5)
+
+    @jax.jit
+    def f(x):
+        y = cbj.call("copy_mat", x.T, ordered=ordered)          # 5x3
+        z = cbj.call("copy_mat", (x * 2).T + 1, ordered=ordered)  # a fused producer
+        return y, z
+
+    y, z = f(a)
+    np.testing.assert_array_equal(np.asarray(y), a.T)
+    np.testing.assert_array_equal(np.asarray(z), (a * 2).T + 1)
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached):
+    """An ordered callbox call between two ordered io_callbacks: each
+    effect's token is threaded, none dropped, and the three run in program
+    order (the io_callbacks read the bump counter through the host).
+    cached=False lowers the primitive inline, as JAX lowers an uncacheable
+    one (io_callback is): the rule then sees every effect's token and must
+    update its own, not replace the set."""
+    if not cached:
+        monkeypatch.setattr(cbj._mlir, "_uncacheable_primitives", cbj._mlir._uncacheable_primitives | {cbj._ordered_p})
+    seen = []
+
+    def read(x):
+        seen.append(_bumps(jhost))
+        return np.int32(0)
+
+    @jax.jit
+    def f(x):
+        io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
+        n = cbj.call("bump", x, ordered=True)
+        io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
+        return n
+
+    before = _bumps(jhost)
+    n = int(f(jnp.ones(2, jnp.float32)))
+    assert seen == [before + 1, before + 3], seen
+    assert n == before + 2
+
+
+# ---- order through control flow, with a failing middle call ----
+
+def _fails_at(i, x, bad):
+    """An ordered call that fails (callback "fail") when i == bad, else
+    bumps; returns an s32."""
+    return lax.cond(i == bad, lambda x: cbj.call("fail", x, ordered=True)[0].astype(jnp.int32),
+                    lambda x: cbj.call("bump", x, ordered=True), x)
+
+
+@pytest.mark.parametrize("loop", ["fori_loop", "scan", "while_loop"])
+def test_loops_stop_at_a_failing_middle_iteration(jhost, loop):
+    x = jnp.ones(2, jnp.float32)
+
+    @jax.jit
+    def f(x):
+        if loop == "fori_loop":
+            return lax.fori_loop(0, 5, lambda i, c: c + _fails_at(i, x, 2), jnp.int32(0))
+        if loop == "scan":
+            return lax.scan(lambda c, i: (c + _fails_at(i, x, 2), None), jnp.int32(0), jnp.arange(5))[0]
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + _fails_at(c[0], x, 2)),
+                              (jnp.int32(0), jnp.int32(0)))[1]
+
+    before = _bumps(jhost)
+    with pytest.raises(Exception, match=r'INVALID_ARGUMENT: callbox GuestError: callback "fail"'):
+        jax.block_until_ready(f(x))
+    assert _bumps(jhost) == before + 3  # iterations 0 and 1 bumped, then ours; 3 and 4 never ran
 
 
 def test_ordered_in_loops_and_cond(jhost):
@@ -103,6 +250,18 @@ def test_ordered_in_loops_and_cond(jhost):
     jax.block_until_ready(cond(True, x))
     assert _bumps(jhost) == before + 2
 
+    @jax.jit
+    def chain(p, x):
+        a = cbj.call("bump", x, ordered=True)
+        b = lax.cond(p, lambda x: cbj.call("fail", x, ordered=True)[0].astype(jnp.int32),
+                     lambda x: jnp.int32(0), x)
+        return a + b + cbj.call("bump", x, ordered=True)
+
+    before = _bumps(jhost)
+    with pytest.raises(Exception, match="callbox GuestError"):
+        jax.block_until_ready(chain(True, x))
+    assert _bumps(jhost) == before + 2  # the first bump, then ours; the last never ran
+
 
 def test_tap(jhost):
     x = jnp.ones(2, jnp.float32)
@@ -112,23 +271,160 @@ def test_tap(jhost):
     assert _bumps(jhost) == before + 2
 
 
-def test_readme_jax_example(jhost, guest_dir, tmp_path, monkeypatch):
+# ---- vmap ----
+
+def test_vmap_of_ordered_calls_runs_each_element_in_order(jhost):
+    xs = jnp.ones((4, 2), jnp.float32)
+    before = _bumps(jhost)
+    counts = jax.jit(jax.vmap(lambda x: cbj.call("bump", x, ordered=True)))(xs)
+    np.testing.assert_array_equal(np.asarray(counts), before + 1 + np.arange(4))  # element 0 first
+    assert _bumps(jhost) == before + 5
+
+    ys = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda y: cbj.call("copy_f32", y, ordered=True))(ys)), ys)
+    # an unbatched argument beside a batched one, and a batched axis that is not the first
+    out = jax.vmap(lambda a, b: cbj.call("copy2", a, b, ordered=True), in_axes=(1, None))(
+        jnp.arange(6, dtype=jnp.int16).reshape(2, 3), jnp.arange(2, dtype=jnp.float32))
+    np.testing.assert_array_equal(np.asarray(out[0]), np.arange(6).reshape(2, 3).T)
+    np.testing.assert_array_equal(np.asarray(out[1]), np.tile(np.arange(2), (3, 1)))
+    # a callback with a leading batch dimension, ordered: batches of one, in order
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda y: cbj.call("copy_rows", y, ordered=True))(ys)), ys)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda y: cbj.call("copy_rows", y, ordered=True))(ys[0])), ys[0])
+
+
+def test_vmap_of_tap_and_pure_calls_together(jhost):
+    xs = jnp.arange(6, dtype=jnp.float32).reshape(3, 2)
+    before = _bumps(jhost)
+
+    def f(x):
+        cbj.tap("bump", x)
+        return cbj.call("copy_f32", x) + 1
+
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(xs)), xs + 1)
+    assert _bumps(jhost) == before + 4
+
+
+# ---- effect registrations, as io_callback's ----
+
+def test_multi_device_jit_with_an_ordered_call(jhost):
+    """Shardable-ordered as io_callback: a jit over two devices is not
+    refused, and the call runs once (maximal sharding on the first device)."""
+    devices = jax.devices("cpu")
+    if len(devices) < 2:
+        pytest.skip("one CPU device (conftest sets JAX_NUM_CPU_DEVICES=2 unless the environment sets it)")
+    mesh = jax.sharding.Mesh(np.array(devices[:2]), ("i",))
+    sharded = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("i"))
+    x = jax.device_put(jnp.arange(8, dtype=jnp.float32), sharded)
+    before = _bumps(jhost)
+    y, n = jax.jit(lambda x: (cbj.call("copy_f32", x, ordered=True), cbj.call("bump", x, ordered=True)))(x)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8))
+    assert int(n) == before + 1
+    assert _bumps(jhost) == before + 2
+
+
+def _outcome(run):
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001  (the outcome is what is compared)
+        return type(e).__name__
+    return None
+
+
+@pytest.mark.parametrize("transform", ["checkpoint", "custom_jvp"])
+def test_transforms_treat_it_as_ordered_io_callback(jhost, transform):
+    """Not remat-allowed nor custom-derivatives-allowed, as io_callback:
+    JAX refuses (or accepts) an ordered callbox call exactly where it
+    refuses (or accepts) an ordered io_callback. Under checkpoint the
+    refusal comes from AD's partial evaluation (recomputing the forward
+    pass would run the ordered call again): a gradient with respect to an
+    argument the call does not touch; custom_jvp's from the jaxpr checks."""
+    x = jnp.ones(2, jnp.float32)
+
+    def io(x):
+        return io_callback(lambda x: x, jax.ShapeDtypeStruct(x.shape, x.dtype), x, ordered=True)
+
+    def cb(x):
+        return cbj.call("copy_f32", x, ordered=True)
+
+    def under(effect):
+        if transform == "checkpoint":
+            def g(x, y):
+                _, b = jax.checkpoint(lambda x, y: (effect(x), y * 2))(x, y)
+                return b.sum()
+            return lambda: jax.grad(g, argnums=1)(x, x)
+
+        @jax.custom_jvp
+        def h(x):
+            return effect(x)
+
+        h.defjvp(lambda primals, tangents: (h(*primals), tangents[0]))
+
+        def run():
+            with jax.enable_checks(True):
+                jax.make_jaxpr(h)(x)
+        return run
+
+    io_outcome = _outcome(under(io))
+    assert io_outcome is not None, "JAX accepts an ordered io_callback under %s here: this test checks nothing" % transform
+    assert _outcome(under(cb)) == io_outcome
+
+
+def test_result_types_match_ffi_call_under_a_mesh(jhost):
+    """ffi_call's abstract eval rule: with a mesh set, results carry its
+    sharding; the ordered call's results must have the same type as the
+    unordered (ffi_call) ones."""
+    mesh = jax.make_mesh((1,), ("i",), axis_types=(jax.sharding.AxisType.Explicit,), devices=jax.devices("cpu")[:1])
+    x = jnp.arange(4, dtype=jnp.float32)
+    seen = {}
+
+    def f(x):
+        a = cbj.call("copy_f32", x)
+        b = cbj.call("copy_f32", x, ordered=True)
+        seen["types"] = (jax.typeof(a), jax.typeof(b))
+        return a + b
+
+    with jax.set_mesh(mesh):
+        jax.make_jaxpr(f)(x)
+    plain, ordered = seen["types"]
+    assert plain == ordered, (plain, ordered)
+    assert not ordered.sharding.mesh.empty
+
+
+# ---- a program from `callbox lower`, compiled by XLA ----
+
+def test_lowered_programs_run_under_xla(jhost):
+    """The StableHLO `callbox lower` wrote at build time (make xla-check:
+    build/xla-check) compiles and runs under jaxlib with the target that
+    callbox.jax.register registers, and agrees with callbox's evaluator."""
+    prepared = ROOT / "build" / "xla-check"
+    if not (prepared / "pipeline.mlir").is_file():
+        pytest.skip("build/xla-check is missing: run `make xla-check` (needs Go) and carry build/")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "xla_check_lowering.py"), "--expected", str(prepared)],
+                       capture_output=True, text=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_readme_jax_example(jhost, guest_dir, readme_root, tmp_path, monkeypatch):
     """The README's JAX example runs as written, against a callbox.yaml
     with its two callbacks."""
-    from conftest import ROOT
     from test_host import _readme_python_blocks
 
     blocks = [b for b in _readme_python_blocks() if "callbox.jax" in b]
     assert blocks
-    (tmp_path / "callbox.yaml").write_text(
+    work = tmp_path / "readme-jax"
+    work.mkdir()
+    (work / "callbox.yaml").write_text(
         "callbacks:\n  scale:\n    module: %s\n  log:\n    module: %s\n    export: copy\n"
-        "    signature: '(x: f32[n]) -> f32[n]'\n" % (ROOT / "guests/build/rust/scale.wasm", guest_dir / "kit.wasm"))
-    monkeypatch.chdir(tmp_path)
+        "    signature: '(x: f32[n]) -> f32[n]'\n" % (pathlib.Path(readme_root) / "guests/build/rust/scale.wasm",
+                                                    guest_dir / "kit.wasm"))
+    monkeypatch.chdir(work)
     env = {}
     try:
         exec(compile(blocks[0], "README.md", "exec"), env)
         y = env["f"](jnp.arange(4, dtype=jnp.float32))
         np.testing.assert_allclose(np.asarray(y), np.arange(4))
+        xs = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
+        np.testing.assert_allclose(np.asarray(jax.vmap(env["f"])(xs)), xs)  # the README says vmap works
     finally:
         if "host" in env:
             env["host"].close()

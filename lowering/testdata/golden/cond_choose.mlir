@@ -14,13 +14,13 @@ module @cond_choose attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas
     %6 = stablehlo.constant dense<0.0e+00> : tensor<f32>
     %7 = "stablehlo.compare"(%2, %6) {comparison_direction = #stablehlo<comparison_direction GT>} : (tensor<f32>, tensor<f32>) -> tensor<i1>
     %8:2 = "stablehlo.if"(%7) ({
-      %9 = stablehlo.custom_call @callbox_xla_ffi(%arg0) {api_version = 4 : i32, backend_config = {callback = "cb1-d74481b08da4607a411d3efae41ccfc2ff2e80ce511ec65eecf359e8109f1497"}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+      %9 = stablehlo.custom_call @callbox(%arg0) {api_version = 4 : i32, backend_config = {callback = "cb1-d74481b08da4607a411d3efae41ccfc2ff2e80ce511ec65eecf359e8109f1497"}, operand_layouts = [dense<[1, 0]> : tensor<2xindex>], result_layouts = [dense<[1, 0]> : tensor<2xindex>]} : (tensor<2x4xf32>) -> tensor<2x4xf32>
       "stablehlo.return"(%9, %0) : (tensor<2x4xf32>, !stablehlo.token) -> ()
     }, {
       %10 = "stablehlo.reshape"(%arg0) : (tensor<2x4xf32>) -> tensor<8xf32>
-      %11:2 = stablehlo.custom_call @callbox_xla_ffi(%10, %0) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c", chain = "main"}} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
+      %11:2 = stablehlo.custom_call @callbox(%10, %0) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c", chain = "main"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
       %12 = stablehlo.constant dense<-1.0e+00> : tensor<f32>
-      %13 = stablehlo.custom_call @callbox_xla_ffi(%10, %12) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+      %13 = stablehlo.custom_call @callbox(%10, %12) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>]} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
       %14 = "stablehlo.reshape"(%13) : (tensor<8xf32>) -> tensor<2x4xf32>
       "stablehlo.return"(%14, %11#1) : (tensor<2x4xf32>, !stablehlo.token) -> ()
     }) : (tensor<i1>) -> (tensor<2x4xf32>, !stablehlo.token)

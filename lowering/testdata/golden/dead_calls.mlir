@@ -4,9 +4,9 @@
 module @dead_calls attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<8xf32>) -> (tensor<8xf32>) {
     %0 = stablehlo.constant dense<2.0e+00> : tensor<f32>
-    %1 = stablehlo.custom_call @callbox_xla_ffi(%arg0, %0) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+    %1 = stablehlo.custom_call @callbox(%arg0, %0) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>]} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
     %2 = "stablehlo.add"(%1, %1) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
-    %3 = stablehlo.custom_call @callbox_xla_ffi(%2) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c"}} : (tensor<8xf32>) -> tensor<8xf32>
+    %3 = stablehlo.custom_call @callbox(%2) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c"}, operand_layouts = [dense<0> : tensor<1xindex>], result_layouts = [dense<0> : tensor<1xindex>]} : (tensor<8xf32>) -> tensor<8xf32>
     "func.return"(%2) : (tensor<8xf32>) -> ()
   }
 }
