@@ -11,9 +11,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Tensor is a dense row-major host tensor; see abi.Tensor.
@@ -105,18 +103,7 @@ func (h *Host) engine(ctx context.Context, name string) (sandbox.Engine, error) 
 	if e, ok := h.engines[name]; ok {
 		return e, nil
 	}
-	var (
-		e   sandbox.Engine
-		err error
-	)
-	switch name {
-	case config.EngineWazero:
-		e, err = wazero.New(ctx, wazero.Options{CacheDir: h.cacheDir})
-	case config.EngineWasmtime:
-		e, err = wasmtime.New(ctx, wasmtime.Options{CacheDir: h.cacheDir})
-	default:
-		err = fmt.Errorf("unknown engine %q (want wazero or wasmtime)", name)
-	}
+	e, err := sandbox.New(ctx, name, sandbox.Options{CacheDir: h.cacheDir})
 	if err != nil {
 		return nil, err
 	}

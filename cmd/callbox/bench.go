@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/seed4b3e0ccb/callbox/internal/bench"
+	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/bench"
 )
 
 func newBenchCmd() *cobra.Command {
