@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
@@ -32,7 +33,7 @@ type Host struct {
 	closed    bool
 	inflight  sync.WaitGroup
 
-	taps   tapGroup
+	taps   tapgroup.Group // the host's unordered taps
 	skewed bool
 	// instances numbers every instance the host creates (GuestMemory).
 	instances atomic.Uint64
@@ -75,7 +76,6 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	for _, o := range opts {
 		o(h)
 	}
-	h.taps.init()
 	if cfg == nil {
 		return h, nil
 	}
@@ -184,7 +184,7 @@ func (h *Host) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("close: calls still in flight: %w", ctx.Err())
 	}
-	h.taps.wait(ctx)
+	h.taps.Wait(ctx)
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
