@@ -4,7 +4,7 @@
 // (callbox.error, callbox.log and the minimal WASI profile), and the one
 // failure taxonomy (Kind) both engines' traps are mapped onto.
 //
-// The engines live in internal/sandbox/wazero and internal/sandbox/wasmtime. This package holds
+// The engines live in sandbox/internal/wazero and sandbox/internal/wasmtime. This package holds
 // everything that must behave identically on both.
 package engine
 

@@ -5,7 +5,7 @@ import (
 )
 
 // Fuel is counted the same way on both engines: by the budget counter that
-// internal/meter compiles into the module at load time. One unit is one
+// sandbox/internal/meter compiles into the module at load time. One unit is one
 // wasm instruction of straight-line code (a segment is charged in full when
 // it starts), plus the bulk rates of package meter (memory.fill/copy/init
 // per meter.BytesPerFuel bytes, table operations per element, memory.grow

@@ -109,7 +109,7 @@ func CacheKey(sum [32]byte, parts ...any) string {
 
 // CompileCache is the engines' two-level cache of compiled artifacts: in
 // memory for the life of the engine, and, with a directory, on disk
-// (internal/cachefile: checksummed, a bad entry reads as a miss). Entries
+// (sandbox/internal/cachefile: checksummed, a bad entry reads as a miss). Entries
 // are keyed by CacheKey. Safe for concurrent use; builds of one cache are
 // serialised.
 type CompileCache[T any] struct {

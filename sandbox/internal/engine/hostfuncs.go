@@ -414,7 +414,7 @@ func wasiPollOneoff(g *GuestState, mem []byte, s []uint64) {
 }
 
 // GrowDeniedFunc is the host side of the metering rewrite's grow hook
-// (internal/meter): the guest's memory.grow of pages was refused.
+// (sandbox/internal/meter): the guest's memory.grow of pages was refused.
 // It records MemoryDenied when the refusal is the callback's memory limit
 // (the memory plus the pages asked for pass max_memory), not the module's
 // own declared maximum.

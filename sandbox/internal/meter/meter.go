@@ -73,7 +73,7 @@ const (
 // (after it, and only when it succeeds, for the two grows). They are set so
 // that a unit of each buys about as much CPU as a unit of plain compiled
 // code (0.1-0.2 ns) and never more than about a nanosecond, on either
-// engine (BenchmarkFuelRate in internal/sandbox; docs/SECURITY.md gives the
+// engine (BenchmarkFuelRate in sandbox/internal/engine; docs/SECURITY.md gives the
 // numbers).
 const (
 	// BytesPerFuel: memory.fill, memory.copy and memory.init cost one unit

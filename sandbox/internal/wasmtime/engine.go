@@ -155,7 +155,7 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 // setting that changes compiled code: a hit skips the rewrite and the
 // compile.
 //
-// A callback with a fuel budget runs the metered module (internal/meter),
+// A callback with a fuel budget runs the metered module (sandbox/internal/meter),
 // the one the wazero engine runs, so fuel means the same on both engines;
 // wasmtime's own fuel counts differently (and charges nothing for bulk
 // memory operations). Timeouts stay with epochs: the meter's refill import

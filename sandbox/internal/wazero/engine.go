@@ -2,7 +2,7 @@
 // pure Go, no cgo.
 //
 // Timeouts, fuel and the stack limit are metered from inside the guest: at
-// load time every module is instrumented (internal/meter) with a
+// load time every module is instrumented (sandbox/internal/meter) with a
 // budget counter checked at function entries and loop headers, which calls
 // back into the host only when the budget runs out; the host then reads the
 // clock, the caller's context and the fuel left, on the guest's own thread.
@@ -91,7 +91,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// Instances are anonymous, run no _start, and get crypto/rand
 		// for wazero's own system context: without it wazero builds a
 		// math/rand source per instance (5 KB and ~15 µs). Guests never
-		// reach it; WASI is ours (internal/sandbox/hostfuncs.go).
+		// reach it; WASI is ours (sandbox/internal/engine/hostfuncs.go).
 		modCfg:   wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		cacheDir: cacheDir,
 		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
@@ -229,7 +229,7 @@ func (e *Engine) Supports(f engine.Feature) bool {
 // their square: 120 KB of functions at the limit compile in about 6-8 µs a
 // byte (0.7-1 s), where 512-block functions take 0.9 µs a byte and
 // wasmtime 0.4 µs whatever the shape (BenchmarkCompileBlocks in
-// internal/sandbox); a single function of 60,000 took 14 s. Real compilers'
+// sandbox/internal/engine); a single function of 60,000 took 14 s. Real compilers'
 // largest functions have a few hundred (Go's, whose resume points nest one
 // block each, 390 in the example guests; Rust's 340).
 const MaxFunctionBlocks = 4096

@@ -65,7 +65,7 @@ func TestExpf(t *testing.T) {
 }
 
 // BenchmarkSuite is the whole table as Go benchmarks:
-// go test -run '^$' -bench . ./internal/bench
+// go test -run '^$' -bench . ./cmd/callbox/internal/bench
 // (`callbox bench` runs the same cases, interleaved and repeated, and
 // writes the report.)
 func BenchmarkSuite(b *testing.B) {

@@ -56,7 +56,7 @@ const (
 	// thread): on an idle chain the call runs on the caller's goroutine.
 	ModeChainInvoke = "chain-invoke"
 	// ModeMetered, for the raw wazero variant: the module as callbox's
-	// wazero engine rewrites it (internal/sandbox/wazero), called by hand.
+	// wazero engine rewrites it (sandbox/internal/wazero), called by hand.
 	ModeMetered = "metered"
 )
 
