@@ -19,12 +19,12 @@ unit:
 # the engines, the FFI bridge, and the GPU path (concurrent streams, on
 # the fake device).
 race:
-	$(GO) test -count=1 -race ./host/... ./internal/sandbox/... ./cuda/... ./lowering/... ./ffi/...
+	$(GO) test -count=1 -race ./host/... ./sandbox/... ./cuda/... ./lowering/... ./ffi/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
-	CGO_ENABLED=0 $(GO) vet ./internal/sandbox/... ./host/... ./cuda/
+	CGO_ENABLED=0 $(GO) vet ./sandbox/... ./host/... ./cuda/
 
 toolchains:
 	scripts/install-toolchains.sh
@@ -55,7 +55,7 @@ soak:
 security-doc:
 	$(GO) test -count=1 -run '^TestHostile$$' ./host/ -args -security-doc
 
-# The host and FFI micro-benchmarks, then the side-by-side suite (internal/bench),
+# The host and FFI micro-benchmarks, then the side-by-side suite (cmd/callbox/internal/bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
 bench:

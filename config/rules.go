@@ -389,7 +389,7 @@ type sizeRule struct {
 }
 
 func (r sizeRule) allowed() string {
-	s := fmt.Sprintf("a size from %s to %s, e.g. 64MiB", sizeText(r.lo), sizeText(r.hi))
+	s := fmt.Sprintf("a size from %s to %s, e.g. 64MiB", FormatSize(r.lo), FormatSize(r.hi))
 	if r.zeroOK {
 		s = "0 (engine default) or " + s
 	}
@@ -404,7 +404,7 @@ func (r sizeRule) check(v uint64) error {
 		return nil
 	}
 	if v < r.lo || v > r.hi {
-		return fmt.Errorf("%s is out of range (allowed: %s)", sizeText(v), r.allowed())
+		return fmt.Errorf("%s is out of range (allowed: %s)", FormatSize(v), r.allowed())
 	}
 	if r.page && v%abi.PageSize != 0 {
 		return fmt.Errorf("%d bytes is not a whole number of 64KiB pages (allowed: %s)", v, r.allowed())
@@ -490,9 +490,11 @@ func maxInstancesKey() Key {
 	}
 }
 
-// sizeText formats n bytes exactly, in the largest binary unit that
-// divides it: 65536 is "64KiB", 65537 is "65537B".
-func sizeText(n uint64) string {
+// FormatSize formats n bytes exactly, in the largest binary unit that
+// divides it: 65536 is "64KiB", 65537 is "65537B". It is the one byte
+// formatting of callbox's messages and reports, and its text is a size the
+// config reads back.
+func FormatSize(n uint64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	i := 0
 	for i < len(units)-1 && n != 0 && n%1024 == 0 {

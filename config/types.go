@@ -10,7 +10,12 @@
 // It reads no files and does not import the loader's dependencies.
 package config
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+)
 
 // Engines and isolation modes.
 const (
@@ -100,6 +105,31 @@ func (c Callback) BatchingRule() string {
 		return BatchingSequential
 	}
 	return c.Batching
+}
+
+// ResolveSignature is the callback's signature: the config's (Signature)
+// or the one its module declares (embedded, nil when it declares none);
+// when both are given they must agree. It is the one resolution of a
+// callback's signature, for a host loading the module and for lowering
+// without one.
+func (c Callback) ResolveSignature(embedded *abi.Signature) (*abi.Signature, error) {
+	var fromConfig *abi.Signature
+	if c.Signature != "" {
+		s, err := abi.ParseSignature(c.Signature)
+		if err != nil {
+			return nil, fmt.Errorf("callbacks.%s.signature: %w", c.Name, err)
+		}
+		fromConfig = s
+	}
+	switch {
+	case fromConfig != nil && embedded != nil && !fromConfig.Equal(embedded):
+		return nil, fmt.Errorf("callbacks.%s.signature %q disagrees with the module's own signature %q for export %s", c.Name, fromConfig, embedded, c.Export)
+	case fromConfig != nil:
+		return fromConfig, nil
+	case embedded != nil:
+		return embedded, nil
+	}
+	return nil, fmt.Errorf("callback %q has no signature: give one in the config (signature:) or embed one in the module (%s section or %s export)", c.Name, abi.SignatureSection, abi.ExportSignatures)
 }
 
 // DefaultCallback is the built-in default every callback starts from before

@@ -148,9 +148,9 @@ func TestDurationText(t *testing.T) {
 }
 
 func TestSizeText(t *testing.T) {
-	assert.Equal(t, "0B", sizeText(0))
-	assert.Equal(t, "65537B", sizeText(65537))
-	assert.Equal(t, "64KiB", sizeText(64<<10))
-	assert.Equal(t, "4GiB", sizeText(4<<30))
-	assert.Equal(t, "1536KiB", sizeText(1536<<10))
+	assert.Equal(t, "0B", FormatSize(0))
+	assert.Equal(t, "65537B", FormatSize(65537))
+	assert.Equal(t, "64KiB", FormatSize(64<<10))
+	assert.Equal(t, "4GiB", FormatSize(4<<30))
+	assert.Equal(t, "1536KiB", FormatSize(1536<<10))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
@@ -30,7 +30,7 @@ var testkit = map[string][2]string{
 }
 
 func engines() []string {
-	if wasmtime.Available {
+	if sandbox.WasmtimeAvailable {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}

@@ -21,8 +21,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The conformance suite: one set of vectors (testdata/conformance, written
@@ -198,7 +198,7 @@ func selectedLangs(t *testing.T) []string {
 }
 
 func engines() []string {
-	if wasmtime.Available {
+	if sandbox.WasmtimeAvailable {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}

@@ -10,7 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The phases of a call. Every way of calling a callback — Invoke,
@@ -494,7 +495,7 @@ func (c *Callback) newPlan(metas []abi.TensorMeta, inputAt []uint32) (*callPlan,
 		}
 	}
 	if outBytes > c.spec.Limits.MaxOutput {
-		msg := fmt.Sprintf("results need %s, above max_output %s", sandbox.FormatBytes(outBytes), sandbox.FormatBytes(c.spec.Limits.MaxOutput))
+		msg := fmt.Sprintf("results need %s, above max_output %s", config.FormatSize(outBytes), config.FormatSize(c.spec.Limits.MaxOutput))
 		return nil, c.fail(InvalidArgument, msg, nil)
 	}
 	layout, perr := abi.Plan(metas, specs, abi.PlanOptions{Skewed: c.skewed, InputAt: inputAt})

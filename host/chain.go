@@ -362,67 +362,21 @@ func (ch *Chain) failWith(e *CallbackError) {
 	ch.mu.Unlock()
 }
 
-// tapGroup runs the host's unordered taps (JAX's id_tap outside an ordered
-// chain) and remembers their first error until a Barrier collects it.
-type tapGroup struct {
-	mu      sync.Mutex
-	pending int
-	idle    chan struct{} // closed while pending == 0
-	first   error
-}
-
-func (t *tapGroup) init() {
-	t.idle = make(chan struct{})
-	close(t.idle)
-}
-
 // Tap runs a side-effect call asynchronously, unordered with respect to
 // other taps; its outputs are discarded and its error is returned by the
 // next Barrier. Inputs must not be modified until the tap has run.
 func (h *Host) Tap(ctx context.Context, callback string, inputs ...Tensor) {
-	t := &h.taps
-	t.mu.Lock()
-	if t.pending == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.pending++
-	t.mu.Unlock()
-	go func() {
+	h.taps.Go(func() error {
 		_, err := h.Invoke(ctx, callback, inputs...)
-		t.mu.Lock()
-		if err != nil && t.first == nil {
-			t.first = err
-		}
-		t.pending--
-		if t.pending == 0 {
-			close(t.idle)
-		}
-		t.mu.Unlock()
-	}()
+		return err
+	})
 }
 
 // Barrier waits for every pending Tap (JAX's barrier_wait) and returns the
 // first error among the taps since the previous Barrier, then clears it.
 func (h *Host) Barrier(ctx context.Context) error {
-	if err := h.taps.wait(ctx); err != nil {
+	if err := h.taps.Wait(ctx); err != nil {
 		return err
 	}
-	t := &h.taps
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	err := t.first
-	t.first = nil
-	return err
-}
-
-func (t *tapGroup) wait(ctx context.Context) error {
-	t.mu.Lock()
-	idle := t.idle
-	t.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.taps.Take()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // loadSpin loads the hostile runaway module's infinite loop as "spin".
@@ -86,7 +87,7 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
   (func (export "run") (param i32) (result i32) (i32.const 0)))`, pages)
 			wasm, err := wat.Compile(src)
 			require.NoError(t, err)
-			r, err := host.Inspect(context.Background(), wasm)
+			r, err := sandbox.Inspect(context.Background(), wasm)
 			require.NoError(t, err)
 			require.NotEmpty(t, r.Problems)
 			assert.Contains(t, r.Problems[0], "declares a minimum memory of")

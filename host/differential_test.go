@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,10 +17,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // TestDifferentialConformance runs every conformance vector
@@ -35,7 +32,7 @@ import (
 // The hostile cases are compared the same way by TestHostile, and fuzzed
 // ones by FuzzGuest.
 func TestDifferentialConformance(t *testing.T) {
-	if !wasmtime.Available {
+	if !sandbox.WasmtimeAvailable {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	if raceEnabled {
@@ -64,13 +61,13 @@ func TestDifferentialConformance(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			m, err := wasmbin.Parse(wasm)
+			m, err := sandbox.ParseModule(wasm)
 			require.NoError(t, err, path)
 			for e, h := range hosts {
 				cb := config.DefaultCallback()
 				cb.Name, cb.Module, cb.Engine = ex, path, e
 				cb.Limits.MaxMemory = 256 << 20
-				if slices.ContainsFunc(m.Imports, func(i wasmbin.Import) bool { return i.Module == sandbox.WASIModule }) {
+				if m.ImportsWASI() {
 					cb.WASI = config.WASIMinimal
 				}
 				require.NoError(t, h.LoadModule(ctx, cb, wasm), "%s on %s", path, e)
@@ -159,7 +156,7 @@ func describeResult(outs []abi.Tensor, err error) string {
 // function traps, _initialize, the probe calls, the load check). The one
 // documented difference (elem_oob, a wazero choice) is skipped.
 func TestDifferentialLoad(t *testing.T) {
-	if !wasmtime.Available {
+	if !sandbox.WasmtimeAvailable {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	ctx := context.Background()

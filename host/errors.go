@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Kind classifies a failed call. Every Kind is an error value usable with
@@ -207,6 +207,10 @@ func loadKind(err error) Kind {
 	var ke *kindError
 	if errors.As(err, &ke) {
 		return ke.kind
+	}
+	var me *sandbox.ModuleError
+	if errors.As(err, &me) {
+		return me.Kind
 	}
 	var t *sandbox.Trap
 	if errors.As(err, &t) {

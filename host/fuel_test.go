@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,9 +14,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Fuel is one counter on both engines, and loading does not spend it: the
@@ -29,7 +26,7 @@ import (
 // guests that import no WASI: Go's runtime reads clocks and random bytes,
 // and takes a different path on every call).
 func TestFuelSameOnBothEngines(t *testing.T) {
-	if !wasmtime.Available {
+	if !sandbox.WasmtimeAvailable {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	paths, _ := filepath.Glob("../guests/build/*/scale.wasm")
@@ -44,9 +41,9 @@ func TestFuelSameOnBothEngines(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			wasm, err := os.ReadFile(path)
 			require.NoError(t, err)
-			m, err := wasmbin.Parse(wasm)
+			m, err := sandbox.ParseModule(wasm)
 			require.NoError(t, err)
-			wasi := slices.ContainsFunc(m.Imports, func(i wasmbin.Import) bool { return i.Module == sandbox.WASIModule })
+			wasi := m.ImportsWASI()
 			if wasi && testing.Short() {
 				t.Skip("the Go guest is 1.9 MB: compiled twice per engine, seconds")
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // FuzzGuest runs testdata/hostile/scripted.wat, a guest whose behaviour —
@@ -195,7 +196,7 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 	return o
 }
 
-// FuzzInspect feeds host.Inspect arbitrary bytes, seeded with every hostile
+// FuzzInspect feeds sandbox.Inspect arbitrary bytes, seeded with every hostile
 // module: it must never panic (a module the load check refuses is never
 // compiled), and it must agree with Load given the same default limits on
 // wazero (Inspect's engine): a module it finds no problem with loads (or
@@ -222,7 +223,7 @@ func FuzzInspect(f *testing.F) {
   (func (export "run") (param i32) (result i32) (i32.const 0)))`))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		ctx := context.Background()
-		r, err := host.Inspect(ctx, wasm)
+		r, err := sandbox.Inspect(ctx, wasm)
 		if err != nil {
 			return // not a module
 		}

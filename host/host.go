@@ -11,9 +11,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wazero"
+	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Tensor is a dense row-major host tensor; see abi.Tensor.
@@ -34,7 +33,7 @@ type Host struct {
 	closed    bool
 	inflight  sync.WaitGroup
 
-	taps   tapGroup
+	taps   tapgroup.Group // the host's unordered taps
 	skewed bool
 	// instances numbers every instance the host creates (GuestMemory).
 	instances atomic.Uint64
@@ -77,7 +76,6 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	for _, o := range opts {
 		o(h)
 	}
-	h.taps.init()
 	if cfg == nil {
 		return h, nil
 	}
@@ -105,18 +103,7 @@ func (h *Host) engine(ctx context.Context, name string) (sandbox.Engine, error) 
 	if e, ok := h.engines[name]; ok {
 		return e, nil
 	}
-	var (
-		e   sandbox.Engine
-		err error
-	)
-	switch name {
-	case config.EngineWazero:
-		e, err = wazero.New(ctx, wazero.Options{CacheDir: h.cacheDir})
-	case config.EngineWasmtime:
-		e, err = wasmtime.New(ctx, wasmtime.Options{CacheDir: h.cacheDir})
-	default:
-		err = fmt.Errorf("unknown engine %q (want wazero or wasmtime)", name)
-	}
+	e, err := sandbox.New(ctx, name, sandbox.Options{CacheDir: h.cacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +184,7 @@ func (h *Host) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("close: calls still in flight: %w", ctx.Err())
 	}
-	h.taps.wait(ctx)
+	h.taps.Wait(ctx)
 
 	h.mu.Lock()
 	defer h.mu.Unlock()

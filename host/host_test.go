@@ -17,8 +17,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // testkit signatures, by export.
@@ -46,7 +46,7 @@ func testkitWasm(t testing.TB) []byte {
 }
 
 func engineNames() []string {
-	if wasmtime.Available {
+	if sandbox.WasmtimeAvailable {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}

@@ -20,7 +20,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/hostile"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The hostile-guest suite. Every case is a guest module under
@@ -376,7 +376,7 @@ func hostileTable(t *testing.T) {
 			r = slices.Clone(r)
 			if len(r) == 6 {
 				r[5] = "*"
-				if !wasmtime.Available {
+				if !sandbox.WasmtimeAvailable {
 					r[4] = "*"
 				}
 			}

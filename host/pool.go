@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,15 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+)
+
+// The types of the exports a guest's calls resolve (the ABI's, owned by
+// sandbox's load check).
+var (
+	callbackSig = sandbox.CallbackType()
+	allocSig, _ = sandbox.ExportType(abi.ExportAlloc)
+	freeSig, _  = sandbox.ExportType(abi.ExportFree)
 )
 
 // guest is one instance with its resolved exports and its scratch region,
@@ -55,7 +62,7 @@ func (c *Callback) newGuest(ctx context.Context, deadline time.Time, probe bool)
 		}
 	}
 	if probe {
-		ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{i32})
+		ver, err := inst.Export(abi.ExportVersion, nil, []sandbox.ValType{sandbox.I32})
 		if err != nil {
 			return fail(err)
 		}
@@ -66,10 +73,10 @@ func (c *Callback) newGuest(ctx context.Context, deadline time.Time, probe bool)
 			return fail(fmt.Errorf("guest reports ABI version %d, this host implements version %d", v, abi.Version))
 		}
 	}
-	if g.fn, err = inst.Export(c.spec.Export, callbackSig[0], callbackSig[1]); err != nil {
+	if g.fn, err = inst.Export(c.spec.Export, callbackSig.Params, callbackSig.Results); err != nil {
 		return fail(err)
 	}
-	if g.alloc, err = inst.Export(abi.ExportAlloc, exportSigs[abi.ExportAlloc][0], exportSigs[abi.ExportAlloc][1]); err != nil {
+	if g.alloc, err = inst.Export(abi.ExportAlloc, allocSig.Params, allocSig.Results); err != nil {
 		return fail(err)
 	}
 	g.hasFree = c.hasFre // callbox_free is resolved on first use: a fresh instance never needs it
@@ -165,7 +172,7 @@ func (g *guest) release(ctx context.Context, reg abi.Region) error {
 		return nil
 	}
 	if g.free == nil {
-		f, err := g.inst.Export(abi.ExportFree, exportSigs[abi.ExportFree][0], nil)
+		f, err := g.inst.Export(abi.ExportFree, freeSig.Params, nil)
 		if err != nil {
 			return err
 		}
@@ -178,42 +185,11 @@ func (g *guest) release(ctx context.Context, reg abi.Region) error {
 // readSignatures returns the signature the callbox_signatures export
 // declares for one export (nil when it declares none).
 func (g *guest) readSignatures(ctx context.Context, export string) (*abi.Signature, error) {
-	table, err := g.readSignatureTable(ctx)
+	table, err := sandbox.ReadSignatureTable(ctx, g.inst)
 	if err != nil {
 		return nil, err
 	}
 	return table[export], nil
-}
-
-// readSignatureTable calls the callbox_signatures export and parses the
-// length-prefixed table it points to, bounds-checked.
-func (g *guest) readSignatureTable(ctx context.Context) (map[string]*abi.Signature, error) {
-	fn, err := g.inst.Export(abi.ExportSignatures, nil, []sandbox.ValType{i32})
-	if err != nil {
-		return nil, err
-	}
-	if err := g.inst.Call(ctx, fn, g.stack[:1]); err != nil {
-		return nil, fmt.Errorf("%s: %w", abi.ExportSignatures, err)
-	}
-	mem := g.inst.Memory()
-	ptr := uint64(uint32(g.stack[0]))
-	hdr, err := abi.GuestBytes(mem, ptr, 4, abi.ExportSignatures+" length")
-	if err != nil {
-		return nil, err
-	}
-	n := uint64(binary.LittleEndian.Uint32(hdr))
-	if n > abi.MaxSignatureTable {
-		return nil, fmt.Errorf("%s: table of %d bytes exceeds %d", abi.ExportSignatures, n, abi.MaxSignatureTable)
-	}
-	text, err := abi.GuestBytes(mem, ptr+4, n, abi.ExportSignatures+" text")
-	if err != nil {
-		return nil, err
-	}
-	table, err := abi.ParseSignatureTable(text)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", abi.ExportSignatures, err)
-	}
-	return table, nil
 }
 
 // pool holds a callback's instances. At most max exist at once; an idle

@@ -9,7 +9,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/wasmbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Callee is what lowering needs to know about a callback: its content id
@@ -72,35 +72,21 @@ func ConfigCatalog(cfg *config.Config) (Catalog, error) {
 		if export == "" {
 			export = cb.Name
 		}
-		var sig *abi.Signature
-		if cb.Signature != "" {
-			if sig, err = abi.ParseSignature(cb.Signature); err != nil {
-				return nil, fmt.Errorf("callbacks.%s.signature: %w", cb.Name, err)
-			}
-		}
-		info, err := wasmbin.Parse(wasm)
+		info, err := sandbox.ParseModule(wasm)
 		if err != nil {
 			return nil, fmt.Errorf("callback %q: module %s: %w", cb.Name, cb.Module, err)
 		}
-		if secs := info.Custom[abi.SignatureSection]; len(secs) > 0 {
-			var joined []byte
-			for _, s := range secs {
-				joined = append(joined, s...)
-				joined = append(joined, '\n')
-			}
-			table, err := abi.ParseSignatureTable(joined)
-			if err != nil {
-				return nil, fmt.Errorf("callback %q: module %s: custom section %s: %w", cb.Name, cb.Module, abi.SignatureSection, err)
-			}
-			if emb := table[export]; emb != nil {
-				if sig != nil && !sig.Equal(emb) {
-					return nil, fmt.Errorf("callback %q: the config's signature %s differs from the module's %s", cb.Name, sig, emb)
-				}
-				sig = emb
-			}
+		table, err := info.Signatures()
+		if err != nil {
+			return nil, fmt.Errorf("callback %q: module %s: %w", cb.Name, cb.Module, err)
 		}
-		if sig == nil {
+		cb.Export = export
+		if cb.Signature == "" && table[export] == nil {
 			return nil, fmt.Errorf("callback %q: module %s has no signature section and the config gives none; lower with a running host (HostCatalog)", cb.Name, cb.Module)
+		}
+		sig, err := cb.ResolveSignature(table[export])
+		if err != nil {
+			return nil, err
 		}
 		c[cb.Name] = Callee{Name: cb.Name, ID: abi.CallbackID(sha256.Sum256(wasm), export, sig), Signature: sig}
 	}

@@ -36,7 +36,7 @@ func TestConfigCatalogErrors(t *testing.T) {
 
 	// A config signature that disagrees with the module's is refused.
 	_, err = ConfigCatalog(write("callbacks:\n  scale:\n    module: " + prebuilt("rust-scale.wasm") + "\n    signature: \"(x: f32[n]) -> f32[n]\"\n"))
-	assert.ErrorContains(t, err, `callback "scale": the config's signature (x: f32[n]) -> f32[n] differs from the module's (x: f32[n], factor: f32[]) -> f32[n]`)
+	assert.ErrorContains(t, err, `callbacks.scale.signature "(x: f32[n]) -> f32[n]" disagrees with the module's own signature "(x: f32[n], factor: f32[]) -> f32[n]" for export scale`)
 
 	// A module whose signatures only its export can tell needs a host.
 	_, err = ConfigCatalog(write("callbacks:\n  softmax:\n    module: " + prebuilt("assemblyscript-softmax.wasm") + "\n"))

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
 )
 
 // Event is one side effect the evaluator ran, reported to Trace.
@@ -78,10 +78,7 @@ type run struct {
 	chains map[string]*host.Chain
 	order  []*host.Chain
 
-	tapWG   sync.WaitGroup
-	tapMu   sync.Mutex
-	tapErr  error
-	tapOp   *Op
+	taps    tapgroup.Group // unordered taps; their errors are *EvalError
 	argsBuf []abi.Tensor
 }
 
@@ -126,14 +123,11 @@ func (r *run) barrier() error {
 			first = err
 		}
 	}
-	r.tapWG.Wait()
+	_ = r.taps.Wait(context.Background()) // every tap, whatever ctx says
 	if first != nil {
 		return first
 	}
-	if r.tapErr != nil {
-		return &EvalError{Pos: r.tapOp.Pos, Op: r.tapOp.describe(), Err: r.tapErr}
-	}
-	return nil
+	return r.taps.Take()
 }
 
 func (r *run) chain(name string) *host.Chain {
@@ -211,17 +205,12 @@ func (r *run) op(op *Op) error {
 		if op.Ordered {
 			r.chain(op.Chain).Tap(r.ctx, op.Callee, args...)
 		} else {
-			r.tapWG.Add(1)
-			go func() {
-				defer r.tapWG.Done()
+			r.taps.Go(func() error {
 				if _, err := r.ev.h.Invoke(r.ctx, op.Callee, args...); err != nil {
-					r.tapMu.Lock()
-					if r.tapErr == nil {
-						r.tapErr, r.tapOp = err, op
-					}
-					r.tapMu.Unlock()
+					return &EvalError{Pos: op.Pos, Op: op.describe(), Err: err}
 				}
-			}()
+				return nil
+			})
 		}
 		for i, v := range op.Results {
 			if !v.Type.Token {

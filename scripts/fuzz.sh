@@ -18,8 +18,8 @@ targets=(
   "./abi FuzzFrameVerify"
   "./abi FuzzParseSignature"
   "./abi FuzzSignatureTable"
-  "./internal/sandbox FuzzImports"
-  "./internal/wasmbin FuzzParse"
+  "./sandbox/internal/engine FuzzImports"
+  "./sandbox/internal/wasmbin FuzzParse"
   "./internal/tensorfile FuzzDecode"
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
@@ -28,7 +28,7 @@ targets=(
   "./lowering FuzzParse"
   "./internal/dlpack FuzzCheck"
   "./host FuzzInspect"
-  "./internal/meter FuzzInstrument"
+  "./sandbox/internal/meter FuzzInstrument"
 )
 failed=()
 start=$(date +%s)

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/seed4b3e0ccb/callbox/internal/bench"
+	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/bench"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -32,7 +32,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark callbox against the physical floor, the raw engines and Extism",
-		Long: "bench runs the benchmark suite (internal/bench): scale, matmul, softmax and an ordered chain\n" +
+		Long: "bench runs the benchmark suite (cmd/callbox/internal/bench): scale, matmul, softmax and an ordered chain\n" +
 			"on the floor (Go copy, native Go), wazero and wasmtime called by hand, Extism, and callbox in\n" +
 			"each mode, side by side in one run; then the targets' own measurements (timeout accuracy,\n" +
 			"fresh instantiation, module cache). It prints a table with ratios and the targets, writes a\n" +

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
@@ -45,9 +45,9 @@ func newCheckCmd() *cobra.Command {
 					wasi = "minimal"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout,
-					sandbox.FormatBytes(l.MaxMemory), orWord(l.Fuel, "unlimited", fmt.Sprint(l.Fuel)),
-					orWord(l.MaxStack, "default", sandbox.FormatBytes(l.MaxStack)), sandbox.FormatBytes(l.MaxOutput),
-					sandbox.FormatBytes(l.MaxError), sandbox.FormatBytes(l.MaxLog), info.Isolation, wasi, termsafe.Text(info.Signature.String()))
+					config.FormatSize(l.MaxMemory), orWord(l.Fuel, "unlimited", fmt.Sprint(l.Fuel)),
+					orWord(l.MaxStack, "default", config.FormatSize(l.MaxStack)), config.FormatSize(l.MaxOutput),
+					config.FormatSize(l.MaxError), config.FormatSize(l.MaxLog), info.Isolation, wasi, termsafe.Text(info.Signature.String()))
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))

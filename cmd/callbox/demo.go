@@ -18,9 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // demoSource is the source file an embedded module was built from.
@@ -74,7 +73,7 @@ func newDemoCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(engines) == 0 {
 				engines = []string{config.EngineWazero}
-				if wasmtime.Available {
+				if sandbox.WasmtimeAvailable {
 					engines = append(engines, config.EngineWasmtime)
 				}
 			}
@@ -275,14 +274,14 @@ func printDemoConfig(w io.Writer) {
 			fmt.Fprintf(w, "      timeout: %v\n", cb.Limits.Timeout)
 		}
 		if cb.Limits.MaxMemory != def.Limits.MaxMemory {
-			fmt.Fprintf(w, "      max_memory: %s\n", sandbox.FormatBytes(cb.Limits.MaxMemory))
+			fmt.Fprintf(w, "      max_memory: %s\n", config.FormatSize(cb.Limits.MaxMemory))
 		}
 		if cb.WASI != def.WASI {
 			fmt.Fprintf(w, "      wasi: %s\n", cb.WASI)
 		}
 	}
 	fmt.Fprintf(w, "\n  Everything else is the default: timeout %v, max_memory %s, isolation %s (callbox check -c\n"+
-		"  config.yaml prints every effective limit).\n", def.Limits.Timeout, sandbox.FormatBytes(def.Limits.MaxMemory), def.Isolation)
+		"  config.yaml prints every effective limit).\n", def.Limits.Timeout, config.FormatSize(def.Limits.MaxMemory), def.Isolation)
 }
 
 // demoNext tells a user where to go after the demo.

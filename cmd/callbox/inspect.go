@@ -1,16 +1,15 @@
 package main
 
 import (
-	"github.com/seed4b3e0ccb/callbox/abi"
-
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -23,7 +22,7 @@ func newInspectCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			r, err := host.Inspect(cmd.Context(), wasm)
+			r, err := sandbox.Inspect(cmd.Context(), wasm)
 			if err != nil {
 				return usageErr(fmt.Errorf("%s: %w", args[0], err))
 			}
@@ -36,7 +35,7 @@ func newInspectCmd() *cobra.Command {
 	}
 }
 
-func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host.ModuleReport) {
+func printReport(w interface{ Write([]byte) (int, error) }, path string, r *sandbox.ModuleReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("module       %s", termsafe.Text(path))
 	p("size         %d bytes", r.Size)
@@ -51,9 +50,9 @@ func printReport(w interface{ Write([]byte) (int, error) }, path string, r *host
 	if r.Memory != nil {
 		max := "none declared"
 		if r.Memory.HasMax {
-			max = fmt.Sprintf("%d pages (%s)", r.Memory.Max, sandbox.FormatBytes(r.Memory.Max*abi.PageSize))
+			max = fmt.Sprintf("%d pages (%s)", r.Memory.Max, config.FormatSize(r.Memory.Max*abi.PageSize))
 		}
-		p("memory       min %d pages (%s), max %s", r.Memory.Min, sandbox.FormatBytes(r.Memory.Min*abi.PageSize), max)
+		p("memory       min %d pages (%s), max %s", r.Memory.Min, config.FormatSize(r.Memory.Min*abi.PageSize), max)
 	} else {
 		p("memory       none")
 	}

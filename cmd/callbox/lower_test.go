@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 const programs = "../../examples/programs"
@@ -74,7 +74,7 @@ func TestExecExamples(t *testing.T) {
 	cfg := filepath.Join(programs, "callbacks.yaml")
 	in := func(name string) string { return filepath.Join(programs, "inputs", name) }
 	engines := []string{"wazero"}
-	if wasmtime.Available {
+	if sandbox.WasmtimeAvailable {
 		engines = append(engines, "wasmtime")
 	}
 	for _, engine := range engines {

@@ -1,5 +1,5 @@
 /*
- * kernels.c — the callbox benchmark module (internal/bench, `callbox bench`).
+ * kernels.c — the callbox benchmark module (cmd/callbox/internal/bench, `callbox bench`).
  *
  * Each kernel is exported twice, both calling the same function of
  * kernels.h:

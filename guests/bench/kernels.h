@@ -1,6 +1,6 @@
 /*
  * kernels.h — the compute kernels of callbox's benchmark suite
- * (internal/bench, `callbox bench`), shared by both benchmark modules:
+ * (cmd/callbox/internal/bench, `callbox bench`), shared by both benchmark modules:
  *
  *   kernels.c         callbox ABI callbacks and raw entry points over plain
  *                     pointers, calling these very functions (noinline, so

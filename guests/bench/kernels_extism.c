@@ -1,6 +1,6 @@
 /*
  * kernels_extism.c — the benchmark kernels (kernels.h) as an Extism plugin,
- * for the comparison in internal/bench (`callbox bench`).
+ * for the comparison in cmd/callbox/internal/bench (`callbox bench`).
  *
  * No Extism PDK can be built here (none is packaged for a registry this
  * project uses), so this module imports Extism's kernel functions from

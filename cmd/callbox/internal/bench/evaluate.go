@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/config"
+)
+
+// Target is one of the performance targets, with what was
+// measured for it.
+type Target struct {
+	N      int
+	Title  string
+	Checks []Check
+}
+
+// Check is one measured condition of a target.
+type Check struct {
+	What     string // "wazero", "wasmtime 32 MiB", ...
+	Value    string // the measurement, e.g. "2.46 µs" or "1.31x"
+	Limit    string // e.g. "<= 1.5 µs"
+	Met      bool
+	Measured bool
+}
+
+func (c Check) status() string {
+	switch {
+	case !c.Measured:
+		return "n/a"
+	case c.Met:
+		return "met"
+	}
+	return "MISSED"
+}
+
+// Met reports whether every check of the target was measured and met.
+func (t Target) Met() bool {
+	if len(t.Checks) == 0 {
+		return false
+	}
+	for _, c := range t.Checks {
+		if !c.Measured || !c.Met {
+			return false
+		}
+	}
+	return true
+}
+
+// Status is "met", "missed" or "n/a" (nothing measured).
+func (t Target) Status() string {
+	measured := false
+	for _, c := range t.Checks {
+		measured = measured || c.Measured
+	}
+	switch {
+	case !measured:
+		return "n/a"
+	case t.Met():
+		return "met"
+	}
+	return "MISSED"
+}
+
+// ratioCheck is a check of a ratio of costs against a limit (le: at most;
+// else at least). wall, the same ratio of wall times, is shown beside it
+// when it differs.
+func ratioCheck(what string, x, wall, limit float64, le bool) Check {
+	c := Check{What: what, Measured: !math.IsNaN(x)}
+	if le {
+		c.Limit = fmt.Sprintf("<= %.3gx", limit)
+		c.Met = x <= limit
+	} else {
+		c.Limit = fmt.Sprintf(">= %.3gx", limit)
+		c.Met = x >= limit
+	}
+	if c.Measured {
+		c.Value = fmtRatio(x)
+		if c.Value == fmtRatio(limit) {
+			c.Value = fmt.Sprintf("%.3fx", x) // on the limit: show which side
+		}
+		if !math.IsNaN(wall) && fmtRatio(wall) != c.Value {
+			c.Value += " (wall " + fmtRatio(wall) + ")"
+		}
+	}
+	return c
+}
+
+// ratios is ratio and ratioWall of two cases.
+func (r *Report) ratios(workload, a, b string) (cost, wall float64) {
+	return r.ratio(workload, a, b), r.ratioWall(workload, a, b)
+}
+
+func durationCheck(what string, d, limit time.Duration, measured bool) Check {
+	c := Check{What: what, Limit: "<= " + formatDuration(limit), Measured: measured, Met: d <= limit}
+	if measured {
+		c.Value = formatDuration(d)
+	}
+	return c
+}
+
+// baseline is the engine's accuracy result with no burners.
+func (r *Report) baseline(engine string) *AccuracyResult {
+	for i := range r.Accuracy {
+		if a := &r.Accuracy[i]; a.Engine == engine && a.Burners == 0 && a.Err == nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// costString is a result's cost, with its wall time beside.
+func costString(r *Result) string {
+	if r.Cost() == r.NsPerOp {
+		return formatNs(r.NsPerOp)
+	}
+	return formatNs(r.Cost()) + " cpu (wall " + formatNs(r.NsPerOp) + ")"
+}
+
+// evaluate checks every target against the run's measurements.
+func (r *Report) evaluate() []Target {
+	engines := Engines()
+	var ts []Target
+
+	t := Target{N: 1, Title: "tiny 1 KiB call with a timeout <= 1.5 µs on both engines"}
+	for _, e := range engines {
+		res := r.result("tiny-1KiB", "callbox-"+e)
+		c := Check{What: e + " (pooled, timeout, copy)", Limit: "<= 1.5 µs", Measured: res != nil}
+		if res != nil {
+			c.Value, c.Met = costString(res), res.Cost() <= 1500
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 2, Title: "4 and 32 MiB round trips <= 1.25x raw on the same engine; zero-copy >= 2.5x faster than copying at 32 MiB"}
+	for _, e := range engines {
+		for _, wl := range []string{"scale-4MiB", "scale-32MiB"} {
+			w, c := r.ratios(wl, "callbox-"+e, "raw-"+e)
+			t.Checks = append(t.Checks, ratioCheck(fmt.Sprintf("%s %s: callbox / raw", e, wl), w, c, 1.25, true))
+		}
+	}
+	for _, e := range engines {
+		w, c := r.ratios("scale-32MiB", "callbox-"+e, "callbox-"+e+":zero-copy")
+		t.Checks = append(t.Checks, ratioCheck(e+" scale-32MiB: copying / zero-copy", w, c, 2.5, false))
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 3, Title: "matmul with a timeout <= 1.2x no timeout on wasmtime, <= 1.5x on wazero"}
+	for _, e := range engines {
+		limit := 1.5
+		if e == config.EngineWasmtime {
+			limit = 1.2
+		}
+		w, c := r.ratios("matmul-256", "callbox-"+e, "callbox-"+e+":no-timeout")
+		t.Checks = append(t.Checks, ratioCheck(e+" matmul-256: timeout / no timeout", w, c, limit, true))
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 4, Title: "a runaway guest stopped within 5 ms of its deadline at p99 while guests busy every Go thread"}
+	for _, a := range r.Accuracy {
+		if a.Burners == 0 {
+			continue // the machine's baseline, shown beside
+		}
+		c := durationCheck(fmt.Sprintf("%s: p99 lateness with %d burners", a.Engine, a.Burners), a.P99, 5*time.Millisecond, a.Err == nil)
+		if a.Err != nil {
+			c.Value = "error: " + a.Err.Error()
+		} else {
+			c.Value += fmt.Sprintf(" (p50 %s, max %s, %d runs", formatDuration(a.P50), formatDuration(a.Max), a.Runs)
+			if b := r.baseline(a.Engine); b != nil {
+				c.Value += fmt.Sprintf("; no burners: p99 %s", formatDuration(b.P99))
+			}
+			c.Value += ")"
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 5, Title: "fresh instance of a module with <= 1 MiB memory < 50 µs on the default engine (wazero)"}
+	for _, in := range r.Instantiate {
+		if in.Engine == config.EngineWazero && in.MemoryBytes <= 1<<20 {
+			c := Check{What: fmt.Sprintf("wazero instantiate + close, %s memory", config.FormatSize(uint64(in.MemoryBytes))), Limit: "< 50 µs", Measured: in.Err == nil}
+			if in.Err == nil {
+				c.Value, c.Met = formatNs(in.Cost())+" cpu (wall "+formatNs(in.NsPerOp)+")", in.Cost() < 50e3
+			}
+			t.Checks = append(t.Checks, c)
+		}
+	}
+	if fresh := r.result("tiny-1KiB", "callbox-wazero:fresh"); fresh != nil {
+		t.Checks = append(t.Checks, Check{What: "wazero fresh-isolation tiny call, whole (128 KiB memory)", Limit: "< 50 µs",
+			Value: costString(fresh), Met: fresh.Cost() < 50e3, Measured: true})
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 6, Title: "module cache hit for a 5 MB module <= 1 ms on wasmtime, <= 100 ms on wazero"}
+	for _, c := range r.Cache {
+		limit := 100 * time.Millisecond
+		if c.Engine == config.EngineWasmtime {
+			limit = time.Millisecond
+		}
+		ch := durationCheck(c.Engine+": engine Compile from a warm cache (cpu)", c.Hit, limit, c.Err == nil)
+		if c.Err != nil {
+			ch.Value = "error: " + c.Err.Error()
+		} else {
+			ch.Value += fmt.Sprintf(" (wall %s; host LoadModule %s; cold compile %s)", formatDuration(c.HitWall), formatDuration(c.HitLoad), formatDuration(c.Cold))
+		}
+		t.Checks = append(t.Checks, ch)
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 7, Title: "faster than Extism on every tensor workload above 1 KiB"}
+	for _, e := range engines {
+		for _, wl := range []string{"scale-64KiB", "scale-4MiB", "scale-32MiB", "matmul-256", "softmax-1024x1024"} {
+			x, cpu := r.ratios(wl, "callbox-"+e, "extism")
+			c := ratioCheck(fmt.Sprintf("%s %s: callbox / Extism", e, wl), x, cpu, 1, true)
+			c.Limit, c.Met = "< 1x", x < 1
+			t.Checks = append(t.Checks, c)
+		}
+	}
+	ts = append(ts, t)
+
+	t = Target{N: 8, Title: "100-call ordered chain of tiny calls <= 1.2x the sum of its calls"}
+	for _, e := range engines {
+		w, c := r.ratios("chain-100", "callbox-"+e, "callbox-"+e+":calls")
+		t.Checks = append(t.Checks, ratioCheck(e+" chain (Submit, Barrier) / 100 x Invoke", w, c, 1.2, true))
+		w, c = r.ratios("chain-100", "callbox-"+e+":chain-invoke", "callbox-"+e+":calls")
+		t.Checks = append(t.Checks, ratioCheck(e+" chain (Chain.Invoke) / 100 x Invoke", w, c, 1.2, true))
+	}
+	ts = append(ts, t)
+	return ts
+}

@@ -1,0 +1,142 @@
+// Package layout checks that the package graph follows the design: data
+// flows one way (config → host → sandbox), abi is the vocabulary every
+// side shares, and no package reaches up to a layer above it.
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/seed4b3e0ccb/callbox"
+
+// pkg is what `go list -json` says of one package: its non-test imports,
+// direct and transitive (a package's tests may import more: a test helper
+// may load callbacks through host).
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+// under reports whether path is dir or a package below it (both relative
+// to the module).
+func under(path, dir string) bool {
+	rel := strings.TrimPrefix(path, module+"/")
+	return rel == dir || strings.HasPrefix(rel, dir+"/")
+}
+
+// rule is one layer's constraint: a package under dir may depend on a
+// package of ours only if allowed says so.
+type rule struct {
+	dir     string
+	what    string
+	allowed func(dep string) bool
+}
+
+var rules = []rule{
+	{"abi", "abi imports no package of ours", func(dep string) bool { return under(dep, "abi") }},
+	{"config", "config builds only on abi", func(dep string) bool { return under(dep, "abi") || under(dep, "config") }},
+	{"sandbox", "the engine layer sits below host: it builds on abi and config only", func(dep string) bool {
+		return under(dep, "abi") || under(dep, "config") || under(dep, "sandbox")
+	}},
+	{"internal", "internal packages sit below host (only their tests may use it)", func(dep string) bool {
+		for _, up := range []string{"host", "lowering", "ffi", "cuda", "cmd", "examples", "python"} {
+			if under(dep, up) {
+				return false
+			}
+		}
+		return true
+	}},
+}
+
+// violations lists every dependency of ours that breaks a rule.
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, r := range rules {
+			if !under(p.ImportPath, r.dir) {
+				continue
+			}
+			for _, dep := range p.Deps {
+				if strings.HasPrefix(dep, module+"/") && !r.allowed(dep) {
+					out = append(out, p.ImportPath+" imports "+dep+" ("+r.what+")")
+				}
+			}
+		}
+	}
+	return out
+}
+
+// list runs `go list -json` over the module rooted at dir.
+func list(t *testing.T, dir string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", "./...")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestNoBackArrow: no package depends on a layer above its own.
+func TestNoBackArrow(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := list(t, root)
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages; is %s the module root?", len(pkgs), root)
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// The rules catch the back-arrow this layout removed (internal/bench,
+// which drove host, below it) and the others they name.
+func TestRulesCatchBackArrows(t *testing.T) {
+	for _, c := range []struct{ from, to string }{
+		{"internal/bench", "host"},
+		{"sandbox", "host"},
+		{"sandbox/internal/engine", "host"},
+		{"abi", "config"},
+		{"config", "sandbox"},
+		{"internal/wat", "cmd/callbox"},
+	} {
+		got := violations([]pkg{{ImportPath: module + "/" + c.from, Deps: []string{module + "/" + c.to}}})
+		if len(got) != 1 {
+			t.Errorf("%s importing %s: %d violations, want 1", c.from, c.to, len(got))
+		}
+	}
+	for _, c := range []struct{ from, to string }{
+		{"host", "sandbox"},
+		{"sandbox", "config"},
+		{"cmd/callbox/internal/bench", "host"},
+		{"internal/tapgroup", "abi"},
+	} {
+		if got := violations([]pkg{{ImportPath: module + "/" + c.from, Deps: []string{module + "/" + c.to}}}); len(got) != 0 {
+			t.Errorf("%s importing %s is allowed, got %q", c.from, c.to, got)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+)
+
+// Frame is one wasm stack frame of a trap, as far as the engine reports it.
+type Frame struct {
+	Module    string // module name, if known
+	Func      string // function name from the name section, if any
+	FuncIndex uint32 // function index in the module
+	Offset    uint64 // byte offset of the instruction in the module, if known
+}
+
+func (f Frame) String() string {
+	name := f.Func
+	if name == "" {
+		name = fmt.Sprintf("func[%d]", f.FuncIndex)
+	}
+	if f.Offset != 0 {
+		return fmt.Sprintf("%s @0x%x", name, f.Offset)
+	}
+	return name
+}
+
+// Trap is a classified failure from an engine: a kind from the taxonomy, a
+// message, and the wasm frames where the engine gives them. Cause is the
+// engine's own error, kept for debugging.
+type Trap struct {
+	Class   abi.Kind
+	Message string
+	Frames  []Frame
+	Cause   error
+}
+
+func (t *Trap) Error() string {
+	if t.Message == "" {
+		return t.Class.String()
+	}
+	return t.Message
+}
+
+// Kind implements abi.Kinder.
+func (t *Trap) Kind() abi.Kind { return t.Class }
+
+// Unwrap returns the engine's error.
+func (t *Trap) Unwrap() error { return t.Cause }
+
+// Is matches the trap's kind: errors.Is(err, abi.Timeout).
+func (t *Trap) Is(target error) bool {
+	k, ok := target.(abi.Kind)
+	return ok && k == t.Class
+}
+
+// FormatFrames renders frames one per line, innermost first.
+func FormatFrames(frames []Frame) string {
+	var b strings.Builder
+	for i, f := range frames {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("  at " + f.String())
+	}
+	return b.String()
+}

@@ -1,0 +1,145 @@
+// Package sandbox is callbox's engine layer: one interface over two
+// WebAssembly engines (wazero, pure Go, the default; wasmtime-go, cgo),
+// the per-callback limits each enforces, the host side of the guest's
+// imports, the load check every module passes before it is compiled, and
+// Inspect.
+//
+// This package is the layer's public face, and it is small on purpose:
+// what an embedder may choose (an engine by name, New, Available,
+// WasmtimeAvailable, the Feature each engine supports) and the contract
+// package host drives the engines through (Engine, Module, Instance,
+// Compile, Trap, CheckModule, ...), which host's own API does not expose.
+// Programs should use package host; the contract types are here because
+// Go's internal rule lets only sandbox/... import what lives below it. The
+// adapters (sandbox/internal/wazero, sandbox/internal/wasmtime), the
+// engine-neutral core they share (sandbox/internal/engine), the module
+// parser (sandbox/internal/wasmbin), the metering rewrite
+// (sandbox/internal/meter) and the compile cache
+// (sandbox/internal/cachefile) can change without a release note.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/wazero"
+)
+
+// Choosing an engine.
+
+// Options configure an engine made by New.
+type Options struct {
+	// CacheDir, when set, keeps compiled modules on disk under
+	// CacheDir/<engine name>, checksummed and keyed by module sha256,
+	// engine version and code-affecting settings.
+	CacheDir string
+}
+
+// WasmtimeAvailable reports whether this build includes the wasmtime
+// engine (it needs cgo).
+const WasmtimeAvailable = wasmtime.Available
+
+// Engines lists the engine names this build can run, the default first.
+func Engines() []string {
+	if WasmtimeAvailable {
+		return []string{config.EngineWazero, config.EngineWasmtime}
+	}
+	return []string{config.EngineWazero}
+}
+
+// Available reports whether this build can run the named engine.
+func Available(name string) bool {
+	return name == config.EngineWazero || name == config.EngineWasmtime && WasmtimeAvailable
+}
+
+// Version is the named engine library's version ("" for an unknown name).
+func Version(name string) string {
+	switch name {
+	case config.EngineWazero:
+		return wazero.Version
+	case config.EngineWasmtime:
+		return wasmtime.Version
+	}
+	return ""
+}
+
+// New starts the named engine (config.EngineWazero or
+// config.EngineWasmtime).
+func New(ctx context.Context, name string, o Options) (Engine, error) {
+	switch name {
+	case config.EngineWazero:
+		e, err := wazero.New(ctx, wazero.Options{CacheDir: o.CacheDir})
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	case config.EngineWasmtime:
+		e, err := wasmtime.New(ctx, wasmtime.Options{CacheDir: o.CacheDir})
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("unknown engine %q (want wazero or wasmtime)", name)
+}
+
+// Feature is a limit an engine may or may not enforce (Engine.Supports).
+type Feature = engine.Feature
+
+// Engine features.
+const (
+	FeatureFuel         = engine.FeatureFuel         // config.Limits.Fuel
+	FeatureMaxStack     = engine.FeatureMaxStack     // config.Limits.MaxStack
+	FeatureStableMemory = engine.FeatureStableMemory // an instance's memory never moves
+)
+
+// The contract host drives the engines through.
+type (
+	// Engine compiles modules; safe for concurrent use.
+	Engine = engine.Engine
+	// Module is a compiled module.
+	Module = engine.Module
+	// Instance is one instantiated module, one call at a time.
+	Instance = engine.Instance
+	// Function is an export resolved once and called many times.
+	Function = engine.Function
+	// ModuleConfig describes how to compile and run one module.
+	ModuleConfig = engine.ModuleConfig
+	// ValType is a wasm value type.
+	ValType = engine.ValType
+	// FuncType is a function's type.
+	FuncType = engine.FuncType
+	// Trap is a failed guest run, classified.
+	Trap = engine.Trap
+	// Frame is one frame of a trap's guest stack.
+	Frame = engine.Frame
+)
+
+// Value types the ABI uses.
+const (
+	I32 = engine.I32
+	F32 = engine.F32
+)
+
+// Compile is the one way to compile a module on any path: it applies the
+// host's table limit, then asks e to compile.
+func Compile(ctx context.Context, e Engine, wasm []byte, cfg ModuleConfig) (Module, error) {
+	return engine.Compile(ctx, e, wasm, cfg)
+}
+
+// Deadline is the deadline of a guest entry starting at now under
+// timeout: now + timeout, or zero (none) when timeout is not positive.
+func Deadline(now time.Time, timeout time.Duration) time.Time { return engine.Deadline(now, timeout) }
+
+// MemoryStable reports whether inst's linear memory never moves.
+func MemoryStable(e Engine, inst Instance) bool { return engine.MemoryStable(e, inst) }
+
+// MemoryLimitMessage is the one message of a MemoryLimit failure under
+// limit, followed by what happened then.
+func MemoryLimitMessage(limit uint64, then string) string {
+	return engine.MemoryLimitMessage(limit, then)
+}
