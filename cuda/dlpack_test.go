@@ -109,7 +109,7 @@ func TestBufferFromDLPackStrides(t *testing.T) {
 		{[]int64{2, 3}, []int64{1, 2}, false},
 		{[]int64{2, 3}, []int64{4, 1}, false},
 	} {
-		d := dlf32(cuda.Buffer{Ptr: 0x1000}, tc.shape)
+		d := dlf32(cuda.Buffer{Ptr: 0x7f0000001000}, tc.shape)
 		d.Strides = &tc.strides[0]
 		b, err := cuda.BufferFromDLPack(d)
 		if tc.ok {

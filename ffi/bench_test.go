@@ -86,7 +86,7 @@ func BenchmarkTinyBridge(b *testing.B) {
 	b.SetBytes(4 * tinyElements)
 	b.ResetTimer()
 	bestOfRounds(b, func() {
-		if err := callDL(h, nil, &name[0], &in, 1, &out, 1); err != nil {
+		if err := callDL(context.Background(), h, nil, &name[0], &in, 1, &out, 1); err != nil {
 			b.Fatal(err)
 		}
 	})

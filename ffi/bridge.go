@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -103,16 +102,6 @@ func newBridgeHost(h *host.Host, cfg *config.Config) (*bridgeHost, error) {
 	return bh, nil
 }
 
-// bridgeLogger is the logger of hosts opened through the C API: text to
-// stderr at CALLBOX_LOG_LEVEL (debug, info, warn, error; default warn), so
-// guest log lines do not flood a foreign program's output by default.
-func bridgeLogger() *slog.Logger {
-	level := slog.LevelWarn
-	if v := os.Getenv("CALLBOX_LOG_LEVEL"); v != "" {
-		_ = level.UnmarshalText([]byte(v))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}
 
 // resolve finds a callback by name or content id. key may point into C
 // memory; the returned info holds Go copies. The callback resolved last is
@@ -183,7 +172,24 @@ func (bh *bridgeHost) close(ctx context.Context) (first bool, err error) {
 	if gerr := bh.gpu.Close(); gerr != nil && err == nil {
 		err = fmt.Errorf("closing the GPU path: %w", gerr)
 	}
+	retire(bh)
 	return true, err
+}
+
+// retire replaces a closed host's slot in the handle table with a
+// tombstone that only says "closed", so that nothing the process keeps
+// references the host: its callbacks, compiled modules and pools are
+// garbage once the calls that raced the close have returned. A handle
+// costs the table one small struct for the life of the process.
+func retire(bh *bridgeHost) {
+	tomb := &bridgeHost{handle: bh.handle}
+	tomb.closed.Store(true)
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	cur := *handles.tab.Load()
+	next := append([]*bridgeHost(nil), cur...)
+	next[bh.handle-1] = tomb
+	handles.tab.Store(&next)
 }
 
 // outputTypes derives a call's result types from its input types.
@@ -244,7 +250,7 @@ func callSetup(h uint64, chain, callback *byte) (bh *bridgeHost, name, chainName
 // callDL is a call of the C API (callbox_call, or callbox_chain_call when
 // chain is not nil) with its arguments as they come from C: NUL-terminated
 // names and arrays of DLPack tensors, viewed in place, never copied.
-func callDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
+func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
 	bh, name, chainName, err := callSetup(h, chain, callback)
 	if err != nil {
 		return err
@@ -259,7 +265,7 @@ func callDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr,
 	if err != nil {
 		return err
 	}
-	return bh.call(context.Background(), chainName, name, in, out)
+	return bh.call(ctx, chainName, name, in, out)
 }
 
 // tapDL is callbox_tap, or callbox_chain_tap when chain is not nil.
@@ -374,8 +380,8 @@ func register(bh *bridgeHost) uint64 {
 	return bh.handle
 }
 
-// lookupHost finds a host by handle. A closed host stays in the table, so
-// that its handle keeps saying "closed".
+// lookupHost finds a host by handle. A closed host's slot holds a
+// tombstone (retire), so that its handle keeps saying "closed".
 func lookupHost(h uint64) (*bridgeHost, error) {
 	if tab := handles.tab.Load(); tab != nil && h-1 < uint64(len(*tab)) {
 		return (*tab)[h-1], nil
@@ -434,4 +440,79 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 	}
 	defaultHost.h.Store(register(bh))
 	return bh, nil
+}
+
+// Cancel tokens: a C caller cancels calls through a token (a number, as
+// handles are), since it cannot hold a Go context. Firing a token cancels
+// the calls made with it that are in flight, and only those: a call made
+// after it fires runs (so a token serves a whole session of Ctrl-Cs).
+var cancels struct {
+	mu   sync.Mutex
+	m    map[uint64]*cancelToken
+	next uint64
+}
+
+type cancelToken struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// newCancel makes a token and returns its number (never 0).
+func newCancel() uint64 {
+	t := &cancelToken{}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	cancels.mu.Lock()
+	defer cancels.mu.Unlock()
+	if cancels.m == nil {
+		cancels.m = map[uint64]*cancelToken{}
+	}
+	cancels.next++
+	cancels.m[cancels.next] = t
+	return cancels.next
+}
+
+// lookupCancel finds a token; 0 is none (a nil token, whose context is
+// Background).
+func lookupCancel(id uint64) (*cancelToken, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	cancels.mu.Lock()
+	defer cancels.mu.Unlock()
+	if t, ok := cancels.m[id]; ok {
+		return t, nil
+	}
+	return nil, badArg(arg("cancel"), "unknown cancel token %d", id)
+}
+
+// context is the context of calls made with t now (nil t: Background).
+func (t *cancelToken) context() context.Context {
+	if t == nil {
+		return context.Background()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ctx
+}
+
+// fire cancels the calls in flight with t; later calls get a fresh context.
+func (t *cancelToken) fire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancel()
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+}
+
+// freeCancel forgets a token, firing it first.
+func freeCancel(id uint64) error {
+	cancels.mu.Lock()
+	t, ok := cancels.m[id]
+	delete(cancels.m, id)
+	cancels.mu.Unlock()
+	if !ok {
+		return badArg(arg("cancel"), "unknown cancel token %d", id)
+	}
+	t.fire()
+	return nil
 }

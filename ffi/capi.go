@@ -109,20 +109,9 @@ func outArg[T any](p *T, name string) error {
 	return nil
 }
 
-//export callbox_error_free
-func callbox_error_free(e *C.callbox_error) {
-	defer func() { _ = recover() }()
-	if e == nil {
-		return
-	}
-	for _, s := range []*C.char{e.kind_name, e.callback, e.chain, e.message, e.guest_message, e.text} {
-		C.free(unsafe.Pointer(s))
-	}
-	C.free(unsafe.Pointer(e))
-}
 
-//export callbox_open
-func callbox_open(path *C.char, out *C.callbox_host) *C.callbox_error {
+//export cbxgo_open
+func cbxgo_open(path *C.char, out *C.callbox_host) *C.callbox_error {
 	return entry("callbox_open", func() error {
 		return openInto(out, func() (*config.Config, error) {
 			p, err := goString(path, "config_path")
@@ -134,8 +123,8 @@ func callbox_open(path *C.char, out *C.callbox_host) *C.callbox_error {
 	})
 }
 
-//export callbox_open_config
-func callbox_open_config(text, format, baseDir *C.char, out *C.callbox_host) *C.callbox_error {
+//export cbxgo_open_config
+func cbxgo_open_config(text, format, baseDir *C.char, out *C.callbox_host) *C.callbox_error {
 	return entry("callbox_open_config", func() error {
 		return openInto(out, func() (*config.Config, error) {
 			if text == nil {
@@ -184,8 +173,8 @@ func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
 	return nil
 }
 
-//export callbox_close
-func callbox_close(h C.callbox_host) *C.callbox_error {
+//export cbxgo_close
+func cbxgo_close(h C.callbox_host) *C.callbox_error {
 	return entry("callbox_close", func() error {
 		bh, err := lookupHost(uint64(h))
 		if err != nil {
@@ -209,8 +198,8 @@ func callbox_close(h C.callbox_host) *C.callbox_error {
 	})
 }
 
-//export callbox_callback_count
-func callbox_callback_count(h C.callbox_host, out *C.size_t) *C.callbox_error {
+//export cbxgo_callback_count
+func cbxgo_callback_count(h C.callbox_host, out *C.size_t) *C.callbox_error {
 	return entry("callbox_callback_count", func() error {
 		if err := outArg(out, "out"); err != nil {
 			return err
@@ -222,8 +211,8 @@ func callbox_callback_count(h C.callbox_host, out *C.size_t) *C.callbox_error {
 	})
 }
 
-//export callbox_callback_at
-func callbox_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback_info) *C.callbox_error {
+//export cbxgo_callback_at
+func cbxgo_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback_info) *C.callbox_error {
 	return entry("callbox_callback_at", func() error {
 		if err := outArg(out, "out"); err != nil {
 			return err
@@ -248,8 +237,8 @@ func (bh *bridgeHost) resolveC(key *C.char, what string) (*cbInfo, error) {
 	return bh.resolve(name)
 }
 
-//export callbox_callback_find
-func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_info) *C.callbox_error {
+//export cbxgo_callback_find
+func cbxgo_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_info) *C.callbox_error {
 	return entry("callbox_callback_find", func() error {
 		if err := outArg(out, "out"); err != nil {
 			return err
@@ -265,8 +254,8 @@ func callbox_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callbac
 	})
 }
 
-//export callbox_output_types
-func callbox_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_type, nOut C.size_t) *C.callbox_error {
+//export cbxgo_output_types
+func cbxgo_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_type, nOut C.size_t) *C.callbox_error {
 	return entry("callbox_output_types", func() error {
 		return withHost(h, func(bh *bridgeHost) error {
 			ci, err := bh.resolveC(callback, "callback")
@@ -323,32 +312,79 @@ func typesFromDL(p *dlpack.Tensor, n uintptr) ([]abi.Tensor, error) {
 	return out, nil
 }
 
-//export callbox_call
-func callbox_call(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+//export cbxgo_call
+func cbxgo_call(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
 	return entry("callbox_call", func() error {
-		return callDL(uint64(h), nil, cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+		return callDL(context.Background(), uint64(h), nil, cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
 	})
 }
 
-//export callbox_chain_call
-func callbox_chain_call(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+//export cbxgo_chain_call
+func cbxgo_chain_call(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
 	return entry("callbox_chain_call", func() error {
 		if chain == nil {
 			return badArg(arg("chain"), "NULL")
 		}
-		return callDL(uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+		return callDL(context.Background(), uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
 	})
 }
 
-//export callbox_tap
-func callbox_tap(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
+//export cbxgo_call_cancelable
+func cbxgo_call_cancelable(h C.callbox_host, cancel C.callbox_cancel_token, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+	return entry("callbox_call_cancelable", func() error {
+		tok, err := lookupCancel(uint64(cancel))
+		if err != nil {
+			return err
+		}
+		return callDL(tok.context(), uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+	})
+}
+
+//export cbxgo_cancel_token_new
+func cbxgo_cancel_token_new(out *C.callbox_cancel_token) *C.callbox_error {
+	return entry("callbox_cancel_token_new", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		*out = C.callbox_cancel_token(newCancel())
+		return nil
+	})
+}
+
+//export cbxgo_cancel_token_fire
+func cbxgo_cancel_token_fire(cancel C.callbox_cancel_token) *C.callbox_error {
+	return entry("callbox_cancel_token_fire", func() error {
+		tok, err := lookupCancel(uint64(cancel))
+		if err != nil {
+			return err
+		}
+		if tok == nil {
+			return badArg(arg("cancel"), "token 0 is no token")
+		}
+		tok.fire()
+		return nil
+	})
+}
+
+//export cbxgo_cancel_token_free
+func cbxgo_cancel_token_free(cancel C.callbox_cancel_token) *C.callbox_error {
+	return entry("callbox_cancel_token_free", func() error { return freeCancel(uint64(cancel)) })
+}
+
+//export cbxgo_cancel_on_signal
+func cbxgo_cancel_on_signal(cancel C.callbox_cancel_token, signum C.int) *C.callbox_error {
+	return entry("callbox_cancel_on_signal", func() error { return cancelOnSignal(uint64(cancel), int(signum)) })
+}
+
+//export cbxgo_tap
+func cbxgo_tap(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
 	return entry("callbox_tap", func() error {
 		return tapDL(uint64(h), nil, cbytes(callback), dlTensors(inputs), uintptr(nIn))
 	})
 }
 
-//export callbox_chain_tap
-func callbox_chain_tap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
+//export cbxgo_chain_tap
+func cbxgo_chain_tap(h C.callbox_host, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t) *C.callbox_error {
 	return entry("callbox_chain_tap", func() error {
 		if chain == nil {
 			return badArg(arg("chain"), "NULL")
@@ -362,8 +398,8 @@ func callbox_chain_tap(h C.callbox_host, chain, callback *C.char, inputs *C.call
 func cbytes(p *C.char) *byte                       { return (*byte)(unsafe.Pointer(p)) }
 func dlTensors(p *C.callbox_tensor) *dlpack.Tensor { return (*dlpack.Tensor)(unsafe.Pointer(p)) }
 
-//export callbox_barrier
-func callbox_barrier(h C.callbox_host) *C.callbox_error {
+//export cbxgo_barrier
+func cbxgo_barrier(h C.callbox_host) *C.callbox_error {
 	return entry("callbox_barrier", func() error {
 		return withHost(h, func(bh *bridgeHost) error { return bh.h.Barrier(context.Background()) })
 	})
@@ -380,8 +416,8 @@ func chainOp(h C.callbox_host, chain *C.char, op func(bh *bridgeHost, name strin
 	})
 }
 
-//export callbox_chain_barrier
-func callbox_chain_barrier(h C.callbox_host, chain *C.char) *C.callbox_error {
+//export cbxgo_chain_barrier
+func cbxgo_chain_barrier(h C.callbox_host, chain *C.char) *C.callbox_error {
 	return entry("callbox_chain_barrier", func() error {
 		return chainOp(h, chain, func(bh *bridgeHost, name string) error {
 			return bh.chainBarrier(context.Background(), name)
@@ -389,8 +425,8 @@ func callbox_chain_barrier(h C.callbox_host, chain *C.char) *C.callbox_error {
 	})
 }
 
-//export callbox_chain_reset
-func callbox_chain_reset(h C.callbox_host, chain *C.char) *C.callbox_error {
+//export cbxgo_chain_reset
+func cbxgo_chain_reset(h C.callbox_host, chain *C.char) *C.callbox_error {
 	return entry("callbox_chain_reset", func() error {
 		return chainOp(h, chain, func(bh *bridgeHost, name string) error {
 			return bh.chainReset(context.Background(), name)
@@ -398,13 +434,13 @@ func callbox_chain_reset(h C.callbox_host, chain *C.char) *C.callbox_error {
 	})
 }
 
-//export callbox_set_default_host
-func callbox_set_default_host(h C.callbox_host) *C.callbox_error {
+//export cbxgo_set_default_host
+func cbxgo_set_default_host(h C.callbox_host) *C.callbox_error {
 	return entry("callbox_set_default_host", func() error { return setDefault(uint64(h)) })
 }
 
-//export callbox_default_host
-func callbox_default_host(out *C.callbox_host) *C.callbox_error {
+//export cbxgo_default_host
+func cbxgo_default_host(out *C.callbox_host) *C.callbox_error {
 	return entry("callbox_default_host", func() error {
 		if err := outArg(out, "out"); err != nil {
 			return err
@@ -445,8 +481,8 @@ var dtypeTable = sync.OnceValue(func() []dtypeInfo {
 // it is more than capacity): binding layers read the DLPack table from
 // here instead of keeping their own.
 //
-//export callbox_dtypes
-func callbox_dtypes(out *C.callbox_dtype_info, capacity C.size_t) (n C.size_t) {
+//export cbxgo_dtypes
+func cbxgo_dtypes(out *C.callbox_dtype_info, capacity C.size_t) (n C.size_t) {
 	defer func() { _ = recover() }()
 	tab := dtypeTable()
 	if out != nil {

@@ -99,8 +99,8 @@ func cudaCallDLPack(callback *byte, stream uintptr, inputs unsafe.Pointer, nIn u
 // stream the CUDA stream the tensors are ordered on. It returns 0, or the
 // failure's absl code (the one mapper, errors.go) with its message in msg.
 //
-//export callbox_cuda_call_dlpack
-func callbox_cuda_call_dlpack(callback *C.char, stream C.uintptr_t, inputs unsafe.Pointer, nInputs C.size_t,
+//export cbxgo_cuda_call_dlpack
+func cbxgo_cuda_call_dlpack(callback *C.char, stream C.uintptr_t, inputs unsafe.Pointer, nInputs C.size_t,
 	outputs unsafe.Pointer, nOutputs C.size_t, msg *C.char, msgCap C.size_t) (code C.int) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -170,8 +170,8 @@ func statsJSON() string {
 // (NUL-terminated, truncated to cap) and returns the JSON's length, or -1
 // when no default host is set (or it is closed).
 //
-//export callbox_cuda_stats
-func callbox_cuda_stats(buf *C.char, capacity C.size_t) (n C.int64_t) {
+//export cbxgo_cuda_stats
+func cbxgo_cuda_stats(buf *C.char, capacity C.size_t) (n C.int64_t) {
 	defer func() {
 		if p := recover(); p != nil {
 			n = -1

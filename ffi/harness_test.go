@@ -126,7 +126,11 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	var b strings.Builder
 	b.WriteString("callbacks:\n")
 	cb := func(name, module, export, sig, extra string) {
-		fmt.Fprintf(&b, "  %s:\n    module: %s\n    export: %s\n    signature: %q\n    timeout: 250ms\n%s", name, module, export, sig, extra)
+		timeout := "    timeout: 250ms\n"
+		if strings.Contains(extra, "timeout:") {
+			timeout = ""
+		}
+		fmt.Fprintf(&b, "  %s:\n    module: %s\n    export: %s\n    signature: %q\n%s%s", name, module, export, sig, timeout, extra)
 	}
 	for _, d := range kitDTypes {
 		cb("copy_"+d, "kit.wasm", "copy", fmt.Sprintf("(x: %s[n]) -> %s[n]", d, d), "")
@@ -137,6 +141,9 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	cb("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]", "")
 	cb("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n")
 	cb("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "")
+	cb("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    timeout: 5s\n")
+	cb("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]", "")
+	cb("copy_wasmtime", "kit.wasm", "copy", "(w: f32[m]) -> f32[m]", "    engine: wasmtime\n") // its own content id: another signature text
 	if hostile {
 		compiled := map[string]bool{}
 		for _, hc := range hostileCalls {
@@ -291,13 +298,13 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "handle_zero", abi.InvalidArgument, "handle 0 is not a host")
 
 	// Listing and types.
-	assert.Equal(t, "21", r.vals["count"])
+	assert.Equal(t, "24", r.vals["count"])
 	r.fails(t, "count_null", abi.InvalidArgument, "out: NULL")
 	info := strings.Split(r.vals["info_copy_f32"], "|")
 	require.Len(t, info, 6)
 	assert.True(t, abi.IsCallbackID(info[0]), info[0])
 	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
-	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 21 is out of range")
+	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 24 is out of range")
 	r.ok(t, "find_name", "find_id")
 	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "the module changed or is not loaded")
 	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
@@ -333,6 +340,8 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "dim_negative", abi.InvalidArgument, "input 0: dimension 0 is negative (-1)")
 	r.fails(t, "shape_null", abi.InvalidArgument, "input 0: shape is NULL with rank 1")
 	r.fails(t, "data_null", abi.InvalidArgument, "input 0: data is NULL for f32[4]")
+	r.fails(t, "data_null_page", abi.InvalidArgument, "input 0: data 0x10 (+ byte_offset 0) is in the lowest 64 KiB")
+	r.fails(t, "out_null_page", abi.InvalidArgument, "output 0: data 0xff00 (+ byte_offset 0) is in the lowest 64 KiB")
 	r.fails(t, "device_gpu", abi.InvalidArgument, "input 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack")
 	r.fails(t, "device_managed_out", abi.InvalidArgument, "output 0: device type 13 is CUDA memory", "callbox_cuda_call_dlpack")
 	r.fails(t, "device_opencl", abi.InvalidArgument, "input 0: device type 4 is not host memory")
@@ -631,4 +640,89 @@ func TestHarnessHostileLoad(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestHarnessOpenCloseSoak opens and closes a host a thousand times from C
+// (the config text, both engines' callbacks, a call on each engine on
+// every tenth):
+// a closed host releases everything, so the RSS after the first hundred
+// rounds bounds it at the end. Before closed hosts were retired from the
+// handle table, 300 rounds grew the RSS by over 100 MiB.
+func TestHarnessOpenCloseSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a thousand opens: not in -short")
+	}
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "soak1000")
+	var rounds int
+	var first, half, last int64
+	_, err := fmt.Sscanf(r.vals["soak"], "%d %d %d %d", &rounds, &first, &half, &last)
+	require.NoError(t, err, "soak line %q", r.vals["soak"])
+	t.Logf("RSS after %d rounds: %d MiB, after %d: %d MiB, after %d: %d MiB", rounds/10, first>>10, rounds/2, half>>10, rounds, last>>10)
+	assert.Less(t, last-first, int64(soakGrowthKiB), "RSS grew from %d to %d KiB over %d open/close rounds", first, last, rounds-rounds/10)
+}
+
+// soakGrowthKiB bounds the RSS growth of 900 open/close rounds.
+const soakGrowthKiB = 32 << 10
+
+// TestHarnessFork forks a child after the parent used the library: the
+// child's every entry fails at once with FailedPrecondition naming spawn
+// and forkserver (the Go runtime does not survive fork, and entering it
+// would hang), and the parent keeps serving.
+func TestHarnessFork(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "fork")
+	r.ok(t, "fork_parent_before", "fork_parent_after")
+	assert.Equal(t, "0", r.vals["fork_child_exit"], "the child finished (a hang would end in SIGALRM)")
+	for _, label := range []string{"fork_child_open", "fork_child_call"} {
+		r.fails(t, label, abi.FailedPrecondition, "forked from one that had loaded libcallbox", `"spawn"`, "forkserver")
+	}
+	assert.Equal(t, "0", r.vals["fork_child_handle"], "a failed open leaves 0")
+	r.xfails(t, "fork_child_xla", abi.CodeFailedPrecondition, "callbox_xla_ffi: this process was forked")
+	assert.Equal(t, "0", r.vals["fork_child_dtypes"])
+	ms, err := strconv.Atoi(r.vals["fork_child_ms"])
+	require.NoError(t, err)
+	assert.Less(t, ms, 1000, "the child's errors come at once")
+}
+
+// TestHarnessCancel cancels a 5 s spinning call 100 ms in, three ways: a
+// token fired from another thread, a signal bound to the token (the
+// program's own handler still runs), and on a chain. Each call fails with
+// Canceled long before its timeout and writes no output.
+func TestHarnessCancel(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "cancel")
+	r.ok(t, "cancel_new", "cancel_fire", "cancel_on_signal", "cancel_later_call", "cancel_free")
+	for round := 0; round < 3; round++ {
+		label := fmt.Sprintf("cancel_call_%d", round)
+		e := r.fails(t, label, abi.Canceled, `callback "spin_long"`)
+		ms, err := strconv.Atoi(r.vals[fmt.Sprintf("cancel_ms_%d", round)])
+		require.NoError(t, err)
+		assert.Less(t, ms, 2000, "%s: canceled 100 ms in, not at its 5 s timeout", label)
+		if round == 2 {
+			assert.Equal(t, "canceled_chain", e.chain)
+		}
+	}
+	assert.Equal(t, "1", r.vals["cancel_usr2_seen"], "the program's own handler ran")
+	r.fails(t, "cancel_freed", abi.InvalidArgument, "unknown cancel token")
+	r.fails(t, "cancel_bad_signal", abi.InvalidArgument, "signum: 11")
+}
+
+// TestHarnessLogCallback routes guest log lines to a C callback at the
+// level it asks for, and back to stderr when it is cleared.
+func TestHarnessLogCallback(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "log")
+	r.ok(t, "log_set", "log_call", "log_debug_only", "log_call_2", "log_clear", "log_call_3")
+	assert.Equal(t, "1 user|0|say|hello from kit", r.vals["log_seen"])
+	assert.Equal(t, "1", r.vals["log_lines_after_error_level"], "an info line is below the callback's error level")
+	assert.Equal(t, "1", r.vals["log_lines_after_clear"])
 }

@@ -74,6 +74,10 @@ _Static_assert(offsetof(callbox_tensor, byte_offset) == 40, "callbox_tensor.byte
 // Returns 0, or an absl code with call->message set (malloc'd).
 extern int32_t cbxXlaExecute(cbx_call *call);
 
+// Fork detection (exports.c).
+int cbx_in_fork_child(void);
+void cbx_fork_message(const char *where, char *buf, size_t cap);
+
 // How far the handler follows an extension chain.
 #define CBX_MAX_EXTENSIONS 64
 
@@ -239,6 +243,12 @@ static struct callbox_xla_error *cbx_handle(struct callbox_xla_call_frame *frame
         cbx_attrs(&call, &frame->attrs);
       }
     }
+  }
+  if (cbx_in_fork_child()) {
+    // The Go runtime did not survive the fork: never enter it (exports.c).
+    char msg[1024];
+    cbx_fork_message(gpu ? "callbox_xla_ffi_cuda" : "callbox_xla_ffi", msg, sizeof msg);
+    return cbx_error(frame, 9, msg);  // FAILED_PRECONDITION
   }
   int32_t code = cbxXlaExecute(&call);
   if (code == 0) return NULL;

@@ -14,14 +14,35 @@
  * Conventions
  *  - Every function that can fail returns a callbox_error*: NULL on
  *    success, else an error the caller owns and frees with
- *    callbox_error_free. No function aborts the process: bad arguments
- *    (NULL pointers, unknown dtypes, rank above CALLBOX_MAX_RANK, negative
- *    dimensions, strides that are not row-major, wrong counts, mismatched
- *    shapes), calls on a closed host, and failures inside the callback all
- *    come back as errors naming the argument or the callback.
+ *    callbox_error_free. Failures inside the callback, calls on a closed
+ *    host, and every argument the library can check come back as errors
+ *    naming the argument or the callback (kind INVALID_ARGUMENT unless
+ *    said otherwise): NULL pointers, unknown dtypes, rank above
+ *    CALLBOX_MAX_RANK, negative dimensions, sizes that overflow, strides
+ *    that are not row-major, wrong counts, mismatched shapes, and data
+ *    pointers that cannot be valid (NULL for a non-empty tensor, inside
+ *    the lowest 64 KiB of the address space, which Linux never maps, or
+ *    data + byte_offset + size past the end of the address space).
+ *  - What the caller must guarantee, as for memcpy: a tensor's data
+ *    addresses its whole size (dtype size x elements) of readable memory
+ *    for an input and writable memory for an output, for the duration of
+ *    the call; shape and strides point at ndim int64s; strings are
+ *    NUL-terminated. The library cannot check these without reading the
+ *    memory: a wild pointer into unmapped memory faults inside the copy
+ *    and the Go runtime aborts the process (it cannot recover such a
+ *    fault), and one into mapped memory reads or writes the wrong bytes.
  *  - Every function may be called from any thread, many at once,
  *    including threads the Go runtime did not create. A call blocks its
- *    thread until it is done.
+ *    thread until it is done, or until a cancel token it was made with
+ *    fires (callbox_call_cancelable).
+ *  - fork(): the library contains the Go runtime, which does not survive
+ *    fork() (its threads are not copied). In a child forked from a process
+ *    that had loaded the library, every function returns at once, without
+ *    entering Go, an error of kind FAILED_PRECONDITION naming the fix: use
+ *    the library in processes started by spawn or forkserver (Python's
+ *    multiprocessing.get_context("spawn")), or load it only after forking.
+ *    The XLA handlers fail the same way; callbox_dtypes returns 0 and
+ *    callbox_cuda_stats -1. callbox_error_free works in such a child.
  *  - Strings passed in are NUL-terminated UTF-8 and are not retained.
  *  - Tensors are dense, row-major and on the CPU (GPU tensors: the CUDA
  *    section at the end). Inputs are read and
@@ -59,7 +80,10 @@ extern "C" {
  *        (NOT_FOUND) and FAILED_PRECONDITION (closed host, no default
  *        host); the GPU entries open the default host from CALLBOX_CONFIG
  *        as the CPU handler does; callbox_dtypes; the handlers declare XLA
- *        FFI API 0.2 */
+ *        FFI API 0.2; a fork() child gets FAILED_PRECONDITION from every
+ *        entry instead of hanging; cancel tokens (callbox_call_cancelable,
+ *        callbox_cancel_on_signal); callbox_set_log_callback; a closed
+ *        host releases everything */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 2
 #define CALLBOX_VERSION_PATCH 0
@@ -188,11 +212,30 @@ typedef struct callbox_error {
 } callbox_error;
 
 
+/* ---- Logging (since 1.2) ------------------------------------------------
+ *
+ * Guest log lines (callbox_log, a WASI guest's stdout and stderr) and the
+ * library's own warnings go to stderr at the level CALLBOX_LOG_LEVEL names
+ * (debug, info, warn, error; default warn), unless a callback is set: then
+ * every line at min_level or above goes to it, from whichever thread logs
+ * it (the callback must be thread-safe and must not call back into the
+ * library). callback is the callback's name ("" for the library's own
+ * lines); message is the line with any further attributes as key=value.
+ * The callback reaches hosts already open. fn NULL restores stderr. */
+#define CALLBOX_LOG_DEBUG (-4)
+#define CALLBOX_LOG_INFO 0
+#define CALLBOX_LOG_WARN 4
+#define CALLBOX_LOG_ERROR 8
+typedef void (*callbox_log_fn)(void *user, int32_t level, const char *callback, const char *message);
+
 /* ---- Handles and callback descriptions --------------------------------- */
 
 /* A host holds loaded callbacks. Handles are process-wide numbers; 0 is
  * never a valid handle. */
 typedef uint64_t callbox_host;
+
+/* A cancel token (since 1.2): a process-wide number, 0 none. */
+typedef uint64_t callbox_cancel_token;
 
 /* A loaded callback. The strings are owned by the host and stay valid
  * until callbox_close. */
@@ -222,6 +265,9 @@ uint32_t callbox_version_number(void);
 
 /* Frees an error; NULL is allowed. */
 void callbox_error_free(callbox_error *err);
+
+/* Sets (fn NULL: clears) the log callback; see Logging. */
+callbox_error *callbox_set_log_callback(callbox_log_fn fn, void *user, int32_t min_level);
 
 /* Writes up to capacity descriptions of the dtypes callbox has into out
  * (NULL with capacity 0 to count) and returns how many there are. Binding
@@ -275,6 +321,36 @@ callbox_error *callbox_output_types(callbox_host host, const char *callback,
 callbox_error *callbox_call(callbox_host host, const char *callback,
                             const callbox_tensor *inputs, size_t num_inputs,
                             callbox_tensor *outputs, size_t num_outputs);
+
+/* ---- Cancellation (since 1.2) ------------------------------------------
+ *
+ * A call made with a cancel token stops when the token fires: the guest is
+ * interrupted within milliseconds (both engines), no output byte is
+ * written, and the call fails with kind CANCELED (code CANCELLED). Firing
+ * a token cancels the calls made with it that are in flight then, and
+ * only those: calls made later run, so one token serves a whole session
+ * (one per Ctrl-C handler, say). Tokens are safe to use from any thread. */
+
+/* Makes a token. */
+callbox_error *callbox_cancel_token_new(callbox_cancel_token *out);
+/* Fires a token: its calls in flight fail with CANCELED. */
+callbox_error *callbox_cancel_token_fire(callbox_cancel_token cancel);
+/* Fires and forgets a token. */
+callbox_error *callbox_cancel_token_free(callbox_cancel_token cancel);
+/* callbox_call, or callbox_chain_call when chain is not NULL, that stops
+ * when cancel fires (0: never, as callbox_call). */
+callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                       const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                       callbox_tensor *outputs, size_t num_outputs);
+/* Makes signal signum (SIGINT, SIGTERM, ...; not SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGPROF, SIGURG, which the Go runtime and wasmtime own) fire
+ * cancel: the library installs a handler (SA_ONSTACK) that fires the token
+ * and then calls the handler it replaced (a default action still happens:
+ * SIGINT still ends a program that did not handle it). A program that
+ * installs its own handler for signum afterwards replaces the library's;
+ * calling this again reinstalls it, chaining to the new one. Python's
+ * binding uses it so that Ctrl-C cancels a call in flight. */
+callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum);
 
 /* Runs a callback for its side effect, asynchronously and unordered: the
  * inputs are copied before it returns, the outputs discarded. Its error

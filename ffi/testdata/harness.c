@@ -11,10 +11,14 @@
 // The XLA call frames are built byte by byte at the offsets of
 // shared/xla-ffi.md, independently of the library's own declarations.
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "callbox.h"
 
@@ -423,6 +427,12 @@ static void group_bad(void) {
   bad = ti;
   bad.data = NULL;
   report("data_null", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = ti;
+  bad.data = (void *)0x10;  // NULL plus an offset: refused, never read
+  report("data_null_page", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = to;
+  bad.data = (void *)0xff00;
+  report("out_null_page", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
   bad = ti;
   bad.device.device_type = CALLBOX_DEVICE_CUDA;
   report("device_gpu", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
@@ -839,6 +849,197 @@ static void group_both(const char *dir) {
   report("both_restore", callbox_set_default_host(host));
 }
 
+// rss_kib is the process's resident set (VmRSS), in KiB.
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long rss = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "VmRSS:", 6) == 0) rss = atol(line + 6);
+  }
+  fclose(f);
+  return rss;
+}
+
+// group_soak opens and closes a host from the config text (both engines'
+// callbacks, as callbox_open_config gets it from a binding) rounds times
+// with a call on every 10th, printing the RSS after the first tenth, after
+// half and at the end: a closed host must release everything.
+static void group_soak(const char *cfg_path, int rounds) {
+  FILE *f = fopen(cfg_path, "r");
+  CHECK(f != NULL, "open %s", cfg_path);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", cfg_path);
+  char *slash = strrchr(dir, '/');
+  if (slash != NULL) *slash = 0;
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t len = 4;
+  long first = 0, half = 0;
+  for (int i = 0; i < rounds; i++) {
+    callbox_host h = 0;
+    callbox_error *e = callbox_open_config(text, "yaml", dir, &h);
+    if (e != NULL) {
+      report("soak_open", e);
+      return;
+    }
+    if (i % 10 == 0) {
+      callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+      e = callbox_call(h, "copy_f32", &ti, 1, &to, 1);
+      if (e == NULL) e = callbox_call(h, "copy_wasmtime", &ti, 1, &to, 1);
+      if (e != NULL) {
+        report("soak_call", e);
+        return;
+      }
+    }
+    e = callbox_close(h);
+    if (e != NULL) {
+      report("soak_close", e);
+      return;
+    }
+    if (i + 1 == rounds / 10) first = rss_kib();
+    if (i + 1 == rounds / 2) half = rss_kib();
+  }
+  val("soak", "%d %ld %ld %ld", rounds, first, half, rss_kib());
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// group_fork forks a child after the parent has used the library: every
+// entry the child calls must fail at once with FailedPrecondition (the Go
+// runtime did not survive the fork), and the parent keeps serving.
+static void group_fork(const char *cfg) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  report("fork_parent_before", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);  // a hang fails the group instead of the test's timeout
+    double t0 = now_ms();
+    callbox_host h = 7;
+    report("fork_child_open", callbox_open(cfg, &h));
+    val("fork_child_handle", "%llu", (unsigned long long)h);
+    report("fork_child_call", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+    xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
+    xcall("fork_child_xla", "copy_f32", &a, 1, &r, 1);
+    val("fork_child_dtypes", "%zu", callbox_dtypes(NULL, 0));
+    val("fork_child_ms", "%.0f", now_ms() - t0);
+    fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  val("fork_child_exit", "%d", WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+  memset(y, 0, sizeof y);
+  report("fork_parent_after", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
+  CHECK(y[3] == 4, "the parent's call after the fork");
+}
+
+typedef struct {
+  callbox_cancel_token tok;
+  const char *chain;
+  double ms;
+  callbox_error *err;
+} spin_arg;
+
+static void *spin_thread(void *p) {
+  spin_arg *a = p;
+  float x[4] = {1, 2, 3, 4}, y[4] = {9, 9, 9, 9};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  double t0 = now_ms();
+  a->err = callbox_call_cancelable(host, a->tok, a->chain, "spin_long", &ti, 1, &to, 1);
+  a->ms = now_ms() - t0;
+  CHECK(y[0] == 9 && y[3] == 9, "a canceled call wrote its output");
+  return NULL;
+}
+
+static volatile sig_atomic_t usr2_seen;
+static void on_usr2(int sig) {
+  (void)sig;
+  usr2_seen++;
+}
+
+// group_cancel cancels calls of a 5 s spinning callback 100 ms in: by
+// firing the token from another thread, by a signal the token was bound
+// to (the program's own handler for it still runs), and on a chain.
+static void group_cancel(void) {
+  callbox_cancel_token tok = 0;
+  report("cancel_new", callbox_cancel_token_new(&tok));
+  for (int round = 0; round < 3; round++) {
+    spin_arg a = {tok, round == 2 ? "canceled_chain" : NULL, 0, NULL};
+    pthread_t th;
+    pthread_create(&th, NULL, spin_thread, &a);
+    struct timespec d = {0, 100 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    if (round == 1) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_usr2;
+      sa.sa_flags = SA_ONSTACK;
+      sigaction(SIGUSR2, &sa, NULL);
+      report("cancel_on_signal", callbox_cancel_on_signal(tok, SIGUSR2));
+      kill(getpid(), SIGUSR2);
+    } else {
+      report("cancel_fire", callbox_cancel_token_fire(tok));
+    }
+    pthread_join(th, NULL);
+    char label[32];
+    snprintf(label, sizeof label, "cancel_call_%d", round);
+    report(label, a.err);
+    snprintf(label, sizeof label, "cancel_ms_%d", round);
+    val(label, "%.0f", a.ms);
+  }
+  val("cancel_usr2_seen", "%d", (int)usr2_seen);
+  // A call after the token fired runs: firing cancels only calls in flight.
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  report("cancel_later_call", callbox_call_cancelable(host, tok, NULL, "copy_f32", &ti, 1, &to, 1));
+  CHECK(y[3] == 4, "the call after the token fired");
+  report("cancel_free", callbox_cancel_token_free(tok));
+  report("cancel_freed", callbox_cancel_token_fire(tok));
+  report("cancel_new_2", callbox_cancel_token_new(&tok));
+  report("cancel_bad_signal", callbox_cancel_on_signal(tok, SIGSEGV));
+  report("cancel_free_2", callbox_cancel_token_free(tok));
+}
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_seen[512];
+static int log_lines;
+static void on_log(void *user, int32_t level, const char *callback, const char *message) {
+  pthread_mutex_lock(&log_mu);
+  log_lines++;
+  snprintf(log_seen, sizeof log_seen, "%s|%d|%s|%s", (const char *)user, level, callback, message);
+  pthread_mutex_unlock(&log_mu);
+}
+
+// group_log routes guest log lines to a C callback, then back to stderr.
+static void group_log(void) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  report("log_set", callbox_set_log_callback(on_log, "user", CALLBOX_LOG_INFO));
+  report("log_call", callbox_call(host, "say", &ti, 1, &to, 1));
+  val("log_seen", "%d %s", log_lines, log_seen);
+  report("log_debug_only", callbox_set_log_callback(on_log, "user", CALLBOX_LOG_ERROR));
+  report("log_call_2", callbox_call(host, "say", &ti, 1, &to, 1));
+  val("log_lines_after_error_level", "%d", log_lines);
+  report("log_clear", callbox_set_log_callback(NULL, NULL, 0));
+  report("log_call_3", callbox_call(host, "say", &ti, 1, &to, 1));
+  val("log_lines_after_clear", "%d", log_lines);
+}
+
 // group_lazy runs one XLA call on the default host, which comes from
 // CALLBOX_CONFIG (or is missing).
 static void group_lazy(void) {
@@ -887,6 +1088,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "lazy")) group_lazy();
     else if (!strcmp(g, "cuda")) group_cuda();
     else if (!strcmp(g, "both")) group_both(argv[2]);
+    else if (!strncmp(g, "soak", 4)) group_soak(argv[1], atoi(g + 4));
+    else if (!strcmp(g, "fork")) group_fork(argv[1]);
+    else if (!strcmp(g, "cancel")) group_cancel();
+    else if (!strcmp(g, "log")) group_log();
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;

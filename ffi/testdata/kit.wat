@@ -2,10 +2,12 @@
 ;; bytes), so one export serves many signatures given in the config.
 (module
   (import "callbox" "error" (func $error (param i32 i32)))
+  (import "callbox" "log" (func $log (param i32 i32 i32)))
   (memory (export "memory") 2)
   (global $heap (mut i32) (i32.const 4096))
   (global $counter (mut i32) (i32.const 0))
   (data (i32.const 64) "bad input")
+  (data (i32.const 96) "hello from kit")
 
   (func (export "callbox_abi_version") (result i32) (i32.const 1))
 
@@ -54,6 +56,14 @@
   (func (export "bump") (param $f i32) (result i32)
     (global.set $counter (i32.add (global.get $counter) (i32.const 1)))
     (i32.store (call $data (local.get $f) (i32.const 1)) (global.get $counter))
+    (i32.const 0))
+
+  ;; say = (x: T[...]) -> T[...]: logs "hello from kit" at info, then copies.
+  (func (export "say") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 96) (i32.const 14))
+    (memory.copy (call $data (local.get $f) (i32.const 1))
+                 (call $data (local.get $f) (i32.const 0))
+                 (call $len (local.get $f) (i32.const 0)))
     (i32.const 0))
 
   ;; spin = (x: f32[n]) -> f32[n]: never returns.

@@ -6,9 +6,14 @@
 // through the GPU entries.
 //
 // Every number in a tensor is the foreign caller's and is untrusted: the
-// checks here are the only place such a tensor is bounds-checked. What is
-// NOT checked, because no process can check it, is that data points at
-// memory of the size the shape says: a C caller must guarantee that.
+// checks here are the only place such a tensor is bounds-checked. A data
+// pointer is checked as far as a pointer can be without touching it: not
+// NULL (unless the tensor is empty), not in the lowest 64 KiB (which Linux
+// never maps: vm.mmap_min_addr), and data + byte_offset + size inside the
+// address space. What is NOT checked, because it cannot be without
+// reading the memory, is that the pointer addresses that many readable
+// (inputs) or writable (outputs) bytes: a C caller must guarantee that, as
+// for memcpy.
 //
 // The package does no cgo: the structs are read in place through
 // pointers the caller got from C.
@@ -123,6 +128,11 @@ func ToABI(d DType) (abi.DType, bool) {
 	return t, t != abi.Invalid
 }
 
+// MinAddress is the lowest address a tensor's data may start at: Linux
+// maps nothing below vm.mmap_min_addr (64 KiB by default), so a pointer
+// there is NULL plus an offset, or a small integer passed as a pointer.
+const MinAddress = 64 << 10
+
 // Memory says which memory a caller can move bytes from: the C API reads
 // host memory, the GPU entries device memory.
 type Memory uint8
@@ -220,8 +230,13 @@ func Check(t *Tensor, m Memory) (View, error) {
 	if t.Data == nil {
 		return View{}, fail("data is NULL for %s%s (%d bytes)", d, v.Shape, n)
 	}
-	if uintptr(t.Data)+uintptr(t.ByteOffset) < uintptr(t.Data) || t.ByteOffset > uint64(^uintptr(0)) {
-		return View{}, fail("byte_offset %d overflows the address space", t.ByteOffset)
+	base := uintptr(t.Data)
+	start := base + uintptr(t.ByteOffset)
+	if start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start {
+		return View{}, fail("byte_offset %d and %d bytes overflow the address space from data %#x", t.ByteOffset, n, base)
+	}
+	if start < MinAddress {
+		return View{}, fail("data %#x (+ byte_offset %d) is in the lowest %d KiB of the address space, which is never mapped: a NULL or wild pointer", base, t.ByteOffset, MinAddress>>10)
 	}
 	v.Addr = unsafe.Add(t.Data, uintptr(t.ByteOffset))
 	return v, nil

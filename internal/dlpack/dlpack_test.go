@@ -92,7 +92,14 @@ func TestBothMemoriesOneRule(t *testing.T) {
 	w := tensor(dlpack.CUDA, p, abi.F32, []int64{2}, nil)
 	w.ByteOffset = ^uint64(0) - 2
 	_, err = dlpack.Check(w, dlpack.OnDevice)
-	assert.ErrorContains(t, err, "overflows the address space")
+	assert.ErrorContains(t, err, "overflow the address space")
+	// A NULL-page pointer (NULL plus an offset, a small integer) is refused,
+	// not dereferenced.
+	for _, addr := range []uintptr{0x10, 0xfff0} {
+		low := tensor(dlpack.CPU, *(*unsafe.Pointer)(unsafe.Pointer(&addr)), abi.F32, []int64{2}, nil)
+		_, err = dlpack.Check(low, dlpack.OnHost)
+		assert.ErrorContains(t, err, "is in the lowest 64 KiB of the address space, which is never mapped")
+	}
 	// The view's data starts at byte_offset.
 	o := tensor(dlpack.CPU, p, abi.F32, []int64{2}, nil)
 	o.ByteOffset = 8

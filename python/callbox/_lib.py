@@ -1,6 +1,8 @@
 """ctypes declarations of libcallbox's C API (include/callbox.h, version 1.x)."""
 
+import atexit
 import ctypes
+import logging
 import os
 import pathlib
 
@@ -81,6 +83,9 @@ assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
 ErrorP = ctypes.POINTER(Error)
 TensorP = ctypes.POINTER(Tensor)
 Host = ctypes.c_uint64
+CancelToken = ctypes.c_uint64
+# callbox_log_fn: (user, level, callback, message).
+LogFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
 
 
 def _candidates():
@@ -138,6 +143,13 @@ def _declare(lib):
     fn("callbox_chain_barrier", Host, ctypes.c_char_p)
     fn("callbox_chain_reset", Host, ctypes.c_char_p)
     fn("callbox_set_default_host", Host)
+    fn("callbox_call_cancelable", Host, CancelToken, ctypes.c_char_p, ctypes.c_char_p, TensorP, ctypes.c_size_t,
+       TensorP, ctypes.c_size_t)
+    fn("callbox_cancel_token_new", ctypes.POINTER(CancelToken))
+    fn("callbox_cancel_token_fire", CancelToken)
+    fn("callbox_cancel_token_free", CancelToken)
+    fn("callbox_cancel_on_signal", CancelToken, ctypes.c_int)
+    fn("callbox_set_log_callback", LogFn, ctypes.c_void_p, ctypes.c_int32)
     fn("callbox_default_host", ctypes.POINTER(Host))
     lib.callbox_xla_ffi.argtypes = [ctypes.c_void_p]
     lib.callbox_xla_ffi.restype = ctypes.c_void_p
@@ -154,7 +166,8 @@ _lib = None
 
 def lib():
     """The loaded library (loaded on first use). ctypes.CDLL releases the GIL
-    during every call."""
+    during every call. Loading it routes the library's log lines (guest
+    log output among them) to Python's logging, logger "callbox"."""
     global _lib
     if _lib is None:
         _lib = _declare(ctypes.CDLL(find_library()))
@@ -162,7 +175,54 @@ def lib():
         if v // 10000 != 1 or v % 10000 < 200:
             raise OSError("libcallbox version %s is not 1.2 or a later 1.x (rebuild it: make lib)"
                           % _lib.callbox_version().decode())
+        _route_logs(_lib)
     return _lib
+
+
+# ---- logging ----
+
+_LOGGER = logging.getLogger("callbox")
+
+
+def _py_level(level):
+    """A callbox log level (slog's numbers: debug -4, info 0, warn 4, error
+    8) as a logging level."""
+    if level < 0:
+        return logging.DEBUG
+    if level < 4:
+        return logging.INFO
+    if level < 8:
+        return logging.WARNING
+    return logging.ERROR
+
+
+@LogFn
+def _on_log(user, level, callback, message):
+    lvl = _py_level(level)
+    if not _LOGGER.isEnabledFor(lvl):
+        return
+    cb = callback.decode("utf-8", "replace") if callback else ""
+    text = message.decode("utf-8", "replace") if message else ""
+    _LOGGER.log(lvl, "%s: %s" % (cb, text) if cb else text, extra={"callback": cb})
+
+
+def _route_logs(l):
+    """Send every log line of the library to the "callbox" logger (from any
+    thread; the callback takes the GIL). Lines below the logger's level are
+    dropped in Python, so set it with logging, e.g.
+    logging.getLogger("callbox").setLevel(logging.INFO) to see taps'
+    output. Unhooked at interpreter exit, before Python's objects go."""
+    err = l.callbox_set_log_callback(_on_log, None, -4)
+    if err:
+        l.callbox_error_free(err)  # a fork child: nothing to route
+        return
+
+    def unhook():
+        e = l.callbox_set_log_callback(LogFn(), None, 0)
+        if e:
+            l.callbox_error_free(e)
+
+    atexit.register(unhook)
 
 
 def dtypes():

@@ -4,6 +4,9 @@ import collections
 import ctypes
 import json
 import os
+import signal
+import threading
+import weakref
 
 import numpy as np
 
@@ -130,6 +133,10 @@ class Host:
         else:
             raise TypeError("config must be a path, a dict or config text, not %r" % type(config).__name__)
         self._handle = h.value
+        # A Host dropped without close() is closed when it is collected
+        # (not at interpreter exit: the process's end frees everything).
+        self._finalizer = weakref.finalize(self, _close_handle, self._lib, self._handle)
+        self._finalizer.atexit = False
 
     @classmethod
     def default(cls):
@@ -151,7 +158,12 @@ class Host:
 
     def close(self):
         """Wait for calls in flight and release the host; later calls raise
-        InvalidArgument. Closing twice is allowed."""
+        FailedPrecondition. Closing twice is allowed. A Host that is dropped
+        without close() is closed when it is garbage-collected (keep a
+        reference to a host made the default with set_default)."""
+        fin = getattr(self, "_finalizer", None)
+        if fin is not None:
+            fin.detach()
         check(self._lib, self._lib.callbox_close(self._handle))
 
     def __enter__(self):
@@ -222,8 +234,7 @@ class Host:
         passed by pointer (a non-contiguous one is copied first); results
         are written straight into new arrays."""
         ins, outs = self._prepare(name, arrays)
-        check(self._lib, self._lib.callbox_call(
-            self._handle, _b(name), _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        _invoke(self._lib, self._handle, None, _b(name), ins, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def tap(self, name, *arrays):
@@ -241,6 +252,54 @@ class Host:
         """The ordered chain with this name (the same chain for the same
         name)."""
         return Chain(self, name)
+
+
+def _invoke(lib, handle, chain, name, ins, outs):
+    """One synchronous call (on chain when it is not None). From the main
+    thread, while Python's own Ctrl-C handling is in place, the call is
+    made with the SIGINT cancel token: Ctrl-C cancels it within
+    milliseconds (the guest is interrupted, no output is written) and
+    KeyboardInterrupt is raised, instead of waiting for the call's
+    timeout."""
+    tok = _sigint_token(lib)
+    ti, to = _tensors(ins), _tensors(outs)
+    if tok:
+        check(lib, lib.callbox_call_cancelable(handle, tok, chain, name, ti, len(ins), to, len(outs)))
+    elif chain is None:
+        check(lib, lib.callbox_call(handle, name, ti, len(ins), to, len(outs)))
+    else:
+        check(lib, lib.callbox_chain_call(handle, chain, name, ti, len(ins), to, len(outs)))
+
+
+_sigint = {}
+
+
+def _sigint_token(lib):
+    """The process's SIGINT cancel token (made and bound to SIGINT on first
+    use), or 0 off the main thread or when the program handles SIGINT
+    itself (then a call is not canceled by Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        return 0
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return 0
+    tok = _sigint.get(os.getpid())
+    if tok is None:
+        t = _lib.CancelToken(0)
+        check(lib, lib.callbox_cancel_token_new(ctypes.byref(t)))
+        check(lib, lib.callbox_cancel_on_signal(t, signal.SIGINT))
+        tok = _sigint[os.getpid()] = t.value
+    return tok
+
+
+def _close_handle(lib, handle):
+    """A dropped Host's finalizer: close it, ignoring errors (there is no
+    caller to raise to)."""
+    try:
+        err = lib.callbox_close(handle)
+        if err:
+            lib.callbox_error_free(err)
+    except Exception:  # noqa: BLE001 - a finalizer must not raise
+        pass
 
 
 def _looks_like_path(config):
@@ -273,8 +332,7 @@ class Chain:
         """Run a call as the chain's next step and return its result(s)."""
         h = self.host
         ins, outs = h._prepare(callback, arrays)
-        check(h._lib, h._lib.callbox_chain_call(
-            h._handle, self._name, _b(callback), _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        _invoke(h._lib, h._handle, self._name, _b(callback), ins, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def tap(self, callback, *arrays):

@@ -1,0 +1,253 @@
+// The library's exported C API: thin C wrappers over the Go functions
+// (cbxgo_*, capi.go and gpu.go), so that every entry first checks, in C,
+// that the process is not a fork() child of one that had loaded the
+// library. The Go runtime does not survive fork(): its threads are not
+// copied, and the first call into Go in the child would wait forever for
+// them. A child gets a FailedPrecondition error at once instead, naming
+// the fix, and never enters Go. callbox_error_free is pure C for the same
+// reason (a child must be able to free the error it got).
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/callbox.h"
+
+// ---- fork detection ----
+
+static int cbx_forked;
+
+static void cbx_atfork_child(void) { __atomic_store_n(&cbx_forked, 1, __ATOMIC_RELAXED); }
+
+__attribute__((constructor)) static void cbx_register_atfork(void) { pthread_atfork(NULL, NULL, cbx_atfork_child); }
+
+// cbx_in_fork_child is 1 in a fork() child of a process that had loaded
+// the library (xla.c asks too).
+int cbx_in_fork_child(void) { return __atomic_load_n(&cbx_forked, __ATOMIC_RELAXED); }
+
+// cbx_fork_message writes the error a fork child gets for entry where.
+void cbx_fork_message(const char *where, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "%s: this process was forked from one that had loaded libcallbox, and the Go runtime inside the library "
+           "does not survive fork(): use the library only in processes started with spawn or forkserver (Python: "
+           "multiprocessing.get_context(\"spawn\") or \"forkserver\"; PyTorch DataLoader: "
+           "multiprocessing_context=\"spawn\"), or load it only after forking",
+           where);
+}
+
+// The error for allocation failures while making an error: static, and
+// never freed by callbox_error_free.
+static callbox_error cbx_oom_error = {
+    sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 13, 0, 0, "HostPanic", "", "", "out of memory", "",
+    "HostPanic: out of memory"};
+
+static callbox_error *cbx_fork_error(const char *where) {
+  char msg[1024], text[1100];
+  cbx_fork_message(where, msg, sizeof msg);
+  snprintf(text, sizeof text, "FailedPrecondition: %s", msg);
+  callbox_error *e = calloc(1, sizeof *e);
+  if (e == NULL) return &cbx_oom_error;
+  e->struct_size = sizeof *e;
+  e->kind = CALLBOX_KIND_FAILED_PRECONDITION;
+  e->code = 9;  // FAILED_PRECONDITION: the kind's code (abi.Kind.Code)
+  e->kind_name = strdup("FailedPrecondition");
+  e->callback = strdup("");
+  e->chain = strdup("");
+  e->message = strdup(msg);
+  e->guest_message = strdup("");
+  e->text = strdup(text);
+  return e;
+}
+
+void callbox_error_free(callbox_error *e) {
+  if (e == NULL || e == &cbx_oom_error) return;
+  free((void *)e->kind_name);
+  free((void *)e->callback);
+  free((void *)e->chain);
+  free((void *)e->message);
+  free((void *)e->guest_message);
+  free((void *)e->text);
+  free(e);
+}
+
+// ---- the Go side (capi.go, gpu.go) ----
+
+extern callbox_error *cbxgo_open(const char *, callbox_host *);
+extern callbox_error *cbxgo_open_config(const char *, const char *, const char *, callbox_host *);
+extern callbox_error *cbxgo_close(callbox_host);
+extern callbox_error *cbxgo_callback_count(callbox_host, size_t *);
+extern callbox_error *cbxgo_callback_at(callbox_host, size_t, callbox_callback_info *);
+extern callbox_error *cbxgo_callback_find(callbox_host, const char *, callbox_callback_info *);
+extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callbox_tensor *, size_t, callbox_type *,
+                                         size_t);
+extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
+extern callbox_error *cbxgo_call_cancelable(callbox_host, callbox_cancel_token, const char *, const char *,
+                                            const callbox_tensor *, size_t, callbox_tensor *, size_t);
+extern callbox_error *cbxgo_tap(callbox_host, const char *, const callbox_tensor *, size_t);
+extern callbox_error *cbxgo_barrier(callbox_host);
+extern callbox_error *cbxgo_chain_call(callbox_host, const char *, const char *, const callbox_tensor *, size_t,
+                                       callbox_tensor *, size_t);
+extern callbox_error *cbxgo_chain_tap(callbox_host, const char *, const char *, const callbox_tensor *, size_t);
+extern callbox_error *cbxgo_chain_barrier(callbox_host, const char *);
+extern callbox_error *cbxgo_chain_reset(callbox_host, const char *);
+extern callbox_error *cbxgo_set_default_host(callbox_host);
+extern callbox_error *cbxgo_default_host(callbox_host *);
+extern callbox_error *cbxgo_cancel_token_new(callbox_cancel_token *);
+extern callbox_error *cbxgo_cancel_token_fire(callbox_cancel_token);
+extern callbox_error *cbxgo_cancel_token_free(callbox_cancel_token);
+extern callbox_error *cbxgo_cancel_on_signal(callbox_cancel_token, int);
+extern callbox_error *cbxgo_set_log_callback(callbox_log_fn, void *, int32_t);
+extern size_t cbxgo_dtypes(callbox_dtype_info *, size_t);
+extern int cbxgo_cuda_call_dlpack(const char *, uintptr_t, callbox_tensor *const *, size_t, callbox_tensor *const *,
+                                  size_t, char *, size_t);
+extern int64_t cbxgo_cuda_stats(char *, size_t);
+
+// ---- the entries ----
+
+#define CBX_GUARD(name) \
+  if (cbx_in_fork_child()) return cbx_fork_error(name)
+
+callbox_error *callbox_open(const char *path, callbox_host *out) {
+  if (out != NULL && cbx_in_fork_child()) *out = 0;
+  CBX_GUARD("callbox_open");
+  return cbxgo_open(path, out);
+}
+
+callbox_error *callbox_open_config(const char *text, const char *format, const char *base_dir, callbox_host *out) {
+  if (out != NULL && cbx_in_fork_child()) *out = 0;
+  CBX_GUARD("callbox_open_config");
+  return cbxgo_open_config(text, format, base_dir, out);
+}
+
+callbox_error *callbox_close(callbox_host host) {
+  CBX_GUARD("callbox_close");
+  return cbxgo_close(host);
+}
+
+callbox_error *callbox_callback_count(callbox_host host, size_t *out) {
+  CBX_GUARD("callbox_callback_count");
+  return cbxgo_callback_count(host, out);
+}
+
+callbox_error *callbox_callback_at(callbox_host host, size_t index, callbox_callback_info *out) {
+  CBX_GUARD("callbox_callback_at");
+  return cbxgo_callback_at(host, index, out);
+}
+
+callbox_error *callbox_callback_find(callbox_host host, const char *name_or_id, callbox_callback_info *out) {
+  CBX_GUARD("callbox_callback_find");
+  return cbxgo_callback_find(host, name_or_id, out);
+}
+
+callbox_error *callbox_output_types(callbox_host host, const char *callback, const callbox_tensor *inputs,
+                                    size_t num_inputs, callbox_type *outputs, size_t num_outputs) {
+  CBX_GUARD("callbox_output_types");
+  return cbxgo_output_types(host, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_call(callbox_host host, const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                            callbox_tensor *outputs, size_t num_outputs) {
+  CBX_GUARD("callbox_call");
+  return cbxgo_call(host, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                       const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                       callbox_tensor *outputs, size_t num_outputs) {
+  CBX_GUARD("callbox_call_cancelable");
+  return cbxgo_call_cancelable(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_tap(callbox_host host, const char *callback, const callbox_tensor *inputs, size_t num_inputs) {
+  CBX_GUARD("callbox_tap");
+  return cbxgo_tap(host, callback, inputs, num_inputs);
+}
+
+callbox_error *callbox_barrier(callbox_host host) {
+  CBX_GUARD("callbox_barrier");
+  return cbxgo_barrier(host);
+}
+
+callbox_error *callbox_chain_call(callbox_host host, const char *chain, const char *callback,
+                                  const callbox_tensor *inputs, size_t num_inputs, callbox_tensor *outputs,
+                                  size_t num_outputs) {
+  CBX_GUARD("callbox_chain_call");
+  return cbxgo_chain_call(host, chain, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_chain_tap(callbox_host host, const char *chain, const char *callback,
+                                 const callbox_tensor *inputs, size_t num_inputs) {
+  CBX_GUARD("callbox_chain_tap");
+  return cbxgo_chain_tap(host, chain, callback, inputs, num_inputs);
+}
+
+callbox_error *callbox_chain_barrier(callbox_host host, const char *chain) {
+  CBX_GUARD("callbox_chain_barrier");
+  return cbxgo_chain_barrier(host, chain);
+}
+
+callbox_error *callbox_chain_reset(callbox_host host, const char *chain) {
+  CBX_GUARD("callbox_chain_reset");
+  return cbxgo_chain_reset(host, chain);
+}
+
+callbox_error *callbox_set_default_host(callbox_host host) {
+  CBX_GUARD("callbox_set_default_host");
+  return cbxgo_set_default_host(host);
+}
+
+callbox_error *callbox_default_host(callbox_host *out) {
+  if (out != NULL && cbx_in_fork_child()) *out = 0;
+  CBX_GUARD("callbox_default_host");
+  return cbxgo_default_host(out);
+}
+
+callbox_error *callbox_cancel_token_new(callbox_cancel_token *out) {
+  if (out != NULL && cbx_in_fork_child()) *out = 0;
+  CBX_GUARD("callbox_cancel_token_new");
+  return cbxgo_cancel_token_new(out);
+}
+
+callbox_error *callbox_cancel_token_fire(callbox_cancel_token cancel) {
+  CBX_GUARD("callbox_cancel_token_fire");
+  return cbxgo_cancel_token_fire(cancel);
+}
+
+callbox_error *callbox_cancel_token_free(callbox_cancel_token cancel) {
+  CBX_GUARD("callbox_cancel_token_free");
+  return cbxgo_cancel_token_free(cancel);
+}
+
+callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum) {
+  CBX_GUARD("callbox_cancel_on_signal");
+  return cbxgo_cancel_on_signal(cancel, signum);
+}
+
+callbox_error *callbox_set_log_callback(callbox_log_fn fn, void *user, int32_t min_level) {
+  CBX_GUARD("callbox_set_log_callback");
+  return cbxgo_set_log_callback(fn, user, min_level);
+}
+
+size_t callbox_dtypes(callbox_dtype_info *out, size_t capacity) {
+  if (cbx_in_fork_child()) return 0;
+  return cbxgo_dtypes(out, capacity);
+}
+
+int callbox_cuda_call_dlpack(const char *callback, uintptr_t stream, callbox_tensor *const *inputs, size_t num_inputs,
+                             callbox_tensor *const *outputs, size_t num_outputs, char *msg, size_t msg_cap) {
+  if (cbx_in_fork_child()) {
+    if (msg != NULL && msg_cap > 0) cbx_fork_message("callbox_cuda_call_dlpack", msg, msg_cap);
+    return 9;  // FAILED_PRECONDITION
+  }
+  return cbxgo_cuda_call_dlpack(callback, stream, inputs, num_inputs, outputs, num_outputs, msg, msg_cap);
+}
+
+int64_t callbox_cuda_stats(char *buf, size_t cap) {
+  if (cbx_in_fork_child()) return -1;
+  return cbxgo_cuda_stats(buf, cap);
+}
+
+// The log callback's trampoline: Go cannot call a C function pointer.
+void cbx_call_log(callbox_log_fn fn, void *user, int32_t level, const char *callback, const char *message) {
+  fn(user, level, callback, message);
+}
