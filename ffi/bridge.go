@@ -102,7 +102,6 @@ func newBridgeHost(h *host.Host, cfg *config.Config) (*bridgeHost, error) {
 	return bh, nil
 }
 
-
 // resolve finds a callback by name or content id. key may point into C
 // memory; the returned info holds Go copies. The callback resolved last is
 // checked first: a program calling one callback in a loop compares one

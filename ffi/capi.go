@@ -109,7 +109,6 @@ func outArg[T any](p *T, name string) error {
 	return nil
 }
 
-
 //export cbxgo_open
 func cbxgo_open(path *C.char, out *C.callbox_host) *C.callbox_error {
 	return entry("callbox_open", func() error {
