@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -57,7 +56,7 @@ type bridgeHost struct {
 // discards it.
 func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 	logger := bridgeLogger()
-	gpu, err := newGPU(os.Getenv, logger)
+	gpu, err := newGPU(getenv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -258,13 +257,22 @@ func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	defer sc.release(int(nIn), int(nOut))
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
-		return err
+		return forCallback(err, name)
 	}
 	out, err := fromDLs("output", outputs, nOut, sc.out[:])
 	if err != nil {
-		return err
+		return forCallback(err, name)
 	}
 	return bh.call(ctx, chainName, name, in, out)
+}
+
+// forCallback names the callback a refused tensor was meant for, so the
+// error's callback field says it (the argument is named already).
+func forCallback(err error, name string) error {
+	if ae, ok := err.(*argError); ok {
+		ae.callback = strings.Clone(name)
+	}
+	return err
 }
 
 // tapDL is callbox_tap, or callbox_chain_tap when chain is not nil.
@@ -277,7 +285,7 @@ func tapDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr) 
 	defer sc.release(int(nIn), 0)
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
-		return err
+		return forCallback(err, name)
 	}
 	return bh.tap(context.Background(), chainName, name, in)
 }
@@ -424,12 +432,12 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 	if h := defaultHost.h.Load(); h != 0 {
 		return lookupHost(h)
 	}
-	path := os.Getenv("CALLBOX_CONFIG")
+	path := getenv("CALLBOX_CONFIG")
 	if path == "" {
 		return nil, &bridgeError{kind: abi.FailedPrecondition,
 			msg: "no callbox host: set CALLBOX_CONFIG to a config file, or call callbox_set_default_host before the first call"}
 	}
-	cfg, err := configfile.Load(path)
+	cfg, err := configfile.LoadEnv(path, environ())
 	if err != nil {
 		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
 	}

@@ -62,6 +62,9 @@ func cError(err error) *C.callbox_error {
 	e.message = C.CString(in.message)
 	e.guest_message = C.CString(in.guest)
 	e.text = C.CString(in.text)
+	e.failed_callback = C.CString(in.failedCallback)
+	e.failed_seq = C.uint64_t(in.failedSeq)
+	e.failed_message = C.CString(in.failedMessage)
 	return e
 }
 
@@ -117,7 +120,7 @@ func cbxgo_open(path *C.char, out *C.callbox_host) *C.callbox_error {
 			if err != nil {
 				return nil, err
 			}
-			return configfile.Load(p)
+			return configfile.LoadEnv(p, environ())
 		})
 	})
 }

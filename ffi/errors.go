@@ -42,6 +42,10 @@ type errInfo struct {
 	message  string
 	guest    string
 	text     string
+	// A chain step refused after an earlier one failed: that step.
+	failedCallback string
+	failedSeq      uint64
+	failedMessage  string
 }
 
 // bridgeError is a failure the bridge itself reports about a callback
@@ -78,12 +82,15 @@ func describe(err error) errInfo {
 		be *bridgeError
 		cf *config.Error
 		ge *cuda.Error
+		ae *argError
 	)
 	switch {
 	case errors.As(err, &ch):
 		in.callback, in.chain, in.seq = ch.Callback, ch.Chain, ch.Seq
 		in.kind = ch.First.Kind()
 		in.status = ch.First.Status
+		in.guest = ch.First.GuestMessage
+		in.failedCallback, in.failedSeq, in.failedMessage = ch.First.Callback, ch.First.Seq, ch.First.Message
 	case errors.As(err, &ce):
 		in.callback, in.chain, in.seq = ce.Callback, ce.Chain, ce.Seq
 		in.message, in.guest, in.status = ce.Message, ce.GuestMessage, ce.Status
@@ -91,6 +98,8 @@ func describe(err error) errInfo {
 		in.callback = le.Callback
 	case errors.As(err, &be):
 		in.callback, in.message = be.callback, be.msg
+	case errors.As(err, &ae):
+		in.callback = ae.callback
 	case errors.As(err, &ge):
 		in.callback, in.chain, in.seq = ge.Callback, ge.Chain, ge.Seq
 	case errors.As(err, &cf):

@@ -7,6 +7,7 @@
 // the fix, and never enters Go. callbox_error_free is pure C for the same
 // reason (a child must be able to free the error it got).
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ void cbx_fork_message(const char *where, char *buf, size_t cap) {
 // never freed by callbox_error_free.
 static callbox_error cbx_oom_error = {
     sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 13, 0, 0, "HostPanic", "", "", "out of memory", "",
-    "HostPanic: out of memory"};
+    "HostPanic: out of memory", "", 0, ""};
 
 static callbox_error *cbx_fork_error(const char *where) {
   char msg[1024], text[1100];
@@ -56,6 +57,8 @@ static callbox_error *cbx_fork_error(const char *where) {
   e->message = strdup(msg);
   e->guest_message = strdup("");
   e->text = strdup(text);
+  e->failed_callback = strdup("");
+  e->failed_message = strdup("");
   return e;
 }
 
@@ -67,6 +70,10 @@ void callbox_error_free(callbox_error *e) {
   free((void *)e->message);
   free((void *)e->guest_message);
   free((void *)e->text);
+  if (e->struct_size >= offsetof(callbox_error, failed_message) + sizeof(char *)) {
+    free((void *)e->failed_callback);
+    free((void *)e->failed_message);
+  }
   free(e);
 }
 

@@ -177,6 +177,8 @@ type harnessLine struct {
 	seq      uint64
 	guest    string
 	text     string
+	// failed is the failed step of a refused chain step: "callback#seq".
+	failed string
 }
 
 type harnessRun struct {
@@ -202,10 +204,10 @@ func runHarness(t *testing.T, bin, cfg, dir string, env []string, groups ...stri
 		f := strings.Split(sc.Text(), "\t")
 		switch f[0] {
 		case "ERR":
-			require.Len(t, f, 9, sc.Text())
+			require.Len(t, f, 10, sc.Text())
 			code, _ := strconv.Atoi(f[3])
 			seq, _ := strconv.ParseUint(f[6], 10, 64)
-			r.errs[f[1]] = harnessLine{kind: f[2], code: code, callback: f[4], chain: f[5], seq: seq, guest: f[7], text: f[8]}
+			r.errs[f[1]] = harnessLine{kind: f[2], code: code, callback: f[4], chain: f[5], seq: seq, guest: f[7], text: f[8], failed: f[9]}
 		case "XLA":
 			require.Len(t, f, 4, sc.Text())
 			code, _ := strconv.Atoi(f[2])
@@ -333,7 +335,8 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "null_outputs", abi.InvalidArgument, "outputs: NULL with a count of 1")
 	r.fails(t, "too_many_inputs", abi.InvalidArgument, "got 2 inputs, signature (x: f32[n]) -> f32[n] takes 1")
 	r.fails(t, "too_few_outputs", abi.InvalidArgument, "got 0 output buffers")
-	r.fails(t, "unknown_dtype", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 8, lanes 1}")
+	bad := r.fails(t, "unknown_dtype", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 8, lanes 1}")
+	assert.Equal(t, "copy_f32", bad.callback, "a refused tensor's error names the callback the call named")
 	r.fails(t, "lanes", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 32, lanes 4}")
 	r.fails(t, "rank_33", abi.InvalidArgument, "input 0: rank 33 exceeds the maximum 32")
 	r.fails(t, "rank_negative", abi.InvalidArgument, "input 0: rank -1 is negative")
@@ -364,6 +367,8 @@ func TestHarnessCAPI(t *testing.T) {
 	skipped := r.fails(t, "chain_after_failure", abi.GuestError, `call #5 (bump) not run: chain failed at #3`)
 	assert.Equal(t, "bump", skipped.callback)
 	assert.EqualValues(t, 5, skipped.seq)
+	assert.Equal(t, "fail#3 guest returned INVALID_ARGUMENT", skipped.failed, "the refused step names the step that failed")
+	assert.Equal(t, "bad input", skipped.guest, "with the failed step's guest message")
 	assert.Equal(t, "3", r.vals["chain_count_2"], "the tap after the failure must not have run")
 	r.fails(t, "chain_null", abi.InvalidArgument, "chain: NULL")
 	r.fails(t, "chain_empty", abi.InvalidArgument, "chain: empty name")

@@ -47,7 +47,7 @@ func cbxgo_set_log_callback(fn C.callbox_log_fn, user unsafe.Pointer, minLevel C
 // bridgeLogger is the logger of hosts opened through the C API.
 func bridgeLogger() *slog.Logger {
 	level := slog.LevelWarn
-	if v := os.Getenv("CALLBOX_LOG_LEVEL"); v != "" {
+	if v := getenv("CALLBOX_LOG_LEVEL"); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	return slog.New(&sinkHandler{stderr: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})

@@ -27,10 +27,12 @@ func (a argName) String() string {
 
 func arg(role string) argName { return argName{role: role, index: -1} }
 
-// argError is a bad argument, named.
+// argError is a bad argument, named; callback is the callback the call
+// named, when the argument is one of its tensors.
 type argError struct {
-	arg    argName
-	reason string
+	arg      argName
+	reason   string
+	callback string
 }
 
 func (e *argError) Error() string { return e.arg.String() + ": " + e.reason }

@@ -209,6 +209,14 @@ typedef struct callbox_error {
   const char *message;       /* the host's description ("timeout after 50ms") */
   const char *guest_message; /* what the guest reported through callbox.error; "" if nothing */
   const char *text;          /* the whole error as one line, for logs */
+  /* Since 1.2 (present when struct_size covers them): for a chain step
+   * that did not run because an earlier step of its chain failed, the step
+   * that failed (its callback and sequence number; callback and seq above
+   * are the step refused, kind and guest_message the failed step's); else
+   * "" and 0. */
+  const char *failed_callback;
+  uint64_t failed_seq;
+  const char *failed_message; /* the failed step's host description */
 } callbox_error;
 
 

@@ -51,13 +51,16 @@ static int report(const char *label, callbox_error *e) {
   static char g[512], m[4096];
   pthread_mutex_lock(&out_mu);
   if (e == NULL) {
-    printf("ERR\t%s\tOK\t0\t\t\t0\t\t\n", label);
+    printf("ERR\t%s\tOK\t0\t\t\t0\t\t\t\n", label);
     pthread_mutex_unlock(&out_mu);
     return 0;
   }
   int kind = e->kind;
-  printf("ERR\t%s\t%s\t%d\t%s\t%s\t%llu\t%s\t%s\n", label, e->kind_name, e->code, e->callback, e->chain,
+  CHECK(e->struct_size == sizeof *e, "struct_size %u", e->struct_size);
+  printf("ERR\t%s\t%s\t%d\t%s\t%s\t%llu\t%s\t%s\t", label, e->kind_name, e->code, e->callback, e->chain,
          (unsigned long long)e->seq, clean(e->guest_message, g, sizeof g), clean(e->text, m, sizeof m));
+  if (e->failed_seq != 0) printf("%s#%llu %s", e->failed_callback, (unsigned long long)e->failed_seq, clean(e->failed_message, m, sizeof m));
+  printf("\n");
   pthread_mutex_unlock(&out_mu);
   callbox_error_free(e);
   return kind;

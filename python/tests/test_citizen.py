@@ -212,3 +212,16 @@ def test_guest_logs_reach_python_logging(kit_config, caplog):
         assert not [r for r in caplog.records if "hello from kit" in r.getMessage()], "an info line below WARNING"
     finally:
         h.close()
+
+
+def test_environment_set_after_the_library_loaded_is_read(kit_config):
+    """CALLBOX_CONFIG set from Python after the library loaded is seen: the
+    library reads the C environment when it uses a variable (the Go runtime
+    keeps a copy made when the library loaded)."""
+    out = run_script("""
+        import os, callbox
+        print(callbox.library_version())
+        os.environ["CALLBOX_CONFIG"] = %r
+        print(sorted(i.name for i in callbox.Host.default().callbacks()))
+    """ % str(kit_config))
+    assert "'say'" in out and "'spin_long'" in out, out
