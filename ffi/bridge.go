@@ -445,7 +445,7 @@ func getDefault(ctx context.Context) (*bridgeHost, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CALLBOX_CONFIG: %w", err)
 	}
-	defaultHost.h.Store(register(bh))
+	defaultHost.h.Store(publish(bh))
 	return bh, nil
 }
 

@@ -160,6 +160,14 @@ func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
 	if err != nil {
 		return err
 	}
+	*out = C.callbox_host(publish(bh))
+	return nil
+}
+
+// publish gives an opened host its C-side callback infos and a handle:
+// every host the library opens (callbox_open, callbox_open_config, the
+// default host from CALLBOX_CONFIG) goes through it.
+func publish(bh *bridgeHost) uint64 {
 	for _, ci := range bh.infos {
 		info := (*C.callbox_callback_info)(C.calloc(1, C.sizeof_callbox_callback_info))
 		info.name = C.CString(ci.name)
@@ -171,8 +179,7 @@ func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
 		info.num_outputs = C.int32_t(len(ci.sig.Results))
 		ci.cinfo = unsafe.Pointer(info)
 	}
-	*out = C.callbox_host(register(bh))
-	return nil
+	return register(bh)
 }
 
 //export cbxgo_close

@@ -520,7 +520,8 @@ func TestHarnessDefaultHost(t *testing.T) {
 	r := runHarness(t, bin, "-", dir, []string{"CALLBOX_CONFIG=" + cfg}, "lazy")
 	r.xok(t, "lazy")
 	assert.Equal(t, "3", r.vals["lazy"])
-	r.ok(t, "default_host")
+	r.ok(t, "default_host", "default_host_info")
+	assert.Equal(t, "bump", r.vals["default_host_info"], "the first callback by name (it used to be a nil dereference)")
 	assert.Equal(t, "-1", r.vals["lazy_cuda_before"], "no GPU path before the default host opens")
 	assert.Equal(t, "1", r.vals["lazy_cuda_after"], "the lazily opened default host serves the GPU entries")
 

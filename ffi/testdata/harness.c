@@ -1055,6 +1055,13 @@ static void group_lazy(void) {
   val("lazy_cuda_after", "%d", callbox_cuda_stats(NULL, 0) > 0);
   callbox_host h = 0;
   report("default_host", callbox_default_host(&h));
+  if (h != 0) {
+    // The lazily opened host has its callback infos, as an opened one does.
+    callbox_callback_info info;
+    memset(&info, 0, sizeof info);
+    report("default_host_info", callbox_callback_at(h, 0, &info));
+    val("default_host_info", "%s", info.name != NULL ? info.name : "(null)");
+  }
 }
 
 int main(int argc, char **argv) {
