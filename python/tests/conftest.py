@@ -81,6 +81,11 @@ def config_path(guest_dir):
         parts.append(_entry("copy_" + d, "kit.wasm", "copy", "(x: %s[n]) -> %s[n]" % (d, d)))
     parts.append(_entry("copy_scalar", "kit.wasm", "copy", "(x: f64[]) -> f64[]"))
     parts.append(_entry("copy_mat", "kit.wasm", "copy", "(x: f32[a,b]) -> f32[a,b]"))
+    for d in ("f32", "s8", "u8", "c64", "pred"):
+        parts.append(_entry("scalar_" + d, "kit.wasm", "copy", "(x: %s[]) -> %s[]" % (d, d)))
+    parts.append(_entry("copy_cube", "kit.wasm", "copy", "(x: f32[a,b,c]) -> f32[a,b,c]"))
+    parts.append(_entry("copy_pred_mat", "kit.wasm", "copy", "(x: pred[a,b]) -> pred[a,b]"))
+    parts.append(_entry("with_eps", "kit.wasm", "copy2", "(x: f32[n], eps: f32[]) -> (f32[n], f32[])"))
     parts.append(_entry("copy_rows", "kit.wasm", "copy", "(x: f32[b,n]) -> f32[b,n]", "    batching: expand_dims\n"))
     parts.append(_entry("copy2", "kit.wasm", "copy2", "(x: s16[n], y: f32[m]) -> (s16[n], f32[m])"))
     parts.append(_entry("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]"))
@@ -135,3 +140,16 @@ def host(config_path):
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)
     os.environ.setdefault("CALLBOX_LOG_LEVEL", "error")
+
+
+# The examples' config: the prebuilt demo modules (guests/prebuilt).
+EXAMPLES = ROOT / "python" / "examples"
+
+
+@pytest.fixture(scope="session")
+def demo_host():
+    import callbox
+
+    h = callbox.Host(str(EXAMPLES / "callbox.yaml"))
+    yield h
+    h.close()
