@@ -17,6 +17,7 @@ from .errors import (
     ABIViolation,
     CallbackError,
     Canceled,
+    ChainError,
     DivideByZero,
     FuelExhausted,
     GuestError,
@@ -67,7 +68,7 @@ def cuda_stats():
 
 
 __all__ = [
-    "Host", "Chain", "CallbackInfo", "CallbackError", "find_library", "library_version", "cuda_stats",
+    "Host", "Chain", "CallbackInfo", "CallbackError", "ChainError", "find_library", "library_version", "cuda_stats",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

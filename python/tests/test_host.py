@@ -4,6 +4,7 @@ error kind, chains, taps, threads, hostile guests on both engines."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -151,12 +152,80 @@ def test_chain_and_barrier(host):
     with pytest.raises(callbox.GuestError) as e:
         ch.barrier()
     assert (e.value.chain, e.value.seq, e.value.callback) == ("py", 3, "fail")
-    with pytest.raises(callbox.GuestError, match=r"call #5 \(bump\) not run: chain failed at #3"):
+    assert not isinstance(e.value, callbox.ChainError), "the barrier raises the failure itself"
+    with pytest.raises(callbox.ChainError, match=r"call #5 \(bump\) not run: chain failed at #3") as e:
         ch.call("bump", x)
+    assert isinstance(e.value, callbox.GuestError), "a ChainError is also its first failure's kind, as in Go"
     ch.reset()
     assert int(ch.call("bump", x)) == start + 2  # the tap after the failure never ran
     ch.barrier()
     assert host.chain("py").call("bump", x) == start + 3  # same name, same chain
+
+
+def test_chain_error_names_the_failed_and_the_refused_step(host):
+    """After a step fails, a later call is refused with ChainError: its
+    callback and seq are the refused step's, first is the failure (not
+    GuestError blaming a callback that never ran, with no message)."""
+    x = np.ones(2, np.float32)
+    ch = host.chain("py-chainerror")
+    ch.call("copy_f32", x)  # #1
+    with pytest.raises(callbox.GuestError) as failed:
+        ch.call("fail", x)  # #2
+    assert not isinstance(failed.value, callbox.ChainError)
+    with pytest.raises(callbox.ChainError) as e:
+        ch.call("copy_mat", np.ones((2, 2), np.float32))  # #3, refused
+    err = e.value
+    assert (err.chain, err.seq, err.callback) == ("py-chainerror", 3, "copy_mat")
+    assert (err.kind, err.code, err.guest_status, err.guest_message) == ("GuestError", 3, 3, "bad input")
+    first = err.first
+    assert type(first) is callbox.GuestError
+    assert (first.callback, first.seq, first.chain) == ("fail", 2, "py-chainerror")
+    assert (first.message, first.guest_message, first.guest_status, first.code) == (
+        "guest returned INVALID_ARGUMENT", "bad input", 3, 3)
+    assert str(first) == str(failed.value)
+    assert 'call #3 (copy_mat) not run: chain failed at #2: callback "fail"' in str(err)
+    ch.tap("copy_f32", x)  # refused too, reported at the barrier as the first failure
+    with pytest.raises(callbox.GuestError) as b:
+        ch.barrier()
+    assert (b.value.callback, b.value.seq) == ("fail", 2)
+    ch.reset()
+    np.testing.assert_array_equal(ch.call("copy_f32", x), x)
+
+
+def test_chain_error_after_a_timeout(host):
+    x = np.ones(2, np.float32)
+    ch = host.chain("py-timeout")
+    with pytest.raises(callbox.Timeout):
+        ch.call("spin", x)
+    with pytest.raises(callbox.Timeout) as e:  # except Timeout still catches the refused step
+        ch.call("copy_f32", x)
+    assert isinstance(e.value, callbox.ChainError) and isinstance(e.value, TimeoutError)
+    assert (e.value.callback, e.value.seq, e.value.code) == ("copy_f32", 2, 4)
+    first = e.value.first
+    assert (type(first), first.callback, first.seq, first.message) == (callbox.Timeout, "spin", 1, "timeout after 250ms")
+    ch.reset()
+
+
+def test_sdk_panic_is_a_guest_error(tmp_path):
+    """A callbox SDK reports a panic through callbox.error and then traps:
+    GuestError with the panic text, as errors.GuestError says; a bare trap
+    is Unreachable."""
+    if shutil.which("wat2wasm") is None:
+        pytest.skip("wat2wasm (wabt) is not installed: scripts/install-toolchains.sh installs it")
+    wasm = tmp_path / "panic.wasm"
+    subprocess.run(["wat2wasm", str(ROOT / "python" / "tests" / "testdata" / "panic.wat"), "-o", str(wasm)], check=True)
+    sig = "(x: f32[n]) -> f32[n]"
+    cfg = {"callbacks": {"panics": {"module": str(wasm), "export": "sdk_panic", "signature": sig},
+                         "traps": {"module": str(wasm), "export": "bare_trap", "signature": sig}}}
+    with callbox.Host(cfg) as h:
+        with pytest.raises(callbox.GuestError) as e:
+            h.call("panics", np.ones(2, np.float32))
+        assert not isinstance(e.value, callbox.Unreachable)
+        assert (e.value.message, e.value.guest_message) == ("guest aborted", "panicked at src/lib.rs:7:5: index out of bounds")
+        assert (e.value.guest_status, e.value.code) == (0, 13)
+        with pytest.raises(callbox.Unreachable):
+            h.call("traps", np.ones(2, np.float32))
+    assert "GuestError" in callbox.Unreachable.__doc__ and "panic" in callbox.GuestError.__doc__
 
 
 def test_taps_and_host_barrier(host):
