@@ -38,7 +38,7 @@ from .errors import (
 )
 from .host import CallbackInfo, Chain, Host
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 
 def library_version():

@@ -287,6 +287,7 @@ def test_library_not_found():
 
 
 def _readme_python_blocks():
+    """The Python blocks of README.md's "Python and JAX" section."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## Python and JAX", 1)
     if len(section) < 2:
@@ -295,15 +296,24 @@ def _readme_python_blocks():
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
+def _package_readme_blocks():
+    return re.findall(r"```python\n(.*?)```", (ROOT / "python" / "README.md").read_text(), re.S)
+
+
 def test_readme_examples(readme_root, monkeypatch):
-    """Every NumPy example of README's "Python and JAX" section runs as
-    written (from the repository root, or a directory laid out like it:
-    see readme_root); the JAX ones run in test_jax."""
+    """Every NumPy example of README's "Python and JAX" section and of
+    python/README.md runs as written, from the repository root, on the
+    committed prebuilt modules (no `make guests`); the JAX ones run in
+    test_jax."""
     blocks = [b for b in _readme_python_blocks() if "jax" not in b]
-    assert blocks, "README.md has no Python examples"
+    assert len(blocks) >= 2, "README.md has no Python examples"
+    package = _package_readme_blocks()
+    assert len(package) >= 2, "python/README.md has no examples"
+    for block in blocks + package:
+        assert "guests/build" not in block, "README examples use guests/prebuilt, which needs no make guests"
     monkeypatch.chdir(readme_root)
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+    for name, block in [("README.md", b) for b in blocks] + [("python/README.md", b) for b in package]:
+        exec(compile(block, name, "exec"), {})
 
 
 def test_default_host(host):
