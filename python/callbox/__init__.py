@@ -11,6 +11,7 @@ GuestError, InvalidArgument, ...). callbox.jax has the JAX integration
 """
 
 import ctypes
+from typing import Any, Dict, Optional
 
 from ._lib import find_library
 from .errors import (
@@ -41,14 +42,14 @@ from .host import CallbackInfo, Chain, Host
 __version__ = "1.3.0"
 
 
-def library_version():
+def library_version() -> str:
     """The loaded libcallbox's version, "MAJOR.MINOR.PATCH"."""
     from . import _lib
 
     return _lib.lib().callbox_version().decode()
 
 
-def cuda_stats():
+def cuda_stats() -> Optional[Dict[str, Any]]:
     """The GPU path's counters (callbox_cuda_stats) as a dict: mode, calls,
     pinned_calls, staged_calls, pageable_calls, pins, pin_time_ms, ... for
     the default host; None when no default host is set."""

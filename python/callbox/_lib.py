@@ -3,6 +3,7 @@
 import ctypes
 import os
 import pathlib
+from typing import Any, Iterator, List, Optional
 
 MAX_RANK = 32
 
@@ -83,7 +84,7 @@ TensorP = ctypes.POINTER(Tensor)
 Host = ctypes.c_uint64
 
 
-def _candidates():
+def _candidates() -> Iterator[pathlib.Path]:
     env = os.environ.get("CALLBOX_LIB")
     if env:
         yield pathlib.Path(env)
@@ -94,7 +95,7 @@ def _candidates():
     yield here.parent.parent / "build" / "libcallbox.so"
 
 
-def find_library():
+def find_library() -> str:
     """The path of libcallbox.so: CALLBOX_LIB, else next to the package,
     else the repository's build/ directory."""
     tried = []
@@ -108,8 +109,8 @@ def find_library():
     )
 
 
-def _declare(lib):
-    def fn(name, *args):
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    def fn(name: str, *args: Any) -> Any:
         f = getattr(lib, name)
         f.argtypes = list(args)
         f.restype = ErrorP
@@ -149,10 +150,10 @@ def _declare(lib):
     return lib
 
 
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library (loaded on first use). ctypes.CDLL releases the GIL
     during every call."""
     global _lib
@@ -165,7 +166,7 @@ def lib():
     return _lib
 
 
-def dtypes():
+def dtypes() -> List[DTypeInfo]:
     """The dtypes the library has (callbox_dtypes): the one table, read
     from the library, never kept here."""
     l = lib()
