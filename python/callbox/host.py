@@ -102,19 +102,13 @@ def _normalized(a: np.ndarray) -> np.ndarray:
     np.save writes from it give a callback the same tensor. No copy when a
     already is in that form."""
     if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))  # a copy, C order
+        a = a.astype(a.dtype.newbyteorder("="), order="C")  # one copy: swapped and in C order
     a = _c_order(a)
     if a.dtype == np.bool_ and a.size:
         raw = a.view(np.uint8)
         if (raw > 1).any():  # NumPy reads any non-zero byte as True
             a = raw != 0
     return a
-
-
-def _contiguous(a: Any) -> np.ndarray:
-    """An argument (no dtype conversion) in the C API's form: see
-    _normalized."""
-    return _normalized(_as_array(a, -1, None))
 
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -130,8 +124,6 @@ def _is_python_scalar(a: Any) -> bool:
 
 
 def _argname(index: int, param: Optional[_signature.Param]) -> str:
-    if index < 0:
-        return "argument"
     if param is not None and param.name:
         return "argument %d (%s)" % (index, param.name)
     return "argument %d" % index
@@ -235,8 +227,7 @@ def _convert(a: Any, arr: np.ndarray, target: np.dtype, index: int, param: _sign
             msg = ("%s: got %s, the callback takes %s, and %s -> %s is not a same_kind cast "
                    "(it can lose values): %s" % (_argname(index, param), what, name, src, target, fix))
         raise InvalidArgument(msg, code=3)
-    out = arr.astype(target)
-    return out
+    return arr.astype(target)
 
 
 def _lib_name(d: np.dtype) -> str:
@@ -489,9 +480,11 @@ class Host:
 
 
 def _refused(name: str, e: InvalidArgument) -> InvalidArgument:
-    """e, a refusal of an argument, as the library words a refused call."""
+    """e, a refusal of an argument, worded as the library words errors
+    ("InvalidArgument: callback "x" refused the call before running it:
+    ...", message the part after the colon)."""
     msg = str(e)
-    return type(e)('callback "%s" refused the call before running it: %s' % (name, msg),
+    return type(e)('%s: callback "%s" refused the call before running it: %s' % (type(e).kind, name, msg),
                    callback=name, code=e.code, message=msg)
 
 

@@ -55,7 +55,8 @@ def test_lossy_scalars_are_refused(host):
                              r"is not a same_kind cast \(it can lose values\): pass np\.int8\(\.\.\.\)") as e:
         host.call("scalar_s8", 2.5)
     assert e.value.callback == "scalar_s8" and e.value.code == 3
-    assert str(e.value).startswith('callback "scalar_s8" refused the call before running it: argument 0 (x)')
+    assert str(e.value).startswith('InvalidArgument: callback "scalar_s8" refused the call before running it: argument 0 (x)')
+    assert e.value.message.startswith("argument 0 (x): got Python float 2.5")
     with pytest.raises(callbox.InvalidArgument, match=r"got Python int 1000, the callback takes s8 \(s8 holds -128\.\.127"):
         host.call("scalar_s8", 1000)
     with pytest.raises(callbox.InvalidArgument, match=r"got Python int -1, the callback takes u8 \(u8 holds 0\.\.255"):
