@@ -90,7 +90,7 @@ func parseHeader(s string, longs bool) (header, error) {
 		break
 	}
 	// Padding: spaces, then the newline.
-	rest := strings.TrimRight(p.s[p.i:], " \t\r\n")
+	rest := strings.TrimRight(p.s[p.i:], " \t\r\n\f")
 	if rest != "" {
 		return h, p.errorf("unexpected text %q after the header dict", clip(rest))
 	}
@@ -132,7 +132,9 @@ func (p *litParser) eat(c byte) bool {
 }
 
 func (p *litParser) space() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+	// Python's whitespace between tokens, form feed included (NumPy's
+	// ast.literal_eval reads a header with one).
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r' || p.s[p.i] == '\f') {
 		p.i++
 	}
 }

@@ -1,6 +1,6 @@
 // Package tensorfile reads and writes tensors as NumPy .npy files
-// (format versions 1.0, 2.0 and 3.0, C order, every dtype the ABI shares
-// with NumPy, either byte order).
+// (format versions 1.0, 2.0 and 3.0, every dtype the ABI shares with
+// NumPy, either byte order, C or Fortran order).
 //
 // The reader is written here rather than taken from github.com/sbinet/npyio,
 // which this package used before: npyio read a bool byte other than 0 or 1
@@ -9,8 +9,10 @@
 // of its keys, and panicked on some malformed headers. The header is a
 // Python dict literal, parsed here by a small literal parser
 // (header.go); the data bytes are copied as they are, byte-swapped for
-// big-endian files, and bools are normalised to 0 and 1 as NumPy reads
-// them. Every size is checked against the file before anything is
+// big-endian files, Fortran-order (column-major) data is reordered into
+// C order, and bools are normalised to 0 and 1, as NumPy reads them
+// (np.load, then np.ascontiguousarray: the rule the Python package
+// applies to arrays too, so both give a callback the same tensor). Every size is checked against the file before anything is
 // allocated by it.
 package tensorfile
 
@@ -130,9 +132,6 @@ func decode(data []byte, owned bool) (abi.Tensor, error) {
 	if err != nil {
 		return abi.Tensor{}, fmt.Errorf("malformed .npy header (offset %d): %w", hdrStart, err)
 	}
-	if h.fortran {
-		return abi.Tensor{}, errors.New("Fortran-order (column-major) arrays are not supported; save a C-order array (np.ascontiguousarray)")
-	}
 	dtype, swap, err := parseDescr(h.descr)
 	if err != nil {
 		return abi.Tensor{}, err
@@ -165,6 +164,12 @@ func decode(data []byte, owned bool) (abi.Tensor, error) {
 	}
 	if swap {
 		swapBytes(t.Data, t.DType)
+	}
+	if h.fortran && len(t.Shape) > 1 {
+		// Column-major data: the same elements as a C-order array of the
+		// reversed shape, transposed. A rank-0 or rank-1 array is the same
+		// in either order.
+		t.Data = fortranToC(t.Data, t.Shape, int(t.DType.Size()))
 	}
 	if t.DType == abi.PRED {
 		// NumPy reads any non-zero byte as True.
@@ -240,6 +245,39 @@ func parseDescr(descr string) (abi.DType, bool, error) {
 		why = " (extended precision; convert with .astype(np.float64))"
 	}
 	return 0, false, fmt.Errorf("unsupported dtype %q%s; callbox reads %s", descr, why, supported)
+}
+
+// fortranToC returns the column-major elements of data (shape dims,
+// size bytes each) in row-major order, in a new buffer of the same length.
+func fortranToC(data []byte, dims abi.Shape, size int) []byte {
+	out := make([]byte, len(data))
+	if len(data) == 0 {
+		return out
+	}
+	n := len(dims)
+	// stride[k]: the column-major step of dimension k, in bytes.
+	stride := make([]int, n)
+	s := size
+	for k := 0; k < n; k++ {
+		stride[k] = s
+		s *= int(dims[k])
+	}
+	idx := make([]int64, n)
+	src := 0
+	for dst := 0; dst < len(out); dst += size {
+		copy(out[dst:dst+size], data[src:src+size])
+		// Advance the row-major index, last dimension fastest.
+		for k := n - 1; k >= 0; k-- {
+			idx[k]++
+			src += stride[k]
+			if idx[k] < dims[k] {
+				break
+			}
+			src -= stride[k] * int(dims[k])
+			idx[k] = 0
+		}
+	}
+	return out
 }
 
 // nativeBigEndian is whether this machine stores numbers big-end first.

@@ -11,12 +11,14 @@ GuestError, InvalidArgument, ...). callbox.jax has the JAX integration
 """
 
 import ctypes
+from typing import Any, Dict, Optional
 
 from ._lib import find_library
 from .errors import (
     ABIViolation,
     CallbackError,
     Canceled,
+    ChainError,
     DivideByZero,
     FuelExhausted,
     GuestError,
@@ -37,17 +39,17 @@ from .errors import (
 )
 from .host import CallbackInfo, Chain, Host
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 
-def library_version():
+def library_version() -> str:
     """The loaded libcallbox's version, "MAJOR.MINOR.PATCH"."""
     from . import _lib
 
     return _lib.lib().callbox_version().decode()
 
 
-def cuda_stats():
+def cuda_stats() -> Optional[Dict[str, Any]]:
     """The GPU path's counters (callbox_cuda_stats) as a dict: mode, calls,
     pinned_calls, staged_calls, pageable_calls, pins, pin_time_ms, ... for
     the default host; None when no default host is set."""
@@ -67,7 +69,7 @@ def cuda_stats():
 
 
 __all__ = [
-    "Host", "Chain", "CallbackInfo", "CallbackError", "find_library", "library_version", "cuda_stats",
+    "Host", "Chain", "CallbackInfo", "CallbackError", "ChainError", "find_library", "library_version", "cuda_stats",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

@@ -5,6 +5,7 @@ import ctypes
 import logging
 import os
 import pathlib
+from typing import Any, Iterator, List, Optional
 
 MAX_RANK = 32
 
@@ -50,6 +51,9 @@ class Error(ctypes.Structure):
         ("message", ctypes.c_char_p),
         ("guest_message", ctypes.c_char_p),
         ("text", ctypes.c_char_p),
+        ("failed_callback", ctypes.c_char_p),
+        ("failed_seq", ctypes.c_uint64),
+        ("failed_message", ctypes.c_char_p),
     ]
 
 
@@ -78,6 +82,7 @@ class CallbackInfo(ctypes.Structure):
 
 
 assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
+assert ctypes.sizeof(Error) == 96 and Error.failed_message.offset == 88, "callbox_error 1.2"
 assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
 
 ErrorP = ctypes.POINTER(Error)
@@ -88,7 +93,7 @@ CancelToken = ctypes.c_uint64
 LogFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
 
 
-def _candidates():
+def _candidates() -> Iterator[pathlib.Path]:
     env = os.environ.get("CALLBOX_LIB")
     if env:
         yield pathlib.Path(env)
@@ -99,7 +104,7 @@ def _candidates():
     yield here.parent.parent / "build" / "libcallbox.so"
 
 
-def find_library():
+def find_library() -> str:
     """The path of libcallbox.so: CALLBOX_LIB, else next to the package,
     else the repository's build/ directory."""
     tried = []
@@ -113,8 +118,8 @@ def find_library():
     )
 
 
-def _declare(lib):
-    def fn(name, *args):
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    def fn(name: str, *args: Any) -> Any:
         f = getattr(lib, name)
         f.argtypes = list(args)
         f.restype = ErrorP
@@ -161,10 +166,10 @@ def _declare(lib):
     return lib
 
 
-_lib = None
+_lib: Optional[ctypes.CDLL] = None
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library (loaded on first use). ctypes.CDLL releases the GIL
     during every call. Loading it routes the library's log lines (guest
     log output among them) to Python's logging, logger "callbox"."""
@@ -225,7 +230,7 @@ def _route_logs(l):
     atexit.register(unhook)
 
 
-def dtypes():
+def dtypes() -> List[DTypeInfo]:
     """The dtypes the library has (callbox_dtypes): the one table, read
     from the library, never kept here."""
     l = lib()

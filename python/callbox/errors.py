@@ -1,4 +1,8 @@
-"""Exceptions: one class per callbox failure kind, all CallbackError."""
+"""Exceptions: one class per callbox failure kind, all CallbackError, and
+ChainError for a chain step that did not run because an earlier one
+failed."""
+
+from typing import Any, Dict, Optional, Tuple, Type
 
 
 class CallbackError(Exception):
@@ -15,7 +19,8 @@ class CallbackError(Exception):
     kind = "Unknown"
     kind_number = 0
 
-    def __init__(self, text, *, callback="", code=13, chain="", seq=0, message="", guest_message="", guest_status=0):
+    def __init__(self, text: str, *, callback: str = "", code: int = 13, chain: str = "", seq: int = 0,
+                 message: str = "", guest_message: str = "", guest_status: int = 0) -> None:
         super().__init__(text)
         self.callback = callback
         self.code = code
@@ -26,7 +31,7 @@ class CallbackError(Exception):
         self.guest_status = guest_status
 
 
-def _kind(name, number, *bases, doc):
+def _kind(name: str, number: int, *bases: type, doc: str) -> Type[CallbackError]:
     if not any(issubclass(b, CallbackError) for b in bases):
         bases = (CallbackError,) + bases
     cls = type(name, bases, {"kind": name, "kind_number": number, "__doc__": doc})
@@ -37,14 +42,22 @@ Timeout = _kind("Timeout", 1, TimeoutError, doc="The call ran past its wall-cloc
 FuelExhausted = _kind("FuelExhausted", 2, doc="The call used up its instruction budget.")
 MemoryLimit = _kind("MemoryLimit", 3, MemoryError, doc="The guest failed after its memory limit refused to grow.")
 StackOverflow = _kind("StackOverflow", 4, doc="The guest exhausted its call stack.")
-Unreachable = _kind("Unreachable", 5, doc="The guest executed unreachable (a Rust panic, an abort).")
+Unreachable = _kind("Unreachable", 5, doc="""The guest executed unreachable without reporting an error first: a
+C abort() or __builtin_trap(), or a Rust panic in a module built without a
+callbox SDK. A callbox SDK reports a panic before it aborts, which makes it a
+GuestError (see there), not Unreachable.""")
 MemoryOutOfBounds = _kind("MemoryOutOfBounds", 6, doc="A load or store outside the guest's memory.")
 DivideByZero = _kind("DivideByZero", 7, ZeroDivisionError, doc="Integer division by zero in the guest.")
 IntegerOverflow = _kind("IntegerOverflow", 8, OverflowError, doc="INT_MIN / -1, or a float-to-int conversion out of range.")
 InvalidConversion = _kind("InvalidConversion", 9, doc="A float-to-int conversion of NaN.")
 TableOutOfBounds = _kind("TableOutOfBounds", 10, doc="An indirect call past the table, or through a null entry.")
 IndirectCallMismatch = _kind("IndirectCallMismatch", 11, doc="An indirect call with the wrong function type.")
-GuestError = _kind("GuestError", 12, doc="The callback returned an error status.")
+GuestError = _kind("GuestError", 12, doc="""The callback reported an error: it returned an error status
+(guest_status, guest_message; code is that status), or it aborted after
+passing a message to callbox.error. The second is how the Rust SDK reports
+a panic (guests/rust, panic=abort): message "guest aborted", guest_message
+"panicked at src/lib.rs:LINE:COL: ...", guest_status 0 and code 13
+(INTERNAL).""")
 ABIViolation = _kind("ABIViolation", 13, doc="The guest broke the callbox ABI.")
 HostPanic = _kind("HostPanic", 14, doc="A bug in callbox itself, caught and contained.")
 Canceled = _kind("Canceled", 15, doc="The call was cancelled.")
@@ -64,19 +77,87 @@ KINDS = {cls.kind_number: cls for cls in (
     HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition)}
 
 
-def _s(b):
+class ChainError(CallbackError):
+    """A chain call (or tap) that did not run because an earlier step of its
+    chain had failed; the chain stays failed until Chain.reset(). Go's
+    host.ChainError.
+
+    callback and seq name the refused step, chain its chain; first is the
+    failure that failed the chain (a CallbackError of its kind, with the
+    failed step's callback, seq, message and guest_message). kind, code,
+    guest_status and guest_message are the first failure's, and the raised
+    exception is also an instance of the first failure's kind class, so
+    `except callbox.Timeout` catches a step refused after a timeout, as
+    errors.Is(err, host.Timeout) matches a host.ChainError in Go.
+    """
+
+    first: CallbackError
+
+    def __init__(self, text: str, *, first: Optional[CallbackError] = None, **kw: Any) -> None:
+        super().__init__(text, **kw)
+        self.first = first if first is not None else CallbackError(text)
+
+    def __reduce__(self):  # the per-kind classes are made at run time
+        return (_chain_error, (self.first.kind_number, self.args[0], self.__dict__))
+
+
+_chain_classes: Dict[int, Type[ChainError]] = {}
+
+
+def _chain_class(kind_number: int) -> Type[ChainError]:
+    """ChainError combined with the first failure's kind class."""
+    cls = _chain_classes.get(kind_number)
+    if cls is None:
+        base = KINDS.get(kind_number, CallbackError)
+        if base is CallbackError:
+            cls = ChainError
+        else:
+            cls = type("ChainError", (ChainError, base), {
+                "kind": base.kind, "kind_number": base.kind_number, "__doc__": ChainError.__doc__,
+                "__module__": __name__, "__qualname__": "ChainError"})
+        _chain_classes[kind_number] = cls
+    return cls
+
+
+def _chain_error(kind_number: int, text: str, state: Dict[str, Any]) -> ChainError:
+    exc = _chain_class(kind_number)(text)
+    exc.__dict__.update(state)
+    return exc
+
+
+# The end of callbox_error's failed_* fields (library 1.2): errors from an
+# older library are shorter, and have none.
+_FAILED_END = 96
+
+
+def _s(b: Optional[bytes]) -> str:
     return b.decode("utf-8", "replace") if b else ""
 
 
-def check(lib, err):
+def check(lib: Any, err: Any) -> None:
     """Raise the exception for a callbox_error* (and free it); None is success."""
     if not err:
         return
     try:
         e = err.contents
         cls = KINDS.get(e.kind, CallbackError)
-        exc = cls(_s(e.text), callback=_s(e.callback), code=e.code, chain=_s(e.chain), seq=e.seq,
-                  message=_s(e.message), guest_message=_s(e.guest_message), guest_status=e.guest_status)
+        text, callback, chain, message = _s(e.text), _s(e.callback), _s(e.chain), _s(e.message)
+        failed_seq = e.failed_seq if e.struct_size >= _FAILED_END else 0
+        if failed_seq:
+            # A chain step refused after an earlier one failed: the C error
+            # names that step (failed_callback, failed_seq, failed_message;
+            # guest_message is its guest's).
+            first_cb, first_msg, guest = _s(e.failed_callback), _s(e.failed_message), _s(e.guest_message)
+            first_text = '%s: callback "%s" (chain "%s" #%d) failed: %s' % (
+                _s(e.kind_name), first_cb, chain, failed_seq, first_msg + (": " + guest if guest else ""))
+            failure = cls(first_text, callback=first_cb, code=e.code, chain=chain, seq=failed_seq, message=first_msg,
+                          guest_message=guest, guest_status=e.guest_status)
+            exc: CallbackError = _chain_class(e.kind)(
+                text, first=failure, callback=callback, code=e.code, chain=chain, seq=e.seq, message=message,
+                guest_message=guest, guest_status=e.guest_status)
+        else:
+            exc = cls(text, callback=callback, code=e.code, chain=chain, seq=e.seq,
+                      message=message, guest_message=_s(e.guest_message), guest_status=e.guest_status)
     finally:
         lib.callbox_error_free(err)
     raise exc

@@ -1,22 +1,43 @@
 """Hosts, calls and chains over libcallbox's C API."""
 
-import collections
 import ctypes
 import json
 import os
 import signal
 import threading
 import weakref
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _signature
 from .errors import InvalidArgument, check
 
-CallbackInfo = collections.namedtuple(
-    "CallbackInfo", "name id signature engine batching num_inputs num_outputs")
-CallbackInfo.__doc__ = """A loaded callback: name, content id ("cb1-..."), signature text, engine,
-batching rule (JAX vmap_method name), and its input and output counts."""
+ArrayLike = Any
+"""What a call takes as an argument: a NumPy array or scalar, a Python
+scalar or (nested) sequence, an object with __dlpack__ in host memory
+(PyTorch, JAX, CuPy pinned host arrays) or with __array_interface__."""
+
+Result = Union[np.ndarray, Tuple[np.ndarray, ...]]
+"""A call's result: one array, or a tuple when the callback has several."""
+
+Out = Union[np.ndarray, Sequence[np.ndarray]]
+"""Preallocated results (out=): one array, or a sequence of them."""
+
+
+class CallbackInfo(NamedTuple):
+    """A loaded callback: name, content id ("cb1-..."), signature text,
+    engine, batching rule (JAX vmap_method name), and its input and output
+    counts."""
+
+    name: str
+    id: str
+    signature: str
+    engine: str
+    batching: str
+    num_inputs: int
+    num_outputs: int
+
 
 # DLPack type codes -> NumPy kinds: DLPack's own encoding. Which (code,
 # bits) pairs callbox has is the library's table (callbox_dtypes), read
@@ -69,16 +90,162 @@ def _np_dtype(code, bits):
     return _bfloat16() if d is None else d
 
 
-def _contiguous(a):
-    """a as a C-contiguous NumPy array: no copy when it already is one
+def _c_order(a: np.ndarray) -> np.ndarray:
+    """a as a C-contiguous array: no copy when it already is one
     (np.ascontiguousarray would turn a 0-d array into a 1-d one)."""
-    a = np.asarray(a)
     if not a.flags.c_contiguous:
         a = np.array(a, order="C")
     return a
 
 
-def _tensors(arrays):
+def _normalized(a: np.ndarray) -> np.ndarray:
+    """a as NumPy reads it, in the form the C API takes: native byte
+    order, C-contiguous, bools 0 or 1. `callbox run` reads .npy files by the
+    same rule (internal/tensorfile), so an array and the .npy file
+    np.save writes from it give a callback the same tensor. No copy when a
+    already is in that form."""
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="), order="C")  # one copy: swapped and in C order
+    a = _c_order(a)
+    if a.dtype == np.bool_ and a.size:
+        raw = a.view(np.uint8)
+        if (raw > 1).any():  # NumPy reads any non-zero byte as True
+            a = raw != 0
+    return a
+
+
+_PY_SCALARS = (bool, int, float, complex)
+_HOST_DEVICES = (1, 3)  # CALLBOX_DEVICE_CPU, CALLBOX_DEVICE_CUDA_HOST
+_DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 10: "ROCm",
+                 13: "CUDA managed", 14: "oneAPI"}
+
+
+def _is_python_scalar(a: Any) -> bool:
+    # np.float64 and np.complex128 subclass float and complex: they are
+    # typed NumPy scalars, not Python ones.
+    return isinstance(a, _PY_SCALARS) and not isinstance(a, np.generic)
+
+
+def _argname(index: int, param: Optional[_signature.Param]) -> str:
+    if param is not None and param.name:
+        return "argument %d (%s)" % (index, param.name)
+    return "argument %d" % index
+
+
+def _as_array(a: Any, index: int, param: Optional[_signature.Param]) -> np.ndarray:
+    """An argument as a NumPy array without copying where it can be
+    viewed: a NumPy array as it is, a __dlpack__ object in host memory
+    through np.from_dlpack, an __array_interface__ object through
+    np.asarray; anything else (Python scalars and sequences) through
+    np.asarray."""
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__") and not isinstance(a, np.generic):
+        dev = a.__dlpack_device__()
+        dev_type = int(dev[0])
+        if dev_type not in _HOST_DEVICES:
+            raise InvalidArgument(
+                "%s is a DLPack tensor in %s memory (device %s): host.call takes host memory; copy it to the "
+                "host first (torch: x.cpu(), CuPy: x.get(), JAX: jax.device_get(x)), or call it on the GPU with "
+                "callbox.jax (platform=\"cuda\") or the C entry callbox_cuda_call_dlpack"
+                % (_argname(index, param), _DEVICE_NAMES.get(dev_type, "device type %d" % dev_type), tuple(dev)),
+                code=3)
+        try:
+            return np.from_dlpack(a)
+        except (TypeError, BufferError, RuntimeError):
+            if hasattr(a, "__array_interface__") or hasattr(a, "__array__"):
+                return np.asarray(a)
+            raise
+    return np.asarray(a)
+
+
+def _np_name(d: np.dtype) -> str:
+    if d == np.bool_:
+        return "np.bool_"
+    if d.name == "bfloat16":
+        return "ml_dtypes.bfloat16"
+    return "np." + d.name
+
+
+def _what(a: Any, arr: np.ndarray) -> str:
+    if _is_python_scalar(a):
+        return "Python %s %r" % (type(a).__name__, a)
+    if isinstance(a, (list, tuple)):
+        return "a %s of %s values" % (type(a).__name__, arr.dtype)
+    if isinstance(a, np.generic):
+        return "np.%s %r" % (arr.dtype.name, a.item() if arr.dtype != np.dtype("O") else a)
+    return "%s array" % (arr.dtype.name if arr.dtype.isnative else arr.dtype.str)
+
+
+def _python_ints_fit(arr: np.ndarray, target: np.dtype) -> Optional[str]:
+    """None when the Python integers of arr fit target, else why not."""
+    info = np.iinfo(target)
+    if arr.dtype == np.dtype("O"):
+        values = [int(v) for v in arr.ravel()]
+        lo, hi = (min(values), max(values)) if values else (0, 0)
+    elif arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+    else:
+        return None
+    if lo < info.min or hi > info.max:
+        held = "%s holds %d..%d" % (_lib_name(target), info.min, info.max)
+        return held if arr.ndim == 0 else "%s; the values span %d..%d" % (held, lo, hi)
+    return None
+
+
+def _convert(a: Any, arr: np.ndarray, target: np.dtype, index: int, param: _signature.Param) -> np.ndarray:
+    """arr as target, by NumPy's same_kind rule; a lossy cast is refused
+    with an error saying what to write."""
+    if arr.dtype == target or (not arr.dtype.isnative and arr.dtype.newbyteorder("=") == target):
+        return arr
+    python = _is_python_scalar(a) or isinstance(a, (list, tuple))
+    src = arr.dtype
+    if src.kind not in "biufc" and not (python and src == np.dtype("O")):
+        _dl(src)  # strings, objects, dates: "dtype <U1 has no callbox equivalent (...)"
+    if python and src == np.dtype("O") and all(isinstance(v, int) for v in arr.ravel()):
+        src = np.dtype(np.int64)  # Python ints past int64: the range check below decides
+    ok = np.can_cast(src, target, casting="same_kind")
+    why = None
+    if python and src.kind in "iu" and target.kind in "iu":
+        # Python integers are untyped: any integer dtype that holds the
+        # value takes them (np.uint8(3) is fine; so is 3 for a u8 param).
+        ok = True
+        why = _python_ints_fit(arr, target)
+        if why is not None:
+            ok = False
+    if not ok:
+        name = _lib_name(target)
+        what = _what(a, arr)
+        if why is not None:
+            msg = "%s: got %s, the callback takes %s (%s)" % (_argname(index, param), what, name, why)
+        else:
+            if _is_python_scalar(a):
+                fix = "pass %s(...) to convert it on purpose" % _np_name(target)
+            elif isinstance(a, (list, tuple)):
+                fix = "pass np.asarray(...).astype(%s) to convert it on purpose" % _np_name(target)
+            elif isinstance(a, np.generic):
+                fix = "pass %s(...) to convert it on purpose" % _np_name(target)
+            else:
+                fix = "pass x.astype(%s) to convert it on purpose" % _np_name(target)
+            msg = ("%s: got %s, the callback takes %s, and %s -> %s is not a same_kind cast "
+                   "(it can lose values): %s" % (_argname(index, param), what, name, src, target, fix))
+        raise InvalidArgument(msg, code=3)
+    return arr.astype(target)
+
+
+def _lib_name(d: np.dtype) -> str:
+    """The callbox name of a NumPy dtype ("f32"), from the library's table."""
+    try:
+        code, bits = _dl(d)
+    except InvalidArgument:
+        return str(d)
+    for info in _lib.dtypes():
+        if (info.dlpack.code, info.dlpack.bits) == (code, bits):
+            return info.name.decode()
+    return str(d)
+
+
+def _tensors(arrays: Sequence[np.ndarray]) -> "ctypes.Array[_lib.Tensor]":
     """A callbox_tensor array viewing the NumPy arrays (no copies). The
     shape arrays are kept alive by the returned tensor array."""
     n = len(arrays)
@@ -99,7 +266,7 @@ def _tensors(arrays):
     return ts
 
 
-def _b(s):
+def _b(s: Union[str, bytes]) -> bytes:
     return s.encode() if isinstance(s, str) else s
 
 
@@ -110,13 +277,23 @@ class Host:
     (the config's content), or config text (YAML or JSON; base_dir resolves
     its relative paths, default the working directory). A Host is safe to
     share between threads; calls release the GIL while they run.
+
+    Arguments (see call) are NumPy arrays, NumPy or Python scalars,
+    sequences, and host-memory objects with __dlpack__ or
+    __array_interface__. Each is converted to its parameter's dtype by
+    NumPy's same_kind rule, read as NumPy reads it (native byte order, C
+    order, bools 0 or 1), and passed without a copy where it already is in
+    that form.
     """
 
-    def __init__(self, config=None, *, format=None, base_dir=None, _handle=None):
+    def __init__(self, config: Union[str, "os.PathLike[str]", Dict[str, Any], None] = None, *,
+                 format: Optional[str] = None, base_dir: Union[str, "os.PathLike[str]", None] = None,
+                 _handle: Optional[int] = None) -> None:
         self._lib = _lib.lib()
         self._owned = _handle is None
-        self._infos = {}
-        self._types = {}
+        self._infos: Dict[str, CallbackInfo] = {}
+        self._types: Dict[Any, List[Tuple[Tuple[int, ...], np.dtype]]] = {}
+        self._params: Dict[str, Optional[List[Tuple[_signature.Param, Optional[np.dtype]]]]] = {}
         if _handle is not None:
             self._handle = _handle
             return
@@ -139,7 +316,7 @@ class Host:
         self._finalizer.atexit = False
 
     @classmethod
-    def default(cls):
+    def default(cls) -> "Host":
         """The process's default host: the one the XLA handler uses (set
         with set_default, else opened from CALLBOX_CONFIG)."""
         lib = _lib.lib()
@@ -147,16 +324,16 @@ class Host:
         check(lib, lib.callbox_default_host(ctypes.byref(h)))
         return cls(_handle=h.value)
 
-    def set_default(self):
+    def set_default(self) -> None:
         """Make this host the default host (the one the XLA handler calls)."""
         check(self._lib, self._lib.callbox_set_default_host(self._handle))
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """The C API handle (callbox_host)."""
         return self._handle
 
-    def close(self):
+    def close(self) -> None:
         """Wait for calls in flight and release the host; later calls raise
         FailedPrecondition. Closing twice is allowed. A Host that is dropped
         without close() is closed when it is garbage-collected (keep a
@@ -166,15 +343,15 @@ class Host:
             fin.detach()
         check(self._lib, self._lib.callbox_close(self._handle))
 
-    def __enter__(self):
+    def __enter__(self) -> "Host":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     # ---- callbacks ----
 
-    def callbacks(self):
+    def callbacks(self) -> List[CallbackInfo]:
         """Every loaded callback, sorted by name."""
         n = ctypes.c_size_t(0)
         check(self._lib, self._lib.callbox_callback_count(self._handle, ctypes.byref(n)))
@@ -185,7 +362,7 @@ class Host:
             out.append(_info(info))
         return out
 
-    def callback(self, name_or_id):
+    def callback(self, name_or_id: str) -> CallbackInfo:
         """The callback with this name or content id."""
         info = self._infos.get(name_or_id)
         if info is None:
@@ -194,7 +371,7 @@ class Host:
             info = self._infos[name_or_id] = _info(c)
         return info
 
-    def output_types(self, name, *inputs):
+    def output_types(self, name: str, *inputs: Any) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """The (shape, dtype) of each result of a call with inputs (arrays,
         or anything with .shape and .dtype), as the signature derives them."""
         key = (name,) + tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in inputs)
@@ -223,32 +400,91 @@ class Host:
 
     # ---- calls ----
 
-    def _prepare(self, name, arrays):
-        ins = [_contiguous(a) for a in arrays]
-        outs = [np.empty(shape, dtype) for shape, dtype in self.output_types(name, *ins)]
-        return ins, outs
+    def _param_dtypes(self, name: str) -> Optional[List[Tuple[_signature.Param, Optional[np.dtype]]]]:
+        """Each parameter of the callback's signature with its NumPy dtype
+        (None where NumPy has none here: bf16 without ml_dtypes), or None
+        when the signature text cannot be read (the library then checks
+        the unconverted arguments)."""
+        if name in self._params:
+            return self._params[name]
+        params = _signature.params(self.callback(name).signature)
+        out = None
+        if params is not None:
+            by_name = {info.name.decode(): (info.dlpack.code, info.dlpack.bits) for info in _lib.dtypes()}
+            out = []
+            for p in params:
+                dl = by_name.get(p.dtype)
+                d = None
+                if dl is not None:
+                    try:
+                        d = _np_dtype(*dl)
+                    except InvalidArgument:  # bf16 without ml_dtypes
+                        d = None
+                out.append((p, d))
+        if len(self._params) < 4096:
+            self._params[name] = out
+        return out
 
-    def call(self, name, *arrays):
-        """Call a callback (by name or content id) on NumPy arrays. Returns
-        its result, or a tuple of results when it has several. Inputs are
-        passed by pointer (a non-contiguous one is copied first); results
-        are written straight into new arrays."""
-        ins, outs = self._prepare(name, arrays)
+    def _inputs(self, name: str, arrays: Sequence[Any]) -> List[np.ndarray]:
+        params = self._param_dtypes(name)
+        ins = []
+        try:
+            for i, a in enumerate(arrays):
+                p, target = params[i] if params is not None and i < len(params) else (None, None)
+                arr = _normalized(_as_array(a, i, p))
+                if target is not None:
+                    arr = _convert(a, arr, target, i, p)
+                ins.append(arr)
+        except InvalidArgument as e:
+            raise _refused(name, e) from None
+        return ins
+
+    def _prepare(self, name: str, arrays: Sequence[Any],
+                 out: Optional[Out] = None) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        ins = self._inputs(name, arrays)
+        types = self.output_types(name, *ins)
+        if out is None:
+            return ins, [np.empty(shape, dtype) for shape, dtype in types]
+        try:
+            return ins, _check_out(out, types)
+        except InvalidArgument as e:
+            raise _refused(name, e) from None
+
+    def call(self, name: str, *arrays: ArrayLike, out: Optional[Out] = None) -> Result:
+        """Call a callback (by name or content id). Returns its result, or
+        a tuple of results when it has several.
+
+        Each argument is converted to its parameter's dtype (from the
+        signature) by NumPy's same_kind rule: a Python float for an f32
+        parameter, an int32 array for an f32 one, a Python int for any
+        integer dtype that holds it; a lossy cast (float to int, a value out
+        of range) raises InvalidArgument saying what to write. Arguments in
+        host memory that need no conversion (NumPy arrays, __dlpack__ and
+        __array_interface__ objects) are passed by pointer; a big-endian,
+        non-contiguous or non-0/1 bool array is copied first, as NumPy
+        reads it.
+
+        out: preallocated results (an array, or a tuple of arrays, one per
+        result) of exactly the result's dtype and shape, C-contiguous and
+        writeable. The results are written into them (nothing is written
+        when the call fails) and out is returned."""
+        ins, outs = self._prepare(name, arrays, out)
         _invoke(self._lib, self._handle, None, _b(name), ins, outs)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return _result(outs, out)
 
-    def tap(self, name, *arrays):
+    def tap(self, name: str, *arrays: ArrayLike) -> None:
         """Run a callback for its side effect, asynchronously (inputs are
-        copied first); its error is raised by the next barrier()."""
-        ins = [_contiguous(a) for a in arrays]
+        copied first, converted as for call); its error is raised by the
+        next barrier()."""
+        ins = self._inputs(name, arrays)
         check(self._lib, self._lib.callbox_tap(self._handle, _b(name), _tensors(ins), len(ins)))
 
-    def barrier(self):
+    def barrier(self) -> None:
         """Wait for every tap; raise the first error among them since the
         previous barrier."""
         check(self._lib, self._lib.callbox_barrier(self._handle))
 
-    def chain(self, name):
+    def chain(self, name: str) -> "Chain":
         """The ordered chain with this name (the same chain for the same
         name)."""
         return Chain(self, name)
@@ -302,7 +538,42 @@ def _close_handle(lib, handle):
         pass
 
 
-def _looks_like_path(config):
+def _refused(name: str, e: InvalidArgument) -> InvalidArgument:
+    """e, a refusal of an argument, worded as the library words errors
+    ("InvalidArgument: callback "x" refused the call before running it:
+    ...", message the part after the colon)."""
+    msg = str(e)
+    return type(e)('%s: callback "%s" refused the call before running it: %s' % (type(e).kind, name, msg),
+                   callback=name, code=e.code, message=msg)
+
+
+def _check_out(out: Out, types: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[np.ndarray]:
+    outs = [out] if isinstance(out, np.ndarray) else list(out)
+    if len(outs) != len(types):
+        raise InvalidArgument("out: %d arrays given, the callback has %d results" % (len(outs), len(types)), code=3)
+    for i, (o, (shape, dtype)) in enumerate(zip(outs, types)):
+        want = "%s%s" % (_lib_name(dtype), list(shape))
+        if not isinstance(o, np.ndarray):
+            raise InvalidArgument("out[%d]: a %s, not a NumPy array (the result is %s)"
+                                  % (i, type(o).__name__, want), code=3)
+        if o.dtype != dtype or o.shape != shape:
+            raise InvalidArgument("out[%d]: got %s array of shape %s, the result is %s: allocate it with "
+                                  "np.empty(%s, %s)" % (i, o.dtype.str if not o.dtype.isnative else o.dtype.name,
+                                                        o.shape, want, shape, _np_name(dtype)), code=3)
+        if not o.flags.c_contiguous:
+            raise InvalidArgument("out[%d]: not C-contiguous (results are written row-major in place)" % i, code=3)
+        if not o.flags.writeable:
+            raise InvalidArgument("out[%d]: read-only" % i, code=3)
+    return outs
+
+
+def _result(outs: List[np.ndarray], out: Optional[Out]) -> Result:
+    if out is not None and not isinstance(out, np.ndarray):
+        return tuple(outs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _looks_like_path(config: Union[str, "os.PathLike[str]"]) -> bool:
     s = os.fspath(config)
     if isinstance(s, bytes):
         s = os.fsdecode(s)
@@ -311,41 +582,43 @@ def _looks_like_path(config):
     return os.path.splitext(s)[1].lower() in (".yaml", ".yml", ".toml", ".json") or os.path.exists(s)
 
 
-def _info(c):
+def _info(c: _lib.CallbackInfo) -> CallbackInfo:
     return CallbackInfo(c.name.decode(), c.id.decode(), c.signature.decode(), c.engine.decode(),
                         c.batching.decode(), c.num_inputs, c.num_outputs)
 
 
 class Chain:
     """An ordered chain: its calls and taps run strictly in the order made.
-    The first failure fails the chain: later calls raise an error naming it
-    (and taps report it at the barrier) until reset()."""
+    The first failure fails the chain: later calls raise ChainError naming
+    the failed step and the refused one (and taps report it at the
+    barrier) until reset()."""
 
-    def __init__(self, host, name):
+    def __init__(self, host: Host, name: str) -> None:
         if not name:
             raise InvalidArgument("chain: empty name", code=3)
         self.host = host
         self.name = name
         self._name = _b(name)
 
-    def call(self, callback, *arrays):
-        """Run a call as the chain's next step and return its result(s)."""
+    def call(self, callback: str, *arrays: ArrayLike, out: Optional[Out] = None) -> Result:
+        """Run a call as the chain's next step and return its result(s)
+        (arguments and out= as for Host.call)."""
         h = self.host
-        ins, outs = h._prepare(callback, arrays)
+        ins, outs = h._prepare(callback, arrays, out)
         _invoke(h._lib, h._handle, self._name, _b(callback), ins, outs)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return _result(outs, out)
 
-    def tap(self, callback, *arrays):
+    def tap(self, callback: str, *arrays: ArrayLike) -> None:
         """Queue a side-effect call as the chain's next step; returns at once."""
         h = self.host
-        ins = [_contiguous(a) for a in arrays]
+        ins = h._inputs(callback, arrays)
         check(h._lib, h._lib.callbox_chain_tap(h._handle, self._name, _b(callback), _tensors(ins), len(ins)))
 
-    def barrier(self):
+    def barrier(self) -> None:
         """Wait for every queued step; raise the chain's first failure."""
         check(self.host._lib, self.host._lib.callbox_chain_barrier(self.host._handle, self._name))
 
-    def reset(self):
+    def reset(self) -> None:
         """Wait for queued steps and clear the chain's failure, so that later
         calls run again (sequence numbers continue)."""
         check(self.host._lib, self.host._lib.callbox_chain_reset(self.host._handle, self._name))

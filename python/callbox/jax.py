@@ -25,6 +25,7 @@ Programs lowered by `callbox lower` (lowering/) name the same target,
 """
 
 import functools
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +52,7 @@ _registered = set()
 _default_host = None
 
 
-def register(host=None, *, platform="cpu"):
+def register(host: Optional[Host] = None, *, platform: str = "cpu") -> None:
     """Register the XLA FFI target "callbox" with JAX (once per platform)
     and, when host is given, make it the host the handler calls.
 
@@ -83,7 +84,7 @@ def register(host=None, *, platform="cpu"):
         _registered.add(key)
 
 
-def _host(host):
+def _host(host: Optional[Host]) -> Host:
     global _default_host
     if host is not None:
         return host
@@ -92,7 +93,8 @@ def _host(host):
     return _default_host
 
 
-def call(name, *args, ordered=False, chain=None, host=None):
+def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = None,
+         host: Optional[Host] = None) -> Any:
     """Call callback name (or content id) on JAX arrays inside a traced
     program. Returns its result, or a tuple when it has several.
 
@@ -179,7 +181,7 @@ def _batched(h, name, info, chain):
     return per_element
 
 
-def tap(name, *args, chain=None, host=None):
+def tap(name: str, *args: Any, chain: Optional[str] = None, host: Optional[Host] = None) -> Any:
     """Run callback name for its side effect, ordered (like io_callback
     with ordered=True); its results are discarded. Returns args (the first
     one when there is only one), so a tap can be threaded through code."""

@@ -81,6 +81,11 @@ def config_path(guest_dir):
         parts.append(_entry("copy_" + d, "kit.wasm", "copy", "(x: %s[n]) -> %s[n]" % (d, d)))
     parts.append(_entry("copy_scalar", "kit.wasm", "copy", "(x: f64[]) -> f64[]"))
     parts.append(_entry("copy_mat", "kit.wasm", "copy", "(x: f32[a,b]) -> f32[a,b]"))
+    for d in ("f32", "s8", "u8", "c64", "pred"):
+        parts.append(_entry("scalar_" + d, "kit.wasm", "copy", "(x: %s[]) -> %s[]" % (d, d)))
+    parts.append(_entry("copy_cube", "kit.wasm", "copy", "(x: f32[a,b,c]) -> f32[a,b,c]"))
+    parts.append(_entry("copy_pred_mat", "kit.wasm", "copy", "(x: pred[a,b]) -> pred[a,b]"))
+    parts.append(_entry("with_eps", "kit.wasm", "copy2", "(x: f32[n], eps: f32[]) -> (f32[n], f32[])"))
     parts.append(_entry("copy_rows", "kit.wasm", "copy", "(x: f32[b,n]) -> f32[b,n]", "    batching: expand_dims\n"))
     parts.append(_entry("copy2", "kit.wasm", "copy2", "(x: s16[n], y: f32[m]) -> (s16[n], f32[m])"))
     parts.append(_entry("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]"))
@@ -97,29 +102,20 @@ def config_path(guest_dir):
     return path
 
 
-# The modules the README's Python examples name, and the committed copies
-# (guests/prebuilt, which `make check-prebuilt` keeps byte-identical to a
-# build from source) that stand in for them where guests/build is missing.
-README_GUESTS = {"guests/build/rust/scale.wasm": "guests/prebuilt/rust-scale.wasm",
-                 "guests/build/wat/hostile.wasm": "guests/prebuilt/wat-hostile.wasm"}
+# The modules the README's Python examples name: the committed demo
+# modules (guests/prebuilt, which `make check-prebuilt` keeps byte-identical
+# to a build from source), so the examples run without `make guests`.
+README_GUESTS = ["guests/prebuilt/rust-scale.wasm", "guests/prebuilt/wat-hostile.wasm",
+                 "guests/prebuilt/go-checked.wasm"]
 
 
 @pytest.fixture
-def readme_root(tmp_path):
-    """A directory to run the README's examples in, as from the repository
-    root: the root itself when `make guests` has built their modules, else a
-    temporary directory holding the prebuilt copies at the same paths."""
-    if all((ROOT / built).is_file() for built in README_GUESTS):
-        return ROOT
-    missing = [pre for pre in README_GUESTS.values() if not (ROOT / pre).is_file()]
+def readme_root():
+    """The directory the README's examples run in: the repository root."""
+    missing = [p for p in README_GUESTS if not (ROOT / p).is_file()]
     if missing:
-        pytest.skip("the README examples need %s (run `make guests`) and the prebuilt copies %s are missing"
-                    % (", ".join(README_GUESTS), ", ".join(missing)))
-    for built, pre in README_GUESTS.items():
-        dst = tmp_path / built
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / pre, dst)
-    return tmp_path
+        pytest.fail("the README examples need the committed modules %s" % ", ".join(missing))
+    return ROOT
 
 
 @pytest.fixture(scope="session")
@@ -135,3 +131,16 @@ def host(config_path):
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)
     os.environ.setdefault("CALLBOX_LOG_LEVEL", "error")
+
+
+# The examples' config: the prebuilt demo modules (guests/prebuilt).
+EXAMPLES = ROOT / "python" / "examples"
+
+
+@pytest.fixture(scope="session")
+def demo_host():
+    import callbox
+
+    h = callbox.Host(str(EXAMPLES / "callbox.yaml"))
+    yield h
+    h.close()

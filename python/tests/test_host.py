@@ -4,6 +4,7 @@ error kind, chains, taps, threads, hostile guests on both engines."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -99,8 +100,8 @@ def test_shapes(host):
 
 
 def test_invalid_arguments(host):
-    with pytest.raises(callbox.InvalidArgument, match=r"argument 0 \(x\): expected f32\[n\], got s32\[3\]") as e:
-        host.call("copy_f32", np.zeros(3, np.int32))
+    with pytest.raises(callbox.InvalidArgument, match=r"argument 0 \(x\): expected f32\[n\], got f32\[2,2\]") as e:
+        host.call("copy_f32", np.zeros((2, 2), np.int32))  # converted (same_kind), then refused by the library
     assert e.value.code == 3 and e.value.callback == "copy_f32"
     assert isinstance(e.value, ValueError)
     with pytest.raises(callbox.InvalidArgument, match="got 2 inputs"):
@@ -151,12 +152,80 @@ def test_chain_and_barrier(host):
     with pytest.raises(callbox.GuestError) as e:
         ch.barrier()
     assert (e.value.chain, e.value.seq, e.value.callback) == ("py", 3, "fail")
-    with pytest.raises(callbox.GuestError, match=r"call #5 \(bump\) not run: chain failed at #3"):
+    assert not isinstance(e.value, callbox.ChainError), "the barrier raises the failure itself"
+    with pytest.raises(callbox.ChainError, match=r"call #5 \(bump\) not run: chain failed at #3") as e:
         ch.call("bump", x)
+    assert isinstance(e.value, callbox.GuestError), "a ChainError is also its first failure's kind, as in Go"
     ch.reset()
     assert int(ch.call("bump", x)) == start + 2  # the tap after the failure never ran
     ch.barrier()
     assert host.chain("py").call("bump", x) == start + 3  # same name, same chain
+
+
+def test_chain_error_names_the_failed_and_the_refused_step(host):
+    """After a step fails, a later call is refused with ChainError: its
+    callback and seq are the refused step's, first is the failure (not
+    GuestError blaming a callback that never ran, with no message)."""
+    x = np.ones(2, np.float32)
+    ch = host.chain("py-chainerror")
+    ch.call("copy_f32", x)  # #1
+    with pytest.raises(callbox.GuestError) as failed:
+        ch.call("fail", x)  # #2
+    assert not isinstance(failed.value, callbox.ChainError)
+    with pytest.raises(callbox.ChainError) as e:
+        ch.call("copy_mat", np.ones((2, 2), np.float32))  # #3, refused
+    err = e.value
+    assert (err.chain, err.seq, err.callback) == ("py-chainerror", 3, "copy_mat")
+    assert (err.kind, err.code, err.guest_status, err.guest_message) == ("GuestError", 3, 3, "bad input")
+    first = err.first
+    assert type(first) is callbox.GuestError
+    assert (first.callback, first.seq, first.chain) == ("fail", 2, "py-chainerror")
+    assert (first.message, first.guest_message, first.guest_status, first.code) == (
+        "guest returned INVALID_ARGUMENT", "bad input", 3, 3)
+    assert str(first) == str(failed.value)
+    assert 'call #3 (copy_mat) not run: chain failed at #2: callback "fail"' in str(err)
+    ch.tap("copy_f32", x)  # refused too, reported at the barrier as the first failure
+    with pytest.raises(callbox.GuestError) as b:
+        ch.barrier()
+    assert (b.value.callback, b.value.seq) == ("fail", 2)
+    ch.reset()
+    np.testing.assert_array_equal(ch.call("copy_f32", x), x)
+
+
+def test_chain_error_after_a_timeout(host):
+    x = np.ones(2, np.float32)
+    ch = host.chain("py-timeout")
+    with pytest.raises(callbox.Timeout):
+        ch.call("spin", x)
+    with pytest.raises(callbox.Timeout) as e:  # except Timeout still catches the refused step
+        ch.call("copy_f32", x)
+    assert isinstance(e.value, callbox.ChainError) and isinstance(e.value, TimeoutError)
+    assert (e.value.callback, e.value.seq, e.value.code) == ("copy_f32", 2, 4)
+    first = e.value.first
+    assert (type(first), first.callback, first.seq, first.message) == (callbox.Timeout, "spin", 1, "timeout after 250ms")
+    ch.reset()
+
+
+def test_sdk_panic_is_a_guest_error(tmp_path):
+    """A callbox SDK reports a panic through callbox.error and then traps:
+    GuestError with the panic text, as errors.GuestError says; a bare trap
+    is Unreachable."""
+    if shutil.which("wat2wasm") is None:
+        pytest.skip("wat2wasm (wabt) is not installed: scripts/install-toolchains.sh installs it")
+    wasm = tmp_path / "panic.wasm"
+    subprocess.run(["wat2wasm", str(ROOT / "python" / "tests" / "testdata" / "panic.wat"), "-o", str(wasm)], check=True)
+    sig = "(x: f32[n]) -> f32[n]"
+    cfg = {"callbacks": {"panics": {"module": str(wasm), "export": "sdk_panic", "signature": sig},
+                         "traps": {"module": str(wasm), "export": "bare_trap", "signature": sig}}}
+    with callbox.Host(cfg) as h:
+        with pytest.raises(callbox.GuestError) as e:
+            h.call("panics", np.ones(2, np.float32))
+        assert not isinstance(e.value, callbox.Unreachable)
+        assert (e.value.message, e.value.guest_message) == ("guest aborted", "panicked at src/lib.rs:7:5: index out of bounds")
+        assert (e.value.guest_status, e.value.code) == (0, 13)
+        with pytest.raises(callbox.Unreachable):
+            h.call("traps", np.ones(2, np.float32))
+    assert "GuestError" in callbox.Unreachable.__doc__ and "panic" in callbox.GuestError.__doc__
 
 
 def test_taps_and_host_barrier(host):
@@ -218,6 +287,7 @@ def test_library_not_found():
 
 
 def _readme_python_blocks():
+    """The Python blocks of README.md's "Python and JAX" section."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## Python and JAX", 1)
     if len(section) < 2:
@@ -226,15 +296,24 @@ def _readme_python_blocks():
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
+def _package_readme_blocks():
+    return re.findall(r"```python\n(.*?)```", (ROOT / "python" / "README.md").read_text(), re.S)
+
+
 def test_readme_examples(readme_root, monkeypatch):
-    """Every NumPy example of README's "Python and JAX" section runs as
-    written (from the repository root, or a directory laid out like it:
-    see readme_root); the JAX ones run in test_jax."""
+    """Every NumPy example of README's "Python and JAX" section and of
+    python/README.md runs as written, from the repository root, on the
+    committed prebuilt modules (no `make guests`); the JAX ones run in
+    test_jax."""
     blocks = [b for b in _readme_python_blocks() if "jax" not in b]
-    assert blocks, "README.md has no Python examples"
+    assert len(blocks) >= 2, "README.md has no Python examples"
+    package = _package_readme_blocks()
+    assert len(package) >= 2, "python/README.md has no examples"
+    for block in blocks + package:
+        assert "guests/build" not in block, "README examples use guests/prebuilt, which needs no make guests"
     monkeypatch.chdir(readme_root)
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+    for name, block in [("README.md", b) for b in blocks] + [("python/README.md", b) for b in package]:
+        exec(compile(block, name, "exec"), {})
 
 
 def test_default_host(host):

@@ -415,7 +415,7 @@ def test_readme_jax_example(jhost, guest_dir, readme_root, tmp_path, monkeypatch
     work.mkdir()
     (work / "callbox.yaml").write_text(
         "callbacks:\n  scale:\n    module: %s\n  log:\n    module: %s\n    export: copy\n"
-        "    signature: '(x: f32[n]) -> f32[n]'\n" % (pathlib.Path(readme_root) / "guests/build/rust/scale.wasm",
+        "    signature: '(x: f32[n]) -> f32[n]'\n" % (pathlib.Path(readme_root) / "guests/prebuilt/rust-scale.wasm",
                                                     guest_dir / "kit.wasm"))
     monkeypatch.chdir(work)
     env = {}
