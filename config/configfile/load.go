@@ -30,6 +30,7 @@ const (
 	keyCacheDir  = "cache_dir"
 	keyDefaults  = "defaults"
 	keyCallbacks = "callbacks"
+	keyModules   = "modules"
 )
 
 // Load reads the configuration file at path, YAML (.yaml, .yml), TOML
@@ -166,6 +167,7 @@ type loader struct {
 	keys  []config.Key
 	v     *viper.Viper
 	known map[string]bool // the variable names of all keys
+	mods  []rawModule     // the modules entries
 	errs  []error
 }
 
@@ -191,6 +193,9 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	l.apply(&cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
+	}
+	for _, rm := range l.mods {
+		cfg.Modules = append(cfg.Modules, l.resolveModule(cfg.Defaults, rm))
 	}
 	l.checkUnknownEnv(cbs)
 	return cfg
@@ -224,8 +229,10 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
 			cbs = l.walkCallbacks(v)
+		case keyModules:
+			l.mods = l.walkModules(v)
 		default:
-			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks}))
+			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks, keyModules}))
 		}
 	}
 	return defaults, cbs
