@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install pyinstall-test
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -76,7 +76,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf guests/build bin build python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h
+	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the
@@ -101,6 +101,12 @@ python-lib: lib
 PYTHON ?= python3
 python-install: python-lib
 	$(PYTHON) -m pip install --no-build-isolation --no-index ./python
+
+# The same package as a wheel in dist/ (py3-none-<platform>: it carries the
+# native library), for `pip install --no-index dist/callbox-*.whl` in any
+# environment that has NumPy.
+python-wheel: python-lib
+	$(PYTHON) -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./python
 
 # The README's offline install from a clean venv outside the repository,
 # then a call from outside it with no CALLBOX_LIB (scripts/pyinstall-test.sh).

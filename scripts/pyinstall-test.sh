@@ -30,6 +30,17 @@ venv_py=$tmp/venv/bin/python
 echo "pyinstall-test: pip install --no-build-isolation --no-index ./python into $tmp/venv"
 PIP_CONFIG_FILE=/dev/null "$venv_py" -m pip install --no-build-isolation --no-index --no-cache-dir -q ./python
 
+# The wheel (make python-wheel builds the same): tagged for this platform,
+# since it carries the library, and carrying it.
+PIP_CONFIG_FILE=/dev/null "$venv_py" -m pip wheel --no-build-isolation --no-index --no-deps --no-cache-dir -q -w "$tmp/dist" ./python
+"$venv_py" - "$tmp/dist" <<'PY'
+import pathlib, sys, zipfile
+(whl,) = pathlib.Path(sys.argv[1]).glob("callbox-*.whl")
+assert "-py3-none-" in whl.name and not whl.name.endswith("-any.whl"), whl.name
+assert "callbox/libcallbox.so" in zipfile.ZipFile(whl).namelist(), "no library in " + whl.name
+print("pyinstall-test: wheel " + whl.name)
+PY
+
 cat >"$tmp/callbox.yaml" <<YAML
 callbacks:
   scale:
