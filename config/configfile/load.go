@@ -45,7 +45,9 @@ func Load(path string) (*config.Config, error) {
 //
 // Every callback value is resolved in this order: config.DefaultCallback(),
 // the file's defaults, CALLBOX_DEFAULTS_<KEY>, the callback's own keys, then
-// CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_').
+// CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_'). A modules
+// entry resolves the same way with CALLBOX_MODULES_<NAME>_<KEY>, and each
+// of its per-callback overrides (file only) on top of the entry.
 // CALLBOX_CACHE_DIR overrides cache_dir. An empty variable counts as unset.
 // Relative paths in the file are relative to the file's directory, those
 // in the environment to the working directory; Module and CacheDir come
