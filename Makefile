@@ -5,12 +5,12 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit race check-prebuilt fuzz pytest
+test: guests lint nocgo unit race check-prebuilt fuzz pytest pyinstall-test
 
 unit:
 	$(GO) test -count=1 ./...
@@ -76,7 +76,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf guests/build bin build
+	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the
@@ -86,6 +86,32 @@ lib:
 	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h
+
+# The Python package with the library inside it: build/libcallbox.so and
+# its header copied into python/callbox/, where the package looks first
+# (after CALLBOX_LIB) and which its package data ships, so that
+# `pip install ./python` installs a package that needs no CALLBOX_LIB.
+python-lib: lib
+	cp build/libcallbox.so build/callbox.h python/callbox/
+
+# Install the package, library inside, into PYTHON's environment (an
+# activated virtual environment's python3 by default), offline: no build
+# isolation (setuptools and wheel are Debian's, python3-setuptools and
+# python3-wheel) and no package index. See python/README.md.
+PYTHON ?= python3
+python-install: python-lib
+	$(PYTHON) -m pip install --no-build-isolation --no-index ./python
+
+# The same package as a wheel in dist/ (py3-none-<platform>: it carries the
+# native library), for `pip install --no-index dist/callbox-*.whl` in any
+# environment that has NumPy.
+python-wheel: python-lib
+	$(PYTHON) -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./python
+
+# The README's offline install from a clean venv outside the repository,
+# then a call from outside it with no CALLBOX_LIB (scripts/pyinstall-test.sh).
+pyinstall-test: python-lib
+	scripts/pyinstall-test.sh
 
 # For machines without Go (the lent GPU machines, scripts/device-check.sh):
 # in build/xla-check the StableHLO that `callbox lower` emits for every

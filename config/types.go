@@ -1,5 +1,6 @@
 // Package config holds callbox's configuration types: global defaults plus
-// one entry per callback (module, export, signature, engine, limits), what
+// one entry per callback (module, export, signature, engine, limits), or
+// one entry per module for every callback it declares (Module), what
 // host.New takes. A Config can be built in code and checked with Validate;
 // package config/configfile loads one from a YAML, TOML or JSON file with
 // CALLBOX_ environment overrides.
@@ -86,9 +87,14 @@ type Config struct {
 	Defaults Callback
 	// Callbacks, sorted by name.
 	Callbacks []Callback
+	// Modules are the entries that load every callback a module declares,
+	// sorted by name; their callbacks are not in Callbacks (see
+	// ExpandModules).
+	Modules []Module
 }
 
-// Callback returns the entry with the given name.
+// Callback returns the callbacks entry with the given name (not one a
+// modules entry declares: see ExpandModules).
 func (c *Config) Callback(name string) (Callback, bool) {
 	for _, cb := range c.Callbacks {
 		if cb.Name == name {

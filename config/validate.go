@@ -40,8 +40,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // Validate checks a Config built in code with the rules configfile.Load
 // applies to a file: limit bounds, engine, isolation and WASI values,
 // callback names (valid, unique, distinct in the environment), a module for
-// every callback, sha256 and signature syntax. Defaults are checked unless they
-// are the zero Callback (unused). Unlike a file, a Config built in code may
+// every callback, sha256 and signature syntax, and the same for every
+// modules entry (names, a module, its keys and its per-callback
+// overrides). Defaults are checked unless they are the zero Callback
+// (unused). Unlike a file, a Config built in code may
 // have a zero Timeout (no timeout), a relative Module and an empty Export
 // (meaning Name). All problems are returned together, joined.
 func (c *Config) Validate() error {
@@ -81,5 +83,6 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	c.validateModules(add)
 	return errors.Join(errs...)
 }

@@ -67,7 +67,8 @@ func WithInstanceClose(fn func(instance uint64)) Option {
 	return func(h *Host) { h.onInstanceClose = fn }
 }
 
-// New creates a host and loads every callback of cfg. cfg may be nil for a
+// New creates a host and loads every callback of cfg, those its modules
+// entries declare included (see ExpandModules). cfg may be nil for a
 // host whose callbacks are loaded programmatically with Load or LoadModule.
 // A callback that fails to load fails New, naming the config file, the
 // callback and the reason.
@@ -86,7 +87,11 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 		h.cacheDir = cfg.CacheDir
 	}
 	h.file = cfg.File
-	for _, cb := range cfg.Callbacks {
+	callbacks, err := expandModules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, cb := range callbacks {
 		if err := h.Load(ctx, cb); err != nil {
 			_ = h.Close(ctx)
 			if cfg.File != "" {

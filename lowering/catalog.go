@@ -60,8 +60,13 @@ func HostCatalog(h *host.Host) Catalog {
 // it reads every module, hashes it and takes the signature from the config
 // or from the module's signature custom section. A callback whose signature
 // is only available from the module's callbox_signatures export (which
-// needs an instance to run) is an error: use HostCatalog for it.
+// needs an instance to run) is an error: use HostCatalog for it. The
+// callbacks of modules entries are included (host.ExpandModules).
 func ConfigCatalog(cfg *config.Config) (Catalog, error) {
+	cfg, err := host.ExpandModules(cfg)
+	if err != nil {
+		return nil, err
+	}
 	c := StaticCatalog{}
 	for _, cb := range cfg.Callbacks {
 		wasm, err := os.ReadFile(cb.Module)

@@ -3,7 +3,8 @@
 # Debian's rustc 1.63 with the wasm32 standard library, clang + lld +
 # wasi-libc for C, wabt for WAT, binaryen (wasm-opt) for release builds, and
 # the AssemblyScript compiler from the committed npm lockfile; Debian's
-# python3-numpy and python3-pytest for the Python package (python/).
+# python3-numpy, python3-pytest, and what installs the Python package
+# offline (python3-venv, -pip, -setuptools, -wheel) for python/.
 # Idempotent: it installs only what is missing. Needs root (or sudo) for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,10 @@ cd "$(dirname "$0")/.."
 packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-libc wabt binaryen mlir-16-tools)
 # NumPy (Debian's, for /usr/bin/python3) writes the reference .npy files internal/tensorfile is
 # tested against; Debian's cargo builds the Rust SDK recipe tested from outside the repository.
-# python3-pytest runs the Python package's tests (python/).
-packages+=(python3-numpy python3-pytest cargo)
+# python3-pytest runs the Python package's tests (python/); python3-venv, python3-pip,
+# python3-setuptools and python3-wheel install the package offline into a fresh virtual
+# environment (pip install --no-build-isolation --no-index, scripts/pyinstall-test.sh).
+packages+=(python3-numpy python3-pytest cargo python3-venv python3-pip python3-setuptools python3-wheel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

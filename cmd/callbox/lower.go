@@ -78,6 +78,10 @@ func loadProgramConfig(path, command, engine string) (*config.Config, error) {
 	if err != nil {
 		return nil, usageErr(err)
 	}
+	// The callbacks of modules entries, by name, as the host loads them.
+	if cfg, err = host.ExpandModules(cfg); err != nil {
+		return nil, usageErr(err)
+	}
 	if engine != "" {
 		if engine != config.EngineWazero && engine != config.EngineWasmtime {
 			return nil, usageErr(fmt.Errorf("--engine %q: want wazero or wasmtime", engine))

@@ -41,6 +41,10 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
+			// The callbacks of modules entries, by name, as the host loads them.
+			if cfg, err = host.ExpandModules(cfg); err != nil {
+				return usageErr(err)
+			}
 			name := args[0]
 			cb, ok := cfg.Callback(name)
 			if !ok {

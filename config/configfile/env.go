@@ -64,6 +64,13 @@ func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallb
 		}
 	}
 	tree[keyCallbacks] = callbacks
+	modules := map[string]any{}
+	for _, rm := range l.mods {
+		if rm.valid {
+			modules[rm.name] = knownKeys(rm.entries, config.ModuleKeys())
+		}
+	}
+	tree[keyModules] = modules
 	l.v = viper.New()
 	if err := l.v.MergeConfigMap(tree); err != nil {
 		l.fail("", false, err)
@@ -98,6 +105,14 @@ func (l *loader) bindEnv(cbs []rawCallback) {
 			l.bind(keyCallbacks+"."+rc.name+"."+f.Name, config.CallbackEnvPrefix(rc.name)+strings.ToUpper(f.Name))
 		}
 	}
+	for _, rm := range l.mods {
+		if !rm.valid {
+			continue
+		}
+		for _, f := range config.ModuleKeys() {
+			l.bind(keyModules+"."+rm.name+"."+f.Name, config.ModuleEnvPrefix(rm.name)+strings.ToUpper(f.Name))
+		}
+	}
 }
 
 // bind records name as the variable of key and, when it is set, binds it
@@ -115,8 +130,9 @@ func (l *loader) bind(key, name string) {
 	}
 }
 
-// checkUnknownEnv reports CALLBOX_DEFAULTS_ and CALLBOX_CALLBACKS_
-// variables that match no key: a typo would otherwise be ignored.
+// checkUnknownEnv reports CALLBOX_DEFAULTS_, CALLBOX_CALLBACKS_ and
+// CALLBOX_MODULES_ variables that match no key: a typo would otherwise be
+// ignored.
 // Other CALLBOX_ variables are left to whoever reads them.
 func (l *loader) checkUnknownEnv(cbs []rawCallback) {
 	for _, name := range sortedKeys(l.env) {
@@ -128,6 +144,8 @@ func (l *loader) checkUnknownEnv(cbs []rawCallback) {
 			l.fail(name, true, l.unknownDefaultsVar(name))
 		case strings.HasPrefix(name, config.EnvCallbacksPrefix):
 			l.fail(name, true, l.unknownCallbackVar(name, cbs))
+		case strings.HasPrefix(name, config.EnvModulesPrefix):
+			l.fail(name, true, l.unknownModuleVar(name))
 		}
 	}
 }
@@ -156,6 +174,23 @@ func (l *loader) unknownCallbackVar(name string, cbs []rawCallback) error {
 	}
 	key := strings.ToLower(strings.TrimPrefix(name, best))
 	return unknownVar(key, best, keyNames(l.keys, true))
+}
+
+// unknownModuleVar explains an unbound CALLBOX_MODULES_ variable: an
+// unknown key of a modules entry in the file, or no such entry.
+func (l *loader) unknownModuleVar(name string) error {
+	best := ""
+	for _, rm := range l.mods {
+		p := config.ModuleEnvPrefix(rm.name)
+		if rm.valid && strings.HasPrefix(name, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return fmt.Errorf("matches no modules entry in %s; modules entries are created only in the config file", l.file)
+	}
+	key := strings.ToLower(strings.TrimPrefix(name, best))
+	return unknownVar(key, best, keyNames(config.ModuleKeys(), true))
 }
 
 // unknownVar is the error for an unknown key in a variable name.

@@ -30,6 +30,7 @@ const (
 	keyCacheDir  = "cache_dir"
 	keyDefaults  = "defaults"
 	keyCallbacks = "callbacks"
+	keyModules   = "modules"
 )
 
 // Load reads the configuration file at path, YAML (.yaml, .yml), TOML
@@ -44,7 +45,9 @@ func Load(path string) (*config.Config, error) {
 //
 // Every callback value is resolved in this order: config.DefaultCallback(),
 // the file's defaults, CALLBOX_DEFAULTS_<KEY>, the callback's own keys, then
-// CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_').
+// CALLBOX_CALLBACKS_<NAME>_<KEY> (NAME upper-cased, '-' as '_'). A modules
+// entry resolves the same way with CALLBOX_MODULES_<NAME>_<KEY>, and each
+// of its per-callback overrides (file only) on top of the entry.
 // CALLBOX_CACHE_DIR overrides cache_dir. An empty variable counts as unset.
 // Relative paths in the file are relative to the file's directory, those
 // in the environment to the working directory; Module and CacheDir come
@@ -166,6 +169,7 @@ type loader struct {
 	keys  []config.Key
 	v     *viper.Viper
 	known map[string]bool // the variable names of all keys
+	mods  []rawModule     // the modules entries
 	errs  []error
 }
 
@@ -191,6 +195,9 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	l.apply(&cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
+	}
+	for _, rm := range l.mods {
+		cfg.Modules = append(cfg.Modules, l.resolveModule(cfg.Defaults, rm))
 	}
 	l.checkUnknownEnv(cbs)
 	return cfg
@@ -224,8 +231,10 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
 			cbs = l.walkCallbacks(v)
+		case keyModules:
+			l.mods = l.walkModules(v)
 		default:
-			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks}))
+			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks, keyModules}))
 		}
 	}
 	return defaults, cbs

@@ -113,8 +113,9 @@ def find_library() -> str:
             return str(p)
         tried.append(str(p))
     raise OSError(
-        "libcallbox.so not found (tried %s): run `make lib` in the callbox repository, "
-        "or set CALLBOX_LIB to the library's path" % ", ".join(tried)
+        "libcallbox.so not found (tried %s): in the callbox repository, `make python-install` "
+        "installs the package with the library inside it (or `make lib` builds build/libcallbox.so "
+        "for a checkout on PYTHONPATH), or set CALLBOX_LIB to the library's path" % ", ".join(tried)
     )
 
 
