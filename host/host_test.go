@@ -329,3 +329,21 @@ func TestUnknownCallbackAndClosedHost(t *testing.T) {
 	_, err = h.Invoke(context.Background(), "scale", abi.From([]float32{1}), abi.Scalar[float32](1))
 	assert.ErrorIs(t, err, host.ErrClosed)
 }
+
+// TestFrameAboveMaxMemorySaysWhatItNeeds: a call whose frame cannot fit
+// under max_memory fails as MemoryLimit naming the frame's size and the
+// max_memory it needs (it was "callbox_alloc(...) returned 0").
+func TestFrameAboveMaxMemorySaysWhatItNeeds(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil) // max_memory 1 MiB
+		x := abi.From(make([]float32, 256<<10))
+		_, err := h.Invoke(context.Background(), "scale", x, abi.Scalar[float32](2))
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, host.MemoryLimit), "%v", err)
+		assert.Regexp(t, `the call needs \d+(KiB|MiB|B) of guest memory for its frame \(inputs and outputs\) on top of the \d+(KiB|MiB) the guest uses, beyond max_memory 1MiB: set max_memory to at least [2-9]MiB`, err.Error())
+		// The host keeps serving.
+		outs, err := h.Invoke(context.Background(), "scale", abi.From([]float32{1}), abi.Scalar[float32](2))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{2}, abi.MustView[float32](outs[0]))
+	})
+}

@@ -128,8 +128,20 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
 		msg := fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)
-		if state := g.inst.State(); state.MemoryLimitHit(uint64(len(g.inst.Memory()))) {
-			return abi.Region{}, &sandbox.Trap{Class: abi.MemoryLimit, Message: sandbox.MemoryLimitMessage(state.Limits().MaxMemory, msg)}
+		state := g.inst.State()
+		memNow := uint64(len(g.inst.Memory()))
+		limit := state.Limits().MaxMemory
+		if need := memNow + uint64(size); limit > 0 && need > limit {
+			// The block cannot fit under max_memory whatever the guest's
+			// allocator does: say so, and what max_memory the call needs
+			// (the guest's memory now plus the block, rounded up to MiB).
+			suggest := (need + 1<<20 - 1) &^ (1<<20 - 1)
+			return abi.Region{}, &sandbox.Trap{Class: abi.MemoryLimit, Message: fmt.Sprintf(
+				"the call needs %s of guest memory for its frame (inputs and outputs) on top of the %s the guest uses, beyond max_memory %s: set max_memory to at least %s (%s)",
+				config.FormatSize(uint64(size)), config.FormatSize(memNow), config.FormatSize(limit), config.FormatSize(suggest), msg)}
+		}
+		if state.MemoryLimitHit(memNow) {
+			return abi.Region{}, &sandbox.Trap{Class: abi.MemoryLimit, Message: sandbox.MemoryLimitMessage(limit, msg)}
 		}
 		return abi.Region{}, &sandbox.Trap{Class: abi.GuestError, Message: msg}
 	}
