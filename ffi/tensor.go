@@ -69,9 +69,9 @@ func fromDLs(role string, p *dlpack.Tensor, n uintptr, into []abi.Tensor) ([]abi
 	}
 	out := into[:n]
 	ts := unsafe.Slice(p, n)
+	var v dlpack.View
 	for i := range out {
-		v, err := dlpack.Check(&ts[i], dlpack.OnHost)
-		if err != nil {
+		if err := dlpack.CheckInto(&v, &ts[i], dlpack.OnHost); err != nil {
 			return nil, dlError(role, i, err)
 		}
 		out[i] = abi.Tensor{DType: v.DType, Shape: v.Shape, Data: v.Data()}

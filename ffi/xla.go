@@ -49,32 +49,31 @@ type xlaCall struct {
 // abi.DType's, and its buffers are dense row-major, so the buffer is
 // checked as the DLPack tensor it is (one set of tensor checks, package
 // dlpack) in host or device memory.
-func xlaView(role string, b *xlaBuf, mem dlpack.Memory) (dlpack.View, error) {
+func xlaView(v *dlpack.View, role string, b *xlaBuf, mem dlpack.Memory) error {
 	d := abi.DType(b.DType)
 	if b.DType < 0 || !d.Valid() {
-		return dlpack.View{}, badArg(argName{role, int(b.Index)}, "XLA dtype %d is not one callbox supports (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)", b.DType)
+		return badArg(argName{role, int(b.Index)}, "XLA dtype %d is not one callbox supports (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)", b.DType)
 	}
 	if b.Rank < 0 || b.Rank > abi.MaxRank {
-		return dlpack.View{}, badArg(argName{role, int(b.Index)}, "rank %d is outside 0..%d", b.Rank, abi.MaxRank)
+		return badArg(argName{role, int(b.Index)}, "rank %d is outside 0..%d", b.Rank, abi.MaxRank)
 	}
 	dev := dlpack.CPU
 	if mem == dlpack.OnDevice {
 		dev = dlpack.CUDA
 	}
 	t := dlpack.Tensor{Data: b.Data, Device: dlpack.Device{Type: dev}, NDim: int32(b.Rank), DType: dlpack.FromABI(d), Shape: b.Dims}
-	v, err := dlpack.Check(&t, mem)
-	if err != nil {
-		return dlpack.View{}, dlError(role, int(b.Index), err)
+	if err := dlpack.CheckInto(v, &t, mem); err != nil {
+		return dlError(role, int(b.Index), err)
 	}
-	return v, nil
+	return nil
 }
 
 // xlaTensors views XLA buffers in host memory as tensors (no copy).
 func xlaTensors(role string, bufs []xlaBuf, into []abi.Tensor) ([]abi.Tensor, error) {
 	out := into[:0]
+	var v dlpack.View
 	for i := range bufs {
-		v, err := xlaView(role, &bufs[i], dlpack.OnHost)
-		if err != nil {
+		if err := xlaView(&v, role, &bufs[i], dlpack.OnHost); err != nil {
 			return nil, err
 		}
 		out = append(out, abi.Tensor{DType: v.DType, Shape: v.Shape, Data: v.Data()})
@@ -85,9 +84,9 @@ func xlaTensors(role string, bufs []xlaBuf, into []abi.Tensor) ([]abi.Tensor, er
 // xlaDeviceBuffers views XLA buffers in device memory as GPU buffers.
 func xlaDeviceBuffers(role string, bufs []xlaBuf) ([]cuda.Buffer, error) {
 	out := make([]cuda.Buffer, len(bufs))
+	var v dlpack.View
 	for i := range bufs {
-		v, err := xlaView(role, &bufs[i], dlpack.OnDevice)
-		if err != nil {
+		if err := xlaView(&v, role, &bufs[i], dlpack.OnDevice); err != nil {
 			return nil, err
 		}
 		out[i] = cuda.Buffer{Ptr: cuda.DevicePtr(uintptr(v.Addr)), DType: v.DType, Shape: append(abi.Shape(nil), v.Shape...)}

@@ -192,54 +192,77 @@ func fail(format string, args ...any) error { return &Error{Reason: fmt.Sprintf(
 // the address space. It is on every call's path: the common case is one
 // loop, and explain names what is wrong otherwise.
 func Check(t *Tensor, m Memory) (View, error) {
+	var v View
+	err := CheckInto(&v, t, m)
+	return v, err
+}
+
+// CheckInto is Check writing the view into *v (left zero on an error):
+// the form the per-call paths use, which returns nothing by value.
+func CheckInto(v *View, t *Tensor, m Memory) error {
 	d, ok := ToABI(t.DType)
 	ndim := t.NDim
 	if !ok || !m.Accepts(t.Device.Type) || uint32(ndim) > abi.MaxRank || ndim > 0 && t.Shape == nil {
-		return View{}, explain(t, m)
+		return explain(t, m)
 	}
-	v := View{DType: d}
+	var shape abi.Shape
 	n := uint64(d.Size())
 	if ndim > 0 {
-		v.Shape = abi.Shape(unsafe.Slice(t.Shape, ndim))
+		shape = abi.Shape(unsafe.Slice(t.Shape, ndim))
 		elems := uint64(1)
-		for _, dim := range v.Shape {
+		for _, dim := range shape {
 			hi, lo := bits.Mul64(elems, uint64(dim))
 			if dim < 0 || hi != 0 {
-				return View{}, explain(t, m)
+				return explain(t, m)
 			}
 			elems = lo
 		}
 		hi, lo := bits.Mul64(elems, n)
 		if hi != 0 {
-			return View{}, explain(t, m)
+			return explain(t, m)
 		}
 		n = lo
 		if t.Strides != nil && n > 0 {
-			if err := checkRowMajor(v.Shape, unsafe.Slice(t.Strides, ndim)); err != nil {
-				return View{}, err
+			if err := checkRowMajor(shape, unsafe.Slice(t.Strides, ndim)); err != nil {
+				return err
 			}
 		}
 	}
 	if n > abi.MaxTensorBytes {
-		return View{}, fail("%s%s is %d bytes, above the maximum of %d", d, v.Shape, n, uint64(abi.MaxTensorBytes))
+		return tooBig(d, shape, n)
 	}
-	v.Bytes = n
-	if n == 0 {
-		return v, nil
+	var addr unsafe.Pointer
+	if n > 0 {
+		base := uintptr(t.Data)
+		start := base + uintptr(t.ByteOffset)
+		if base == 0 || start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start || start < MinAddress {
+			return badAddress(t, d, shape, n)
+		}
+		addr = unsafe.Add(t.Data, uintptr(t.ByteOffset))
 	}
-	if t.Data == nil {
-		return View{}, fail("data is NULL for %s%s (%d bytes)", d, v.Shape, n)
-	}
+	v.DType, v.Shape, v.Addr, v.Bytes = d, shape, addr, n
+	return nil
+}
+
+// The errors of Check's last steps, formatted out of line so that Check's
+// common path carries no formatting arguments.
+
+//go:noinline
+func tooBig(d abi.DType, shape abi.Shape, n uint64) error {
+	return fail("%s%s is %d bytes, above the maximum of %d", d, shape, n, uint64(abi.MaxTensorBytes))
+}
+
+//go:noinline
+func badAddress(t *Tensor, d abi.DType, shape abi.Shape, n uint64) error {
 	base := uintptr(t.Data)
 	start := base + uintptr(t.ByteOffset)
-	if start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start {
-		return View{}, fail("byte_offset %d and %d bytes overflow the address space from data %#x", t.ByteOffset, n, base)
+	switch {
+	case base == 0:
+		return fail("data is NULL for %s%s (%d bytes)", d, shape, n)
+	case start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start:
+		return fail("byte_offset %d and %d bytes overflow the address space from data %#x", t.ByteOffset, n, base)
 	}
-	if start < MinAddress {
-		return View{}, fail("data %#x (+ byte_offset %d) is in the lowest %d KiB of the address space, which is never mapped: a NULL or wild pointer", base, t.ByteOffset, MinAddress>>10)
-	}
-	v.Addr = unsafe.Add(t.Data, uintptr(t.ByteOffset))
-	return v, nil
+	return fail("data %#x (+ byte_offset %d) is in the lowest %d KiB of the address space, which is never mapped: a NULL or wild pointer", base, t.ByteOffset, MinAddress>>10)
 }
 
 // CheckType validates only t's dtype and shape (callbox_output_types: the

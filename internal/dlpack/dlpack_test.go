@@ -211,3 +211,17 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheck is the per-tensor cost every C API and XLA call pays.
+func BenchmarkCheck(b *testing.B) {
+	x := make([]float32, 256)
+	shape := []int64{256}
+	t := tensor(dlpack.CPU, unsafe.Pointer(&x[0]), abi.F32, shape, nil)
+	b.ReportAllocs()
+	var v dlpack.View
+	for b.Loop() {
+		if err := dlpack.CheckInto(&v, t, dlpack.OnHost); err != nil || v.Bytes != 1024 {
+			b.Fatal(err)
+		}
+	}
+}
