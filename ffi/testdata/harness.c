@@ -512,7 +512,7 @@ static void group_chains(void) {
 
 static void group_xla(void) {
   float x[4] = {1, 2, 3, 4}, y[4] = {0};
-  int64_t n = 4, n5 = 5, neg = -2;
+  int64_t n = 4, n5 = 5;
   xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
   xframe f;
 
@@ -550,18 +550,8 @@ static void group_xla(void) {
   memset(y, 0, sizeof y);
   xcall("by_id", info.id, &a, 1, &r, 1);
   CHECK(y[2] == 3, "by id");
-  xcall("stale_id", "cb1-2222222222222222222222222222222222222222222222222222222222222222", &a, 1, &r, 1);
-  xcall("unknown", "nope", &a, 1, &r, 1);
-  xcall("empty_name", "", &a, 1, &r, 1);
-
-  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
-  xrun("no_attrs", &f);
-  xattr scalar = {"callback", 3, NULL, 7};
-  xbuild(&f, 3, &a, 1, &r, 1, &scalar, 1);
-  xrun("attr_scalar", &f);
-  xattr extra[2] = {{"callback", 4, "copy_f32", 0}, {"colour", 4, "red", 0}};
-  xbuild(&f, 3, &a, 1, &r, 1, extra, 2);
-  xrun("attr_unknown", &f);
+  // Malformed frames, unknown callbacks and bad buffers: group_both sends
+  // each to both handlers.
 
   xcall("too_many_args", "copy_f32", (xbuf[]){a, a}, 2, &r, 1);
   xcall("no_rets", "copy_f32", &a, 1, NULL, 0);
@@ -570,28 +560,8 @@ static void group_xla(void) {
   memset(y, 0, sizeof y);
   xcall("ret_shape", "copy_f32", &a, 1, &bad, 1);
   CHECK(y[0] == 0, "refused call wrote");
-  bad = a;
-  bad.dtype = 19;  // F8E5M2
-  xcall("dtype_f8", "copy_f32", &bad, 1, &r, 1);
-  bad = a;
-  bad.rank = 40;
-  xcall("rank_40", "copy_f32", &bad, 1, &r, 1);
-  bad = a;
-  bad.dims = &neg;
-  xcall("dim_negative", "copy_f32", &bad, 1, &r, 1);
-  bad = a;
-  bad.type = 2;
-  xcall("arg_not_buffer", "copy_f32", &bad, 1, &r, 1);
-  bad = a;
-  bad.data = NULL;
-  xcall("data_null", "copy_f32", &bad, 1, &r, 1);
   xcall("guest_error", "fail", &a, 1, &r, 1);
   xcall("timeout", "spin", &a, 1, &r, 1);
-
-  // A frame smaller than api 0.1's.
-  xbuild(&f, 3, &a, 1, &r, 1, NULL, 0);
-  put64(f.frame, 0, 100);
-  xrun("small_frame", &f);
 }
 
 // ---- threads ----
