@@ -166,3 +166,32 @@ func BenchmarkInvoke100(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTinyChainInvokeInto is BenchmarkTinyCall's call as the next step
+// of an ordered chain (the path every ordered XLA call takes), beside the
+// same call made directly, in one run: read the ratio.
+func BenchmarkTinyChainInvokeInto(b *testing.B) {
+	for _, engine := range engineNames() {
+		h := benchHost(b, engine, time.Second)
+		ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
+		outs := []host.Tensor{abi.From(make([]float32, 256))}
+		ctx := context.Background()
+		b.Run(engine+"/direct", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(engine+"/chain", func(b *testing.B) {
+			ch := h.Chain("bench")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ch.InvokeInto(ctx, "scale", ins, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -136,7 +136,7 @@ func (ch *Chain) Submit(ctx context.Context, callback string, inputs ...Tensor) 
 // On an idle chain the call runs on the caller's goroutine, with no
 // hand-off to the chain's worker.
 func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) ([]Tensor, error) {
-	outputs, _, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, inputs: inputs})
+	outputs, _, err := ch.invokeSync(ctx, syncCall{callback: callback, inputs: inputs})
 	return outputs, err
 }
 
@@ -146,7 +146,7 @@ func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) 
 // afterwards, so buffers lent for the call's duration (an XLA FFI
 // handler's) may be passed.
 func (ch *Chain) InvokeInto(ctx context.Context, callback string, inputs, outputs []Tensor) (Stats, error) {
-	_, st, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, inputs: inputs, into: outputs})
+	_, st, err := ch.invokeSync(ctx, syncCall{callback: callback, inputs: inputs, into: outputs})
 	return st, err
 }
 
@@ -160,15 +160,27 @@ func (ch *Chain) InvokeInto(ctx context.Context, callback string, inputs, output
 // the chain has already failed, step does not run and Do returns the
 // *ChainError.
 func (ch *Chain) Do(ctx context.Context, callback string, step func(context.Context, *Callback) error) error {
-	_, _, err := ch.invokeSync(ctx, &Future{ctx: ctx, callback: callback, step: step})
+	_, _, err := ch.invokeSync(ctx, syncCall{callback: callback, run: step})
 	return err
 }
 
-// invokeSync runs f as the chain's next call and waits for it.
-func (ch *Chain) invokeSync(ctx context.Context, f *Future) ([]Tensor, Stats, error) {
+// syncCall is what a synchronous call asks of its chain.
+type syncCall struct {
+	callback string
+	inputs   []Tensor
+	into     []Tensor
+	run      func(context.Context, *Callback) error
+}
+
+// invokeSync runs s as the chain's next call and waits for it. An idle
+// chain runs it at once on the caller's goroutine, with its Future on the
+// caller's stack (the path every ordered XLA call takes: no allocation);
+// a busy one queues a Future behind the calls ahead of it.
+func (ch *Chain) invokeSync(ctx context.Context, s syncCall) ([]Tensor, Stats, error) {
 	ch.mu.Lock()
 	if ch.running || len(ch.queue) > 0 {
 		ch.mu.Unlock()
+		f := &Future{ctx: ctx, callback: s.callback, inputs: s.inputs, into: s.into, step: s.run}
 		ch.enqueue(f)
 		select {
 		case <-f.Done():
@@ -183,11 +195,11 @@ func (ch *Chain) invokeSync(ctx context.Context, f *Future) ([]Tensor, Stats, er
 	// Idle: take the chain's turn ourselves. Anything submitted meanwhile
 	// queues behind us and is drained after.
 	ch.seq++
-	f.seq = ch.seq
+	f := Future{ctx: ctx, callback: s.callback, inputs: s.inputs, into: s.into, step: s.run, seq: ch.seq}
 	ch.running = true
 	first := ch.first
 	ch.mu.Unlock()
-	ch.run(f, first)
+	ch.run(&f, first)
 	ch.mu.Lock()
 	if len(ch.queue) > 0 {
 		ch.mu.Unlock()
