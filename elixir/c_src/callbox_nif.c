@@ -17,7 +17,9 @@
  * (callbox_close waits for the host's taps, and a destructor may run on a
  * normal scheduler): it queues the handle for one closer thread.
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,7 +95,6 @@ static ErlNifResourceType *host_type, *token_type;
 /* The closer thread: hosts collected without close/1 are closed here. */
 static ErlNifMutex *closer_mu;
 static ErlNifCond *closer_cv;
-static ErlNifTid closer_tid;
 static callbox_host *close_queue;
 static size_t close_len, close_cap, closing;
 static uint64_t closed_by_gc;
@@ -113,6 +114,109 @@ static void *closer_main(void *arg) {
     closed_by_gc++;
   }
   return NULL;
+}
+
+
+/* ---- big stacks ----
+ *
+ * wasmtime runs a guest on the calling thread's native stack (up to its
+ * max_wasm_stack, 512 KiB by default, plus its own frames), and detects a
+ * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
+ * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
+ * guest would fault past the thread's guard page and take the VM down. So
+ * work that can run wasmtime code (a call to a wasmtime callback, opening a
+ * host) runs on a thread whose stack is at least BIG_STACK_NEED: the
+ * calling thread itself when it has one (a VM started with +sssdcpu 1024
+ * or more), else a worker of this pool (16 MiB stacks), while the dirty
+ * scheduler thread waits for it. */
+
+#define BIG_STACK_NEED ((size_t)4 << 20)
+#define WORKER_STACK ((size_t)16 << 20)
+#define MAX_WORKERS 64
+
+typedef struct job {
+  void (*fn)(void *);
+  void *arg;
+  int done;
+  struct job *next;
+} job;
+
+static ErlNifMutex *pool_mu;
+static ErlNifCond *pool_work_cv, *pool_done_cv;
+static job *pool_head, *pool_tail;
+static int pool_idle, pool_total;
+static uint64_t pool_jobs;
+
+static int start_thread(void *(*fn)(void *), void *arg) {
+  pthread_attr_t a;
+  pthread_t t;
+  if (pthread_attr_init(&a) != 0) return 0;
+  pthread_attr_setstacksize(&a, WORKER_STACK);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &a, fn, arg);
+  pthread_attr_destroy(&a);
+  return rc == 0;
+}
+
+static void *worker_main(void *arg) {
+  (void)arg;
+  enif_mutex_lock(pool_mu);
+  for (;;) {
+    while (pool_head == NULL) {
+      pool_idle++;
+      enif_cond_wait(pool_work_cv, pool_mu);
+      pool_idle--;
+    }
+    job *j = pool_head;
+    pool_head = j->next;
+    if (pool_head == NULL) pool_tail = NULL;
+    enif_mutex_unlock(pool_mu);
+    j->fn(j->arg);
+    enif_mutex_lock(pool_mu);
+    j->done = 1;
+    enif_cond_broadcast(pool_done_cv);
+  }
+  return NULL;
+}
+
+static __thread size_t thread_stack;
+
+static int stack_is_big(void) {
+  if (thread_stack == 0) {
+    pthread_attr_t a;
+    void *addr;
+    size_t size = 1;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) != 0) size = 1;
+      pthread_attr_destroy(&a);
+    }
+    thread_stack = size;
+  }
+  return thread_stack >= BIG_STACK_NEED;
+}
+
+/* Runs fn(arg) on a thread with a big stack: this one if it has one. */
+static void run_on_big_stack(void (*fn)(void *), void *arg) {
+  if (stack_is_big()) {
+    fn(arg);
+    return;
+  }
+  job j = {fn, arg, 0, NULL};
+  enif_mutex_lock(pool_mu);
+  if (pool_tail) pool_tail->next = &j;
+  else pool_head = &j;
+  pool_tail = &j;
+  pool_jobs++;
+  if (pool_idle == 0 && pool_total < MAX_WORKERS && start_thread(worker_main, NULL)) pool_total++;
+  if (pool_total == 0) { /* no worker could start: run here rather than never */
+    pool_head = pool_tail = NULL;
+    enif_mutex_unlock(pool_mu);
+    fn(arg);
+    return;
+  }
+  enif_cond_signal(pool_work_cv);
+  while (!j.done) enif_cond_wait(pool_done_cv, pool_mu);
+  enif_mutex_unlock(pool_mu);
 }
 
 static void host_dtor(ErlNifEnv *env, void *obj) {
@@ -413,7 +517,7 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     dtypes[i].name = infos[i].name; /* static storage */
   }
   num_dtypes = n;
-  if (enif_thread_create("callbox_closer", &closer_tid, closer_main, NULL, NULL) != 0) {
+  if (!start_thread(closer_main, NULL)) {
     snprintf(lib_problem, sizeof lib_problem, "cannot start the host closer thread");
     return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
   }
@@ -452,14 +556,28 @@ static ERL_NIF_TERM host_term(ErlNifEnv *env, callbox_host h) {
   return enif_make_tuple2(env, a_ok, t);
 }
 
+typedef struct {
+  const char *path_or_text, *format, *base_dir; /* format NULL: a path */
+  callbox_host h;
+  callbox_error *err;
+} open_job;
+
+static void run_open(void *p) {
+  open_job *j = p;
+  j->err = j->format ? p_callbox_open_config(j->path_or_text, j->format, j->base_dir, &j->h)
+                     : p_callbox_open(j->path_or_text, &j->h);
+}
+
 /* open(path) */
 static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   REQUIRE_LIB(env);
   cstr path;
   if (!get_cstr(env, argv[0], &path)) return enif_make_badarg(env);
-  callbox_host h = 0;
-  callbox_error *e = p_callbox_open(path.s, &h);
+  open_job j = {path.s, NULL, NULL, 0, NULL};
+  run_on_big_stack(run_open, &j);
+  callbox_host h = j.h;
+  callbox_error *e = j.err;
   free_cstr(&path);
   if (e) return error_term(env, e);
   return host_term(env, h);
@@ -481,8 +599,10 @@ static ERL_NIF_TERM nif_open_config(ErlNifEnv *env, int argc, const ERL_NIF_TERM
     free_cstr(&format);
     return enif_make_badarg(env);
   }
-  callbox_host h = 0;
-  callbox_error *e = p_callbox_open_config(text.s, format.s, has_base ? base.s : NULL, &h);
+  open_job j = {text.s, format.s, has_base ? base.s : NULL, 0, NULL};
+  run_on_big_stack(run_open, &j);
+  callbox_host h = j.h;
+  callbox_error *e = j.err;
   free_cstr(&text);
   free_cstr(&format);
   if (has_base) free_cstr(&base);
@@ -552,7 +672,7 @@ static ERL_NIF_TERM nif_callback(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
  * with *err set. types is caller storage for up to cap types, or NULL:
  * then *types_out is enif_alloc'd. */
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
-                  callbox_type **types_out, size_t *n_out, ERL_NIF_TERM *err) {
+                  callbox_type **types_out, size_t *n_out, int *wasmtime, ERL_NIF_TERM *err) {
   callbox_callback_info info;
   callbox_error *e = p_callbox_callback_find(r->handle, callback, &info);
   if (e) {
@@ -576,6 +696,7 @@ static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list
   }
   *types_out = types;
   *n_out = n;
+  if (wasmtime) *wasmtime = info.engine && strcmp(info.engine, "wasmtime") == 0;
   return 1;
 }
 
@@ -597,7 +718,7 @@ static ERL_NIF_TERM nif_output_types(ErlNifEnv *env, int argc, const ERL_NIF_TER
   } else {
     callbox_type stack[STACK_TENSORS], *types;
     size_t n;
-    if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &result)) {
+    if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, &result)) {
       ERL_NIF_TERM list = enif_make_list(env, 0);
       for (size_t i = n; i-- > 0;) {
         const dtype_entry *d = dtype_by_dl(types[i].dtype);
@@ -617,6 +738,25 @@ static int get_chain(ErlNifEnv *env, ERL_NIF_TERM t, cstr *c, int *has) {
   *has = !enif_is_identical(t, a_nil);
   if (!*has) return 1;
   return get_cstr(env, t, c);
+}
+
+typedef struct {
+  callbox_host host;
+  callbox_cancel_token token;
+  const char *chain, *callback;
+  tensor_list *in, *out;
+  size_t n;
+  callbox_error *err;
+} call_job;
+
+static void run_call(void *p) {
+  call_job *j = p;
+  if (j->token)
+    j->err = p_callbox_call_cancelable(j->host, j->token, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
+  else if (j->chain)
+    j->err = p_callbox_chain_call(j->host, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
+  else
+    j->err = p_callbox_call(j->host, j->callback, j->in->t, j->in->n, j->out->t, j->n);
 }
 
 /* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil)
@@ -651,7 +791,8 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
     goto done;
   }
-  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &result)) goto done;
+  int wasmtime = 0;
+  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, &result)) goto done;
   if (n > STACK_TENSORS && (bins = enif_alloc(n * sizeof *bins)) == NULL) {
     result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the results");
     goto done;
@@ -677,13 +818,12 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     t->dtype = types[i].dtype;
     t->shape = types[i].ndim ? types[i].shape : NULL;
   }
-  callbox_error *e;
-  if (tok != NULL)
-    e = p_callbox_call_cancelable(r->handle, tok->token, has_chain ? chain.s : NULL, cb.s, in.t, in.n, out.t, n);
-  else if (has_chain)
-    e = p_callbox_chain_call(r->handle, chain.s, cb.s, in.t, in.n, out.t, n);
+  call_job j = {r->handle, tok ? tok->token : 0, has_chain ? chain.s : NULL, cb.s, &in, &out, n, NULL};
+  if (wasmtime)
+    run_on_big_stack(run_call, &j);
   else
-    e = p_callbox_call(r->handle, cb.s, in.t, in.n, out.t, n);
+    run_call(&j);
+  callbox_error *e = j.err;
   if (e) {
     result = error_term(env, e);
     goto done;
@@ -802,15 +942,23 @@ static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
   return e ? error_term(env, e) : a_ok;
 }
 
-/* closer_stats() -> {queued_or_closing, closed_by_gc} */
+/* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs} */
 static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
-  if (!lib_ready) return enif_make_tuple2(env, enif_make_uint64(env, 0), enif_make_uint64(env, 0));
-  enif_mutex_lock(closer_mu);
-  uint64_t pending = close_len + closing, done = closed_by_gc;
-  enif_mutex_unlock(closer_mu);
-  return enif_make_tuple2(env, enif_make_uint64(env, pending), enif_make_uint64(env, done));
+  uint64_t pending = 0, done = 0, workers = 0, jobs = 0;
+  if (lib_ready) {
+    enif_mutex_lock(closer_mu);
+    pending = close_len + closing;
+    done = closed_by_gc;
+    enif_mutex_unlock(closer_mu);
+    enif_mutex_lock(pool_mu);
+    workers = (uint64_t)pool_total;
+    jobs = pool_jobs;
+    enif_mutex_unlock(pool_mu);
+  }
+  return enif_make_tuple4(env, enif_make_uint64(env, pending), enif_make_uint64(env, done), enif_make_uint64(env, workers),
+                          enif_make_uint64(env, jobs));
 }
 
 /* ---- guest logs to an Elixir process ---- */
@@ -865,7 +1013,10 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   closer_mu = enif_mutex_create("callbox_closer");
   closer_cv = enif_cond_create("callbox_closer");
   log_mu = enif_mutex_create("callbox_log");
-  return host_type && token_type && closer_mu && closer_cv && log_mu ? 0 : 1;
+  pool_mu = enif_mutex_create("callbox_pool");
+  pool_work_cv = enif_cond_create("callbox_pool_work");
+  pool_done_cv = enif_cond_create("callbox_pool_done");
+  return host_type && token_type && closer_mu && closer_cv && log_mu && pool_mu && pool_work_cv && pool_done_cv ? 0 : 1;
 }
 
 /* The library holds the Go runtime, which cannot be unloaded: this NIF
