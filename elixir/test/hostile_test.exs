@@ -62,7 +62,10 @@ defmodule Callbox.HostileTest do
 
     assert mismatches == []
     kinds = results |> Enum.map(&elem(&1, 3)) |> Enum.uniq() |> Enum.sort()
-    IO.puts("\nhostile: #{length(results)} cases x engines matched Go's kinds: #{inspect(kinds)}")
+
+    IO.puts(
+      "\nhostile: #{length(results)} calls (#{length(TestGuests.hostile())} cases x 2 engines) matched Go's kinds: #{inspect(kinds)}"
+    )
 
     for k <- [
           :timeout,

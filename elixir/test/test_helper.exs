@@ -118,9 +118,9 @@ defmodule Callbox.TestGuests do
       entry("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n"),
       entry("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]"),
       entry("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]"),
-      entry("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]") |> String.replace("250ms", "3s"),
+      entry("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]") |> String.replace("250ms", "1500ms"),
       entry("spin_wasmtime", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    engine: wasmtime\n")
-      |> String.replace("250ms", "3s")
+      |> String.replace("250ms", "1500ms")
     ])
   end
 
