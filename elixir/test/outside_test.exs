@@ -136,3 +136,35 @@ defmodule Callbox.OutsideTest do
     {List.to_tuple(shape), data}
   end
 end
+
+defmodule Callbox.ReadmeExampleTest do
+  # elixir/README.md's runnable example, run as the README says: `elixir
+  # example.exs` in a directory outside the repository, CALLBOX naming the
+  # checkout, Mix.install with a path dependency (no network, no Hex).
+  use ExUnit.Case, async: true
+
+  @tag timeout: 300_000
+  test "the README's example runs and prints what it says" do
+    root = Callbox.TestGuests.root()
+    readme = File.read!(Path.join(root, "elixir/README.md"))
+    [example] = Regex.run(~r/```elixir\n(Mix\.install.*?)```/s, readme, capture: :all_but_first)
+    tmp = Path.join(System.tmp_dir!(), "callbox-elixir-readme-#{System.unique_integer([:positive])}")
+    File.mkdir_p!(tmp)
+    on_exit(fn -> File.rm_rf!(tmp) end)
+    File.write!(Path.join(tmp, "example.exs"), example)
+
+    env = [
+      {"CALLBOX", root},
+      {"MIX_INSTALL_DIR", Path.join(tmp, "installs")},
+      {"HEX_OFFLINE", "1"},
+      {"MIX_ENV", nil},
+      {"CALLBOX_LIB", nil}
+    ]
+
+    {out, status} = System.cmd("elixir", ["example.exs"], cd: tmp, env: env, stderr_to_stdout: true)
+    assert status == 0, out
+    assert out =~ "[2.5, -5.0, 8.75, 0.0]"
+    assert out =~ ~s(Timeout: callback "spin" failed: timeout after 100ms)
+    assert out =~ ~r/scale \(x: f32\[n\], factor: f32\[\]\) -> f32\[n\] cb1-[0-9a-f]{64}/
+  end
+end
