@@ -759,46 +759,34 @@ static void run_call(void *p) {
     j->err = p_callbox_call(j->host, j->callback, j->in->t, j->in->n, j->out->t, j->n);
 }
 
-/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil)
- *   -> {:ok, [{binary, dtype, shape}]} | {:error, e} */
-static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-  (void)argc;
-  REQUIRE_LIB(env);
-  host_res *r;
-  token_res *tok = NULL;
-  cstr chain, cb;
-  int has_chain;
-  if (!get_host(env, argv[0], &r)) return enif_make_badarg(env);
-  if (!enif_is_identical(argv[4], a_nil) && !enif_get_resource(env, argv[4], token_type, (void **)&tok))
-    return enif_make_badarg(env);
-  if (!get_chain(env, argv[1], &chain, &has_chain)) return enif_make_badarg(env);
-  if (!get_cstr(env, argv[2], &cb)) {
-    if (has_chain) free_cstr(&chain);
-    return enif_make_badarg(env);
-  }
+/* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
+ * 0 with *result an error tuple, -1 for a malformed term (badarg). */
+static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, const char *chain, const char *cb, ERL_NIF_TERM inputs,
+                    ERL_NIF_TERM *result) {
   tensor_list in = {0}, out = {0};
   char msg[512];
-  ERL_NIF_TERM result;
+  int status = 0;
   callbox_type stack[STACK_TENSORS], *types = NULL;
   ErlNifBinary bins_stack[STACK_TENSORS], *bins = bins_stack;
   size_t n = 0, allocated = 0;
-  int got = get_tensors(env, argv[3], 1, &in, msg, sizeof msg);
+  int wasmtime = 0;
+  int got = get_tensors(env, inputs, 1, &in, msg, sizeof msg);
   if (got < 0) {
-    result = enif_make_badarg(env);
+    status = -1;
     goto done;
   }
   if (got == 0) {
-    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
     goto done;
   }
-  int wasmtime = 0;
-  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, &result)) goto done;
+  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, result)) goto done;
   if (n > STACK_TENSORS && (bins = enif_alloc(n * sizeof *bins)) == NULL) {
-    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the results");
+    bins = bins_stack;
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, "out of memory for the results");
     goto done;
   }
   if (!tensors_alloc(&out, n)) {
-    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the results");
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, "out of memory for the results");
     goto done;
   }
   for (size_t i = 0; i < n; i++) {
@@ -807,7 +795,7 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     for (int32_t k = 0; k < types[i].ndim; k++) size *= (uint64_t)types[i].shape[k];
     if (d == NULL || !enif_alloc_binary(size, &bins[i])) {
       snprintf(msg, sizeof msg, "cannot allocate result %zu (%llu bytes)", i, (unsigned long long)size);
-      result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+      *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
       goto done;
     }
     allocated++;
@@ -818,15 +806,16 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     t->dtype = types[i].dtype;
     t->shape = types[i].ndim ? types[i].shape : NULL;
   }
-  call_job j = {r->handle, tok ? tok->token : 0, has_chain ? chain.s : NULL, cb.s, &in, &out, n, NULL};
-  if (wasmtime)
-    run_on_big_stack(run_call, &j);
-  else
-    run_call(&j);
-  callbox_error *e = j.err;
-  if (e) {
-    result = error_term(env, e);
-    goto done;
+  {
+    call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
+    if (wasmtime)
+      run_on_big_stack(run_call, &j);
+    else
+      run_call(&j);
+    if (j.err) {
+      *result = error_term(env, j.err);
+      goto done;
+    }
   }
   {
     ERL_NIF_TERM list = enif_make_list(env, 0);
@@ -837,7 +826,8 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
           list);
     }
     allocated = 0; /* owned by the terms now */
-    result = enif_make_tuple2(env, a_ok, list);
+    *result = list;
+    status = 1;
   }
 done:
   for (size_t i = 0; i < allocated; i++) enif_release_binary(&bins[i]);
@@ -845,8 +835,78 @@ done:
   if (types && types != stack) enif_free(types);
   tensors_free(&out);
   tensors_free(&in);
+  return status;
+}
+
+/* The arguments common to call/5 and call_many/5. */
+static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, token_res **tok, cstr *chain, int *has_chain,
+                     cstr *cb) {
+  *tok = NULL;
+  if (!get_host(env, argv[0], r)) return 0;
+  if (!enif_is_identical(argv[4], a_nil) && !enif_get_resource(env, argv[4], token_type, (void **)tok)) return 0;
+  if (!get_chain(env, argv[1], chain, has_chain)) return 0;
+  if (!get_cstr(env, argv[2], cb)) {
+    if (*has_chain) free_cstr(chain);
+    return 0;
+  }
+  return 1;
+}
+
+/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil)
+ *   -> {:ok, [{binary, dtype, shape}]} | {:error, e} */
+static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+  ERL_NIF_TERM result;
+  int status = one_call(env, r, tok, has_chain ? chain.s : NULL, cb.s, argv[3], &result);
   free_cstr(&cb);
   if (has_chain) free_cstr(&chain);
+  if (status < 0) return enif_make_badarg(env);
+  return status ? enif_make_tuple2(env, a_ok, result) : result;
+}
+
+/* call_many(host, chain | nil, callback, [[{binary, dtype, shape}]], token | nil)
+ *   -> {:ok, [[{binary, dtype, shape}]]} | {:error, index, e}: the calls in
+ * order on one dirty scheduler trip, stopping at the first failure. */
+static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  unsigned len;
+  if (!enif_get_list_length(env, argv[3], &len)) return enif_make_badarg(env);
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+  ERL_NIF_TERM *outs = enif_alloc((len ? len : 1) * sizeof *outs);
+  ERL_NIF_TERM head, tail = argv[3], result = 0;
+  int failed = -1, bad = 0;
+  for (unsigned i = 0; outs && i < len; i++) {
+    enif_get_list_cell(env, tail, &head, &tail);
+    int status = one_call(env, r, tok, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
+    if (status < 0) {
+      bad = 1;
+      break;
+    }
+    if (status == 0) {
+      failed = (int)i;
+      const ERL_NIF_TERM *err;
+      int arity;
+      enif_get_tuple(env, outs[i], &arity, &err); /* {:error, fields} */
+      result = enif_make_tuple3(env, a_error, enif_make_uint(env, i), err[1]);
+      break;
+    }
+  }
+  if (outs && !bad && failed < 0) result = enif_make_tuple2(env, a_ok, enif_make_list_from_array(env, outs, len));
+  if (outs) enif_free(outs);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  if (bad || !outs) return enif_make_badarg(env);
   return result;
 }
 
@@ -1041,6 +1101,7 @@ static ErlNifFunc funcs[] = {
     {"callback", 2, nif_callback, DIRTY},
     {"output_types", 3, nif_output_types, DIRTY},
     {"call", 5, nif_call, DIRTY},
+    {"call_many", 5, nif_call_many, DIRTY},
     {"tap", 4, nif_tap, DIRTY},
     {"barrier", 2, nif_barrier, DIRTY},
     {"chain_reset", 2, nif_chain_reset, DIRTY},

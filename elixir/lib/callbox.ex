@@ -159,15 +159,47 @@ defmodule Callbox do
   @spec call!(host, String.t(), [tensor], keyword()) :: [Tensor.t()]
   def call!(host, callback, inputs, opts \\ []), do: bang(call(host, callback, inputs, opts))
 
+  @doc """
+  Makes several calls of one callback, in order, in one trip to a dirty
+  scheduler: `input_lists` is a list of input lists, one per call. Returns
+  `{:ok, [results]}` (one result list per call), or `{:error, index, error}`
+  for the first call that failed (the calls before it ran; the ones after
+  it did not). A dirty scheduler trip costs more than a small call itself
+  (elixir/README.md), so many small calls are much cheaper this way.
+  Options as `call/4`.
+  """
+  @spec call_many(host, String.t(), [[tensor]], keyword()) ::
+          {:ok, [[Tensor.t()]]} | {:error, non_neg_integer(), Error.t()}
+  def call_many(%Host{ref: ref}, callback, input_lists, opts \\ []) do
+    natives =
+      input_lists
+      |> Enum.with_index()
+      |> Enum.map(fn {inputs, i} ->
+        try do
+          native_inputs(callback, inputs)
+        catch
+          :throw, {:callbox_bad_input, e} -> throw({:callbox_bad_input_at, i, e})
+        end
+      end)
+
+    case Native.call_many(ref, nil, callback, natives, token(opts)) do
+      {:ok, outs} -> {:ok, Enum.map(outs, fn list -> Enum.map(list, &output/1) end)}
+      {:error, index, e} -> {:error, index, Error.from_native(e)}
+    end
+  catch
+    :throw, {:callbox_bad_input_at, i, e} -> {:error, i, e}
+  end
+
+  defp token(opts) do
+    case opts[:cancel] do
+      nil -> nil
+      {:callbox_cancel_token, t} -> t
+    end
+  end
+
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
-    token =
-      case opts[:cancel] do
-        nil -> nil
-        {:callbox_cancel_token, t} -> t
-      end
-
-    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token) do
+    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts)) do
       {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
       {:error, e} -> {:error, Error.from_native(e)}
     end

@@ -244,3 +244,23 @@ defmodule CallboxTest do
     end
   end
 end
+
+defmodule CallboxManyTest do
+  use ExUnit.Case, async: true
+  alias Callbox.{Error, Tensor, TestGuests}
+
+  test "call_many: several calls in order in one dirty trip, stopping at the first failure" do
+    {:ok, host} = Callbox.open(TestGuests.config_path())
+    xs = for i <- 1..20, do: [Tensor.from_list([i * 1.0, -i * 1.0], {:f, 32})]
+    assert {:ok, outs} = Callbox.call_many(host, "copy_f32", xs)
+    assert outs == xs
+    # bump counts its instance's calls (max_instances: 1): the calls ran in order
+    assert {:ok, counts} = Callbox.call_many(host, "bump", for(_ <- 1..5, do: [Tensor.from_list([0.0], {:f, 32})]))
+    assert Enum.map(counts, fn [c] -> Tensor.to_list(c) end) == [1, 2, 3, 4, 5]
+    bad = List.replace_at(xs, 3, [Tensor.from_list([1], {:s, 32})])
+    assert {:error, 3, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", bad)
+    assert {:error, 3, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", List.replace_at(xs, 3, [:x]))
+    assert {:error, 0, %Error{kind: :guest_error}} = Callbox.call_many(host, "fail", xs)
+    assert {:ok, []} = Callbox.call_many(host, "copy_f32", [])
+  end
+end

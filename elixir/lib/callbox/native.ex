@@ -74,6 +74,7 @@ defmodule Callbox.Native do
   def callback(_host, _name), do: nif!()
   def output_types(_host, _callback, _types), do: nif!()
   def call(_host, _chain, _callback, _inputs, _token), do: nif!()
+  def call_many(_host, _chain, _callback, _input_lists, _token), do: nif!()
   def tap(_host, _chain, _callback, _inputs), do: nif!()
   def barrier(_host, _chain), do: nif!()
   def chain_reset(_host, _chain), do: nif!()
