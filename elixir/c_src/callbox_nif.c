@@ -81,9 +81,30 @@ static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
 
 /* ---- resources ---- */
 
+/* A host's cache of derived result types: callbox_callback_find and
+ * callbox_output_types cost about 1 us together per call, as much as a
+ * small call itself; a host's callbacks never change, so the types of a
+ * (callback, input types and shapes) pair are derived once. A few slots
+ * per host, each allocated when first used, replaced round-robin. */
+#define CACHE_SLOTS 8
+#define CACHE_NAME 128
+#define CACHE_KEY 64
+#define CACHE_OUTS 4
+typedef struct {
+  char name[CACHE_NAME];
+  size_t key_len;
+  int64_t key[CACHE_KEY];
+  size_t n;
+  int wasmtime;
+  callbox_type types[CACHE_OUTS];
+} cache_entry;
+
 typedef struct {
   callbox_host handle;
   int closed; /* set by close/1 (under closer_mu) */
+  ErlNifMutex *mu; /* guards the cache */
+  cache_entry *cache[CACHE_SLOTS];
+  unsigned next_slot;
 } host_res;
 
 typedef struct {
@@ -222,6 +243,9 @@ static void run_on_big_stack(void (*fn)(void *), void *arg) {
 static void host_dtor(ErlNifEnv *env, void *obj) {
   (void)env;
   host_res *r = obj;
+  for (int i = 0; i < CACHE_SLOTS; i++)
+    if (r->cache[i]) enif_free(r->cache[i]);
+  if (r->mu) enif_mutex_destroy(r->mu);
   if (r->handle == 0 || !lib_ready) return;
   enif_mutex_lock(closer_mu);
   if (!r->closed) {
@@ -549,8 +573,9 @@ static ERL_NIF_TERM nif_dtypes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 
 static ERL_NIF_TERM host_term(ErlNifEnv *env, callbox_host h) {
   host_res *r = enif_alloc_resource(host_type, sizeof *r);
+  memset(r, 0, sizeof *r);
   r->handle = h;
-  r->closed = 0;
+  r->mu = enif_mutex_create("callbox_host");
   ERL_NIF_TERM t = enif_make_resource(env, r);
   enif_release_resource(r);
   return enif_make_tuple2(env, a_ok, t);
@@ -671,8 +696,72 @@ static ERL_NIF_TERM nif_callback(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
 /* The number of results of callback, and their types for inputs: 1, or 0
  * with *err set. types is caller storage for up to cap types, or NULL:
  * then *types_out is enif_alloc'd. */
+/* The cache key of inputs: per input (code << 8 | bits), ndim, dims.
+ * 0 when it does not fit. */
+static size_t cache_key(const tensor_list *in, int64_t *key) {
+  size_t k = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    const callbox_tensor *t = &in->t[i];
+    if (k + 2 + (size_t)t->ndim > CACHE_KEY) return 0;
+    key[k++] = ((int64_t)t->dtype.code << 8) | t->dtype.bits;
+    key[k++] = t->ndim;
+    for (int32_t d = 0; d < t->ndim; d++) key[k++] = t->shape[d];
+  }
+  if (in->n == 0) {
+    key[0] = -1; /* no inputs */
+    return 1;
+  }
+  return k;
+}
+
+static int cache_get(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
+                     size_t cap, size_t *n, int *wasmtime) {
+  int hit = 0;
+  if (!r->mu) return 0;
+  enif_mutex_lock(r->mu);
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    cache_entry *c = r->cache[i];
+    if (c && c->key_len == key_len && c->n <= cap && strcmp(c->name, callback) == 0 &&
+        memcmp(c->key, key, key_len * sizeof *key) == 0) {
+      memcpy(types, c->types, c->n * sizeof *types);
+      *n = c->n;
+      *wasmtime = c->wasmtime;
+      hit = 1;
+      break;
+    }
+  }
+  enif_mutex_unlock(r->mu);
+  return hit;
+}
+
+static void cache_put(host_res *r, const char *callback, const int64_t *key, size_t key_len, const callbox_type *types,
+                      size_t n, int wasmtime) {
+  if (!r->mu || n > CACHE_OUTS || strlen(callback) >= CACHE_NAME) return;
+  enif_mutex_lock(r->mu);
+  unsigned slot = r->next_slot++ % CACHE_SLOTS;
+  cache_entry *c = r->cache[slot];
+  if (c == NULL) c = r->cache[slot] = enif_alloc(sizeof *c);
+  if (c) {
+    strcpy(c->name, callback);
+    c->key_len = key_len;
+    memcpy(c->key, key, key_len * sizeof *key);
+    memcpy(c->types, types, n * sizeof *types);
+    c->n = n;
+    c->wasmtime = wasmtime;
+  }
+  enif_mutex_unlock(r->mu);
+}
+
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
                   callbox_type **types_out, size_t *n_out, int *wasmtime, ERL_NIF_TERM *err) {
+  int64_t key[CACHE_KEY];
+  size_t key_len = in->t ? cache_key(in, key) : 0;
+  int wt = 0;
+  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &wt)) {
+    *types_out = stack;
+    if (wasmtime) *wasmtime = wt;
+    return 1;
+  }
   callbox_callback_info info;
   callbox_error *e = p_callbox_callback_find(r->handle, callback, &info);
   if (e) {
@@ -696,7 +785,9 @@ static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list
   }
   *types_out = types;
   *n_out = n;
-  if (wasmtime) *wasmtime = info.engine && strcmp(info.engine, "wasmtime") == 0;
+  wt = info.engine && strcmp(info.engine, "wasmtime") == 0;
+  if (wasmtime) *wasmtime = wt;
+  if (key_len) cache_put(r, callback, key, key_len, types, n, wt);
   return 1;
 }
 

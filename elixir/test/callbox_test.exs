@@ -97,6 +97,19 @@ defmodule CallboxTest do
     assert [%{shape: {0}}] = Callbox.call!(host, "copy_f32", [f32([])])
   end
 
+  test "result types follow each call's input shapes (the NIF caches them per host)", %{host: host} do
+    for n <- [1, 5, 1, 0, 9, 5, 100, 1, 3, 2, 7, 11, 13, 5] do
+      x = f32(for i <- 1..n//1, do: i * 1.0)
+      assert {:ok, [%{shape: {^n}} = y]} = Callbox.call(host, "copy_f32", [x])
+      assert y == x
+    end
+
+    m = Tensor.from_list([[1.0], [2.0]], {:f, 32})
+    assert [%{shape: {2, 1}}] = Callbox.call!(host, "copy_mat", [m])
+    assert [%{shape: {1, 2}}] = Callbox.call!(host, "copy_mat", [Tensor.from_list([[1.0, 2.0]], {:f, 32})])
+    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_mat", [f32([1.0])])
+  end
+
   test "output_types from types alone", %{host: host} do
     assert {:ok, [{{:f, 32}, {5}}, {{:f, 32}, {}}]} =
              Callbox.output_types(host, "with_eps", [{{:f, 32}, {5}}, {{:f, 32}, {}}])
@@ -259,7 +272,10 @@ defmodule CallboxManyTest do
     assert Enum.map(counts, fn [c] -> Tensor.to_list(c) end) == [1, 2, 3, 4, 5]
     bad = List.replace_at(xs, 3, [Tensor.from_list([1], {:s, 32})])
     assert {:error, 3, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", bad)
-    assert {:error, 3, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", List.replace_at(xs, 3, [:x]))
+
+    assert {:error, 3, %Error{kind: :invalid_argument}} =
+             Callbox.call_many(host, "copy_f32", List.replace_at(xs, 3, [:x]))
+
     assert {:error, 0, %Error{kind: :guest_error}} = Callbox.call_many(host, "fail", xs)
     assert {:ok, []} = Callbox.call_many(host, "copy_f32", [])
   end
