@@ -38,3 +38,17 @@ for name <- names do
 
   IO.puts("elixir #{name} 1KiB call_many(100) ns_per_call #{Float.round(best, 1)}")
 end
+
+# What the BEAM itself charges: a dirty CPU scheduler round trip that does
+# nothing (erts_debug's dirty_cpu/2 BIF), the floor of any dirty NIF call.
+if function_exported?(:erts_debug, :dirty_cpu, 2) do
+  best =
+    for _round <- 0..5 do
+      {t, _} = :timer.tc(fn -> for _ <- 1..n, do: :erts_debug.dirty_cpu(:wait, 0) end)
+      t * 1000 / n
+    end
+    |> tl()
+    |> Enum.min()
+
+  IO.puts("beam   empty dirty CPU scheduler round trip ns #{Float.round(best, 1)}")
+end
