@@ -4,10 +4,10 @@ if Code.ensure_loaded?(Nx) do
     Nx tensors in and out of callbox calls (compiled only where Nx is
     loaded when callbox is compiled).
 
-    NOT EXERCISED: Nx could not be installed where this binding was
-    written and tested (no Hex access), so this module has never been
-    compiled or run. It uses only `Nx.to_binary/1`, `Nx.from_binary/2`,
-    `Nx.reshape/2`, `Nx.type/1` and `Nx.shape/1`.
+    NOT EXERCISED WITH REAL NX: Nx could not be installed where this
+    binding was written and tested (no Hex access). A test compiles this
+    module against a stub Nx and runs it. It uses only `Nx.to_binary/1`,
+    `Nx.from_binary/2`, `Nx.reshape/2`, `Nx.type/1` and `Nx.shape/1`.
 
     Nx has no boolean type (it uses `{:u, 8}`): pass `type: {:pred, 8}` to
     `from_nx/2` for a callback parameter of callbox type `pred`; `pred`
