@@ -168,3 +168,27 @@ defmodule Callbox.ReadmeExampleTest do
     assert out =~ ~r/scale \(x: f32\[n\], factor: f32\[\]\) -> f32\[n\] cb1-[0-9a-f]{64}/
   end
 end
+
+defmodule Callbox.LibraryLookupTest do
+  # Where the NIF looks for libcallbox: CALLBOX_LIB first; a path that is
+  # not there makes every call an error naming it (the VM keeps running).
+  use ExUnit.Case, async: true
+
+  test "CALLBOX_LIB naming a missing library: calls fail with :failed_precondition saying where it looked" do
+    ebin = :code.lib_dir(:callbox, :ebin) |> List.to_string()
+
+    script = """
+    {:error, e} = Callbox.open("callbox.yaml")
+    IO.puts(inspect({e.kind, e.code}) <> " " <> e.message)
+    """
+
+    {out, 0} =
+      System.cmd("elixir", ["-pa", ebin, "-e", script],
+        env: [{"CALLBOX_LIB", "/nonexistent/libcallbox.so"}],
+        stderr_to_stdout: true
+      )
+
+    assert out =~ "{:failed_precondition, :failed_precondition}"
+    assert out =~ "libcallbox.so not found (tried /nonexistent/libcallbox.so)"
+  end
+end
