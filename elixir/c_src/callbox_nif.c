@@ -111,7 +111,21 @@ typedef struct {
   callbox_cancel_token token;
 } token_res;
 
-static ErlNifResourceType *host_type, *token_type;
+static ErlNifResourceType *host_type, *token_type, *guard_type;
+
+/* A call's guard: a monitor on the calling process that fires the calling
+ * thread's cancel token if the process dies while its call is in flight,
+ * so a killed caller's guest stops within milliseconds instead of running
+ * to its timeout on a dirty scheduler nobody waits for. */
+typedef struct {
+  callbox_cancel_token token;
+  int active; /* under guard_mu */
+  int fired;
+} guard_res;
+
+static ErlNifMutex *guard_mu;
+
+static uint64_t guards_fired;
 
 /* The closer thread: hosts collected without close/1 are closed here. */
 static ErlNifMutex *closer_mu;
@@ -201,6 +215,7 @@ static void *worker_main(void *arg) {
 }
 
 static __thread size_t thread_stack;
+static __thread callbox_cancel_token thread_token; /* this thread's token for guards */
 
 static int stack_is_big(void) {
   if (thread_stack == 0) {
@@ -264,6 +279,22 @@ static void host_dtor(ErlNifEnv *env, void *obj) {
     enif_cond_signal(closer_cv);
   }
   enif_mutex_unlock(closer_mu);
+}
+
+
+static void guard_down(ErlNifEnv *env, void *obj, ErlNifPid *pid, ErlNifMonitor *mon) {
+  (void)env;
+  (void)pid;
+  (void)mon;
+  guard_res *g = obj;
+  enif_mutex_lock(guard_mu);
+  if (g->active && !g->fired) {
+    callbox_error *e = p_callbox_cancel_token_fire(g->token);
+    if (e) p_callbox_error_free(e);
+    g->fired = 1;
+    __atomic_add_fetch(&guards_fired, 1, __ATOMIC_RELAXED);
+  }
+  enif_mutex_unlock(guard_mu);
 }
 
 static void token_dtor(ErlNifEnv *env, void *obj) {
@@ -852,8 +883,46 @@ static void run_call(void *p) {
 
 /* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
  * 0 with *result an error tuple, -1 for a malformed term (badarg). */
-static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, const char *chain, const char *cb, ERL_NIF_TERM inputs,
-                    ERL_NIF_TERM *result) {
+/* A guard for the calls a NIF makes for the calling process (none when
+ * the caller passed a token of its own, or the process is gone). */
+typedef struct {
+  guard_res *g;
+  ErlNifMonitor mon;
+} guard;
+
+static void guard_start(ErlNifEnv *env, token_res *tok, guard *gd) {
+  ErlNifPid self;
+  gd->g = NULL;
+  if (tok != NULL || !enif_self(env, &self)) return;
+  if (thread_token == 0) {
+    callbox_error *e = p_callbox_cancel_token_new(&thread_token);
+    if (e) {
+      p_callbox_error_free(e);
+      thread_token = 0;
+      return;
+    }
+  }
+  guard_res *g = enif_alloc_resource(guard_type, sizeof *g);
+  if (g == NULL) return;
+  g->token = thread_token;
+  g->active = 0;
+  g->fired = 0;
+  if (enif_monitor_process(env, g, &self, &gd->mon) != 0) { /* the caller is already gone */
+    enif_release_resource(g);
+    return;
+  }
+  gd->g = g;
+}
+
+static void guard_end(ErlNifEnv *env, guard *gd) {
+  if (gd->g == NULL) return;
+  enif_demonitor_process(env, gd->g, &gd->mon);
+  enif_release_resource(gd->g);
+  gd->g = NULL;
+}
+
+static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
+                    ERL_NIF_TERM inputs, ERL_NIF_TERM *result) {
   tensor_list in = {0}, out = {0};
   char msg[512];
   int status = 0;
@@ -899,10 +968,21 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, const char *cha
   }
   {
     call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
+    if (g) {
+      j.token = g->token;
+      enif_mutex_lock(guard_mu);
+      g->active = 1;
+      enif_mutex_unlock(guard_mu);
+    }
     if (wasmtime)
       run_on_big_stack(run_call, &j);
     else
       run_call(&j);
+    if (g) {
+      enif_mutex_lock(guard_mu);
+      g->active = 0;
+      enif_mutex_unlock(guard_mu);
+    }
     if (j.err) {
       *result = error_term(env, j.err);
       goto done;
@@ -954,7 +1034,10 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
   int has_chain;
   if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ERL_NIF_TERM result;
-  int status = one_call(env, r, tok, has_chain ? chain.s : NULL, cb.s, argv[3], &result);
+  guard gd;
+  guard_start(env, tok, &gd);
+  int status = one_call(env, r, tok, gd.g, has_chain ? chain.s : NULL, cb.s, argv[3], &result);
+  guard_end(env, &gd);
   free_cstr(&cb);
   if (has_chain) free_cstr(&chain);
   if (status < 0) return enif_make_badarg(env);
@@ -977,9 +1060,15 @@ static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   ERL_NIF_TERM *outs = enif_alloc((len ? len : 1) * sizeof *outs);
   ERL_NIF_TERM head, tail = argv[3], result = 0;
   int failed = -1, bad = 0;
+  guard gd;
+  guard_start(env, tok, &gd);
   for (unsigned i = 0; outs && i < len; i++) {
     enif_get_list_cell(env, tail, &head, &tail);
-    int status = one_call(env, r, tok, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
+    if (i > 0 && !enif_is_current_process_alive(env)) { /* killed: nobody wants the rest */
+      bad = 1;
+      break;
+    }
+    int status = one_call(env, r, tok, gd.g, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
     if (status < 0) {
       bad = 1;
       break;
@@ -993,6 +1082,7 @@ static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
       break;
     }
   }
+  guard_end(env, &gd);
   if (outs && !bad && failed < 0) result = enif_make_tuple2(env, a_ok, enif_make_list_from_array(env, outs, len));
   if (outs) enif_free(outs);
   free_cstr(&cb);
@@ -1093,7 +1183,7 @@ static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
   return e ? error_term(env, e) : a_ok;
 }
 
-/* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs} */
+/* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs, guards_fired} */
 static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
@@ -1108,8 +1198,10 @@ static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TER
     jobs = pool_jobs;
     enif_mutex_unlock(pool_mu);
   }
-  return enif_make_tuple4(env, enif_make_uint64(env, pending), enif_make_uint64(env, done), enif_make_uint64(env, workers),
-                          enif_make_uint64(env, jobs));
+  ERL_NIF_TERM f[5] = {enif_make_uint64(env, pending), enif_make_uint64(env, done), enif_make_uint64(env, workers),
+                       enif_make_uint64(env, jobs),
+                       enif_make_uint64(env, __atomic_load_n(&guards_fired, __ATOMIC_RELAXED))};
+  return enif_make_tuple_from_array(env, f, 5);
 }
 
 /* ---- guest logs to an Elixir process ---- */
@@ -1161,13 +1253,16 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   a_false = enif_make_atom(env, "false");
   host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
   token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
+  ErlNifResourceTypeInit guard_init = {.dtor = NULL, .stop = NULL, .down = guard_down};
+  guard_type = enif_open_resource_type_x(env, "callbox_call_guard", &guard_init, ERL_NIF_RT_CREATE, NULL);
   closer_mu = enif_mutex_create("callbox_closer");
   closer_cv = enif_cond_create("callbox_closer");
   log_mu = enif_mutex_create("callbox_log");
   pool_mu = enif_mutex_create("callbox_pool");
+  guard_mu = enif_mutex_create("callbox_guard");
   pool_work_cv = enif_cond_create("callbox_pool_work");
   pool_done_cv = enif_cond_create("callbox_pool_done");
-  return host_type && token_type && closer_mu && closer_cv && log_mu && pool_mu && pool_work_cv && pool_done_cv ? 0 : 1;
+  return host_type && token_type && guard_type && closer_mu && closer_cv && log_mu && pool_mu && guard_mu && pool_work_cv && pool_done_cv ? 0 : 1;
 }
 
 /* The library holds the Go runtime, which cannot be unloaded: this NIF
