@@ -13,6 +13,10 @@
  * sandbox once); outputs are binaries allocated at the size
  * callbox_output_types derives, written in place by the call.
  *
+ * A call monitors its calling process (a resource monitor): if the process
+ * dies during the call, the monitor fires the call's cancel token and the
+ * guest stops within milliseconds.
+ *
  * A host is a resource. Its destructor never closes the host itself
  * (callbox_close waits for the host's taps, and a destructor may run on a
  * normal scheduler): it queues the handle for one closer thread.

@@ -17,9 +17,11 @@ defmodule Callbox do
   `Nx.Tensor`s (see `Callbox.Nx`). Results are `Callbox.Tensor`s.
 
   Every call runs on a dirty CPU scheduler: a guest runs up to its
-  timeout, and no normal scheduler ever waits for it. A host may be shared
-  by any number of processes. A host that is garbage-collected is closed
-  (on a background thread); `close/1` closes one at once.
+  timeout, and no normal scheduler ever waits for it. A call monitors its
+  caller: a caller killed mid-call has its guest canceled within
+  milliseconds. A host may be shared by any number of processes. A host
+  that is garbage-collected is closed (on a background thread); `close/1`
+  closes one at once.
   """
 
   alias Callbox.{Chain, Error, Native, Tensor}
