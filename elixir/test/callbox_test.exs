@@ -110,6 +110,13 @@ defmodule CallboxTest do
     assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_mat", [f32([1.0])])
   end
 
+  test "more inputs than the NIF keeps on its stack", %{host: host} do
+    xs = for i <- 1..10, do: f32([i * 1.0, 0.0, 1.0])
+    assert {:ok, [%Tensor{shape: {3}, type: {:f, 32}}]} = Callbox.call(host, "ten", xs)
+    assert {:ok, [{{:f, 32}, {3}}]} = Callbox.output_types(host, "ten", xs)
+    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "ten", Enum.take(xs, 9))
+  end
+
   test "output_types from types alone", %{host: host} do
     assert {:ok, [{{:f, 32}, {5}}, {{:f, 32}, {}}]} =
              Callbox.output_types(host, "with_eps", [{{:f, 32}, {5}}, {{:f, 32}, {}}])
