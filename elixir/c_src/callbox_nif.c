@@ -13,9 +13,9 @@
  * sandbox once); outputs are binaries allocated at the size
  * callbox_output_types derives, written in place by the call.
  *
- * A call monitors its calling process (a resource monitor): if the process
- * dies during the call, the monitor fires the call's cancel token and the
- * guest stops within milliseconds.
+ * A calling process is monitored (one resource monitor per process, made
+ * on its first call): if it dies during a call, the monitor fires the
+ * call's cancel token and the guest stops within milliseconds.
  *
  * A host is a resource. Its destructor never closes the host itself
  * (callbox_close waits for the host's taps, and a destructor may run on a
@@ -117,10 +117,13 @@ typedef struct {
 
 static ErlNifResourceType *host_type, *token_type, *guard_type;
 
-/* A call's guard: a monitor on the calling process that fires the calling
- * thread's cancel token if the process dies while its call is in flight,
- * so a killed caller's guest stops within milliseconds instead of running
- * to its timeout on a dirty scheduler nobody waits for. */
+/* A process's guard: a monitor on the process, made once (new_guard/0, on
+ * its first call; Callbox keeps it in the process dictionary), that fires
+ * the cancel token of the process's call in flight, if any, when the
+ * process dies, so a killed caller's guest stops within milliseconds
+ * instead of running to its timeout on a dirty scheduler nobody waits
+ * for. (A monitor per call costs more than the call: the monitor and
+ * demonitor signals make the process take another scheduling round.) */
 typedef struct {
   callbox_cancel_token token;
   int active; /* under guard_mu */
@@ -130,6 +133,7 @@ typedef struct {
 static ErlNifMutex *guard_mu;
 
 static uint64_t guards_fired;
+static int guards_enabled = 1; /* set_guards/1: for measuring what a guard costs */
 
 /* The closer thread: hosts collected without close/1 are closed here. */
 static ErlNifMutex *closer_mu;
@@ -887,42 +891,40 @@ static void run_call(void *p) {
 
 /* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
  * 0 with *result an error tuple, -1 for a malformed term (badarg). */
-/* A guard for the calls a NIF makes for the calling process (none when
- * the caller passed a token of its own, or the process is gone). */
-typedef struct {
+/* The guard a call runs under: the process's guard resource (argument
+ * guard, or nil), when the caller passed no token of its own and the
+ * thread has a token; NULL otherwise. */
+static guard_res *guard_for(ErlNifEnv *env, ERL_NIF_TERM arg, token_res *tok) {
   guard_res *g;
-  ErlNifMonitor mon;
-} guard;
-
-static void guard_start(ErlNifEnv *env, token_res *tok, guard *gd) {
-  ErlNifPid self;
-  gd->g = NULL;
-  if (tok != NULL || !enif_self(env, &self)) return;
+  if (tok != NULL || !__atomic_load_n(&guards_enabled, __ATOMIC_RELAXED)) return NULL;
+  if (!enif_get_resource(env, arg, guard_type, (void **)&g)) return NULL;
   if (thread_token == 0) {
     callbox_error *e = p_callbox_cancel_token_new(&thread_token);
     if (e) {
       p_callbox_error_free(e);
       thread_token = 0;
-      return;
+      return NULL;
     }
   }
-  guard_res *g = enif_alloc_resource(guard_type, sizeof *g);
-  if (g == NULL) return;
-  g->token = thread_token;
-  g->active = 0;
-  g->fired = 0;
-  if (enif_monitor_process(env, g, &self, &gd->mon) != 0) { /* the caller is already gone */
-    enif_release_resource(g);
-    return;
-  }
-  gd->g = g;
+  return g;
 }
 
-static void guard_end(ErlNifEnv *env, guard *gd) {
-  if (gd->g == NULL) return;
-  enif_demonitor_process(env, gd->g, &gd->mon);
-  enif_release_resource(gd->g);
-  gd->g = NULL;
+/* new_guard() -> guard (monitoring the caller) */
+static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  ErlNifPid self;
+  ErlNifMonitor mon;
+  if (!enif_self(env, &self)) return enif_make_badarg(env);
+  guard_res *g = enif_alloc_resource(guard_type, sizeof *g);
+  if (g == NULL) return a_nil;
+  g->token = 0;
+  g->active = 0;
+  g->fired = 0;
+  ERL_NIF_TERM t = enif_make_resource(env, g);
+  if (enif_monitor_process(env, g, &self, &mon) != 0) t = a_nil;
+  enif_release_resource(g);
+  return t;
 }
 
 static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
@@ -973,8 +975,9 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   {
     call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
     if (g) {
-      j.token = g->token;
+      j.token = thread_token;
       enif_mutex_lock(guard_mu);
+      g->token = thread_token;
       g->active = 1;
       enif_mutex_unlock(guard_mu);
     }
@@ -1027,7 +1030,7 @@ static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, to
   return 1;
 }
 
-/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil)
+/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil)
  *   -> {:ok, [{binary, dtype, shape}]} | {:error, e} */
 static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
@@ -1038,17 +1041,14 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
   int has_chain;
   if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ERL_NIF_TERM result;
-  guard gd;
-  guard_start(env, tok, &gd);
-  int status = one_call(env, r, tok, gd.g, has_chain ? chain.s : NULL, cb.s, argv[3], &result);
-  guard_end(env, &gd);
+  int status = one_call(env, r, tok, guard_for(env, argv[5], tok), has_chain ? chain.s : NULL, cb.s, argv[3], &result);
   free_cstr(&cb);
   if (has_chain) free_cstr(&chain);
   if (status < 0) return enif_make_badarg(env);
   return status ? enif_make_tuple2(env, a_ok, result) : result;
 }
 
-/* call_many(host, chain | nil, callback, [[{binary, dtype, shape}]], token | nil)
+/* call_many(host, chain | nil, callback, [[{binary, dtype, shape}]], token | nil, guard | nil)
  *   -> {:ok, [[{binary, dtype, shape}]]} | {:error, index, e}: the calls in
  * order on one dirty scheduler trip, stopping at the first failure. */
 static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -1064,15 +1064,14 @@ static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   ERL_NIF_TERM *outs = enif_alloc((len ? len : 1) * sizeof *outs);
   ERL_NIF_TERM head, tail = argv[3], result = 0;
   int failed = -1, bad = 0;
-  guard gd;
-  guard_start(env, tok, &gd);
+  guard_res *g = guard_for(env, argv[5], tok);
   for (unsigned i = 0; outs && i < len; i++) {
     enif_get_list_cell(env, tail, &head, &tail);
     if (i > 0 && !enif_is_current_process_alive(env)) { /* killed: nobody wants the rest */
       bad = 1;
       break;
     }
-    int status = one_call(env, r, tok, gd.g, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
+    int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
     if (status < 0) {
       bad = 1;
       break;
@@ -1086,7 +1085,6 @@ static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
       break;
     }
   }
-  guard_end(env, &gd);
   if (outs && !bad && failed < 0) result = enif_make_tuple2(env, a_ok, enif_make_list_from_array(env, outs, len));
   if (outs) enif_free(outs);
   free_cstr(&cb);
@@ -1208,6 +1206,14 @@ static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TER
   return enif_make_tuple_from_array(env, f, 5);
 }
 
+/* set_guards(true | false): whether calls monitor their callers (default
+ * true; false only to measure what the guard costs). */
+static ERL_NIF_TERM nif_set_guards(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  __atomic_store_n(&guards_enabled, enif_is_identical(argv[0], a_true) ? 1 : 0, __ATOMIC_RELAXED);
+  return a_ok;
+}
+
 /* ---- guest logs to an Elixir process ---- */
 
 static ErlNifMutex *log_mu;
@@ -1290,8 +1296,9 @@ static ErlNifFunc funcs[] = {
     {"callbacks", 1, nif_callbacks, DIRTY},
     {"callback", 2, nif_callback, DIRTY},
     {"output_types", 3, nif_output_types, DIRTY},
-    {"call", 5, nif_call, DIRTY},
-    {"call_many", 5, nif_call_many, DIRTY},
+    {"call", 6, nif_call, DIRTY},
+    {"call_many", 6, nif_call_many, DIRTY},
+    {"new_guard", 0, nif_new_guard, 0},
     {"tap", 4, nif_tap, DIRTY},
     {"barrier", 2, nif_barrier, DIRTY},
     {"chain_reset", 2, nif_chain_reset, DIRTY},
@@ -1299,6 +1306,7 @@ static ErlNifFunc funcs[] = {
     {"cancel_token", 0, nif_cancel_token, DIRTY},
     {"cancel", 1, nif_cancel, DIRTY},
     {"closer_stats", 0, nif_closer_stats, 0},
+    {"set_guards", 1, nif_set_guards, 0},
     {"set_log_process", 2, nif_set_log_process, DIRTY},
 };
 

@@ -17,9 +17,9 @@ defmodule Callbox do
   `Nx.Tensor`s (see `Callbox.Nx`). Results are `Callbox.Tensor`s.
 
   Every call runs on a dirty CPU scheduler: a guest runs up to its
-  timeout, and no normal scheduler ever waits for it. A call monitors its
-  caller: a caller killed mid-call has its guest canceled within
-  milliseconds. A host may be shared by any number of processes. A host
+  timeout, and no normal scheduler ever waits for it. A calling process is
+  monitored (once, on its first call): a caller killed mid-call has its
+  guest canceled within milliseconds. A host may be shared by any number of processes. A host
   that is garbage-collected is closed (on a background thread); `close/1`
   closes one at once.
   """
@@ -184,12 +184,27 @@ defmodule Callbox do
         end
       end)
 
-    case Native.call_many(ref, nil, callback, natives, token(opts)) do
+    case Native.call_many(ref, nil, callback, natives, token(opts), guard()) do
       {:ok, outs} -> {:ok, Enum.map(outs, fn list -> Enum.map(list, &output/1) end)}
       {:error, index, e} -> {:error, index, Error.from_native(e)}
     end
   catch
     :throw, {:callbox_bad_input_at, i, e} -> {:error, i, e}
+  end
+
+  # The calling process's guard (Callbox.Native.new_guard/0: a monitor on
+  # the process that cancels its call in flight if it dies), made on its
+  # first call and kept in its process dictionary.
+  defp guard do
+    case Process.get(:"$callbox_guard") do
+      nil ->
+        g = Native.new_guard()
+        Process.put(:"$callbox_guard", g)
+        g
+
+      g ->
+        g
+    end
   end
 
   defp token(opts) do
@@ -201,7 +216,7 @@ defmodule Callbox do
 
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
-    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts)) do
+    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts), guard()) do
       {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
       {:error, e} -> {:error, Error.from_native(e)}
     end

@@ -73,8 +73,9 @@ defmodule Callbox.Native do
   def callbacks(_host), do: nif!()
   def callback(_host, _name), do: nif!()
   def output_types(_host, _callback, _types), do: nif!()
-  def call(_host, _chain, _callback, _inputs, _token), do: nif!()
-  def call_many(_host, _chain, _callback, _input_lists, _token), do: nif!()
+  def call(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
+  def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
+  def new_guard, do: nif!()
   def tap(_host, _chain, _callback, _inputs), do: nif!()
   def barrier(_host, _chain), do: nif!()
   def chain_reset(_host, _chain), do: nif!()
@@ -82,5 +83,6 @@ defmodule Callbox.Native do
   def cancel_token, do: nif!()
   def cancel(_token), do: nif!()
   def closer_stats, do: nif!()
+  def set_guards(_on), do: nif!()
   def set_log_process(_pid, _level), do: nif!()
 end
