@@ -1016,7 +1016,7 @@ done:
   return status;
 }
 
-/* The arguments common to call/5 and call_many/5. */
+/* The arguments common to call/6 and call_many/6. */
 static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, token_res **tok, cstr *chain, int *has_chain,
                      cstr *cb) {
   *tok = NULL;
