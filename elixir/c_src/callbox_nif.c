@@ -1206,9 +1206,10 @@ static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TER
   return enif_make_tuple_from_array(env, f, 5);
 }
 
-/* set_guards(true | false): whether calls monitor their callers (default
+/* set_guards(true | false): whether calls use their process's guard (default
  * true; false only to measure what the guard costs). */
 static ERL_NIF_TERM nif_set_guards(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)env;
   (void)argc;
   __atomic_store_n(&guards_enabled, enif_is_identical(argv[0], a_true) ? 1 : 0, __ATOMIC_RELAXED);
   return a_ok;
