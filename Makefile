@@ -5,12 +5,12 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit race check-prebuilt fuzz pytest pyinstall-test
+test: guests lint nocgo unit race check-prebuilt fuzz pytest pyinstall-test elixir-test
 
 unit:
 	$(GO) test -count=1 ./...
@@ -77,6 +77,7 @@ fmt:
 
 clean:
 	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h
+	rm -rf elixir/_build elixir/priv/callbox_nif.so
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the
@@ -145,3 +146,27 @@ pytest: lib xla-check pydeps
 # target runs only it, verbosely. See docs/SECURITY.md.
 foreign:
 	$(GO) test -count=1 -v -run '^TestHostileForeign' ./ffi/
+
+# The Elixir binding (elixir/, see elixir/README.md): Debian's Elixir 1.14 and
+# Erlang/OTP 25 from scripts/install-toolchains.sh, the NIF built by the
+# package's own mix compiler (cc against erl_nif.h and callbox.h; no Hex),
+# then `mix test` offline against build/libcallbox.so. MIX_HOME stays in
+# build/, so mix neither reads nor writes ~/.mix. bin/callbox is the Go API's
+# CLI that the test of a script outside the repository compares with.
+ELIXIR_ENV = MIX_HOME=$(CURDIR)/build/mix HEX_OFFLINE=1 MIX_ENV=test CALLBOX_LOG_LEVEL=error
+elixir-test: toolchains lib
+	@mkdir -p bin
+	$(GO) build -o bin/callbox ./cmd/callbox
+	cd elixir && $(ELIXIR_ENV) mix test --no-deps-check
+
+# A 1 KiB call (f32[256], kit.wasm's copy) through the NIF (:timer.tc over
+# 10,000 calls) beside the C API (ffi/testdata/bench.c), on both engines.
+# ELIXIR_BENCH_ERL passes VM flags (e.g. +sssdcpu 1024: see elixir/README.md).
+ELIXIR_BENCH_ERL ?=
+elixir-bench: lib
+	@mkdir -p build/elixir-bench
+	wat2wasm ffi/testdata/kit.wat -o build/elixir-bench/kit.wasm
+	printf 'callbacks:\n  copy_f32:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n  copy_f32_wasmtime:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n    engine: wasmtime\n' > build/elixir-bench/callbox.yaml
+	cc -O2 -o build/elixir-bench/cbench ffi/testdata/bench.c -Ibuild -Lbuild -lcallbox -Wl,-rpath,$(CURDIR)/build
+	@for cb in copy_f32 copy_f32_wasmtime; do printf "C API  %s 1KiB " $$cb; CALLBOX_LOG_LEVEL=error build/elixir-bench/cbench build/elixir-bench/callbox.yaml capi $$cb 256 50000; done
+	cd elixir && MIX_HOME=$(CURDIR)/build/mix HEX_OFFLINE=1 MIX_ENV=prod CALLBOX_LOG_LEVEL=error ELIXIR_ERL_OPTIONS="$(ELIXIR_BENCH_ERL)" mix run bench/call_bench.exs $(CURDIR)/build/elixir-bench/callbox.yaml

@@ -4,7 +4,8 @@
 # wasi-libc for C, wabt for WAT, binaryen (wasm-opt) for release builds, and
 # the AssemblyScript compiler from the committed npm lockfile; Debian's
 # python3-numpy, python3-pytest, and what installs the Python package
-# offline (python3-venv, -pip, -setuptools, -wheel) for python/.
+# offline (python3-venv, -pip, -setuptools, -wheel) for python/; Debian's
+# Elixir and Erlang (elixir, erlang-dev) for elixir/.
 # Idempotent: it installs only what is missing. Needs root (or sudo) for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,9 @@ packages=(rustc libstd-rust-dev-wasm32 lld clang libclang-rt-14-dev-wasm32 wasi-
 # python3-setuptools and python3-wheel install the package offline into a fresh virtual
 # environment (pip install --no-build-isolation --no-index, scripts/pyinstall-test.sh).
 packages+=(python3-numpy python3-pytest cargo python3-venv python3-pip python3-setuptools python3-wheel)
+# Debian's Elixir 1.14 and Erlang/OTP 25 (erl_nif.h is in erlang-dev) build and test the
+# Elixir binding (elixir/: a NIF over libcallbox, `make elixir-test`), with no Hex packages.
+packages+=(elixir erlang-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

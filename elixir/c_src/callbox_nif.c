@@ -1,0 +1,1314 @@
+/*
+ * callbox_nif.c - the NIF of the Elixir binding: Callbox.Native over
+ * libcallbox's C API (ffi/include/callbox.h, version 1.2 or a later 1.x).
+ *
+ * libcallbox is not linked: Callbox.Native finds it (CALLBOX_LIB, the priv
+ * directory, the repository's build/) and this file dlopens it and looks up
+ * every entry, so the NIF loads (and says what is missing) without it.
+ *
+ * Every entry that reaches a host runs on a dirty CPU scheduler: a guest
+ * may run up to its timeout, and a normal scheduler must never block.
+ * Input binaries are passed to the library as they are (their data
+ * pointers are the callbox_tensor data; libcallbox copies them into the
+ * sandbox once); outputs are binaries allocated at the size
+ * callbox_output_types derives, written in place by the call.
+ *
+ * A calling process is monitored (one resource monitor per process, made
+ * on its first call): if it dies during a call, the monitor fires the
+ * call's cancel token and the guest stops within milliseconds.
+ *
+ * A host is a resource. Its destructor never closes the host itself
+ * (callbox_close waits for the host's taps, and a destructor may run on a
+ * normal scheduler): it queues the handle for one closer thread.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <erl_nif.h>
+
+#include "callbox.h"
+
+/* ---- the library's entries, looked up with dlsym ---- */
+
+#define ENTRIES(X)                \
+  X(callbox_version)              \
+  X(callbox_version_number)       \
+  X(callbox_error_free)           \
+  X(callbox_dtypes)               \
+  X(callbox_open)                 \
+  X(callbox_open_config)          \
+  X(callbox_close)                \
+  X(callbox_callback_count)       \
+  X(callbox_callback_at)          \
+  X(callbox_callback_find)        \
+  X(callbox_output_types)         \
+  X(callbox_call)                 \
+  X(callbox_tap)                  \
+  X(callbox_barrier)              \
+  X(callbox_chain_call)           \
+  X(callbox_chain_tap)            \
+  X(callbox_chain_barrier)        \
+  X(callbox_chain_reset)          \
+  X(callbox_call_cancelable)      \
+  X(callbox_cancel_token_new)     \
+  X(callbox_cancel_token_fire)    \
+  X(callbox_cancel_token_free)    \
+  X(callbox_set_log_callback)     \
+  X(callbox_set_default_host)
+
+#define DECLARE(name) static __typeof__(name) *p_##name;
+ENTRIES(DECLARE)
+
+static int lib_ready;
+static char lib_problem[4608] = "libcallbox is not loaded (Callbox.Native.init/1 was not called)";
+
+/* ---- the dtype table: callbox_dtypes, read once ---- */
+
+#define MAX_DTYPES 64
+typedef struct {
+  ERL_NIF_TERM atom; /* :f32 */
+  callbox_dtype dl;
+  uint32_t bytes;
+  int32_t xla;
+  const char *name;
+} dtype_entry;
+static dtype_entry dtypes[MAX_DTYPES];
+static size_t num_dtypes;
+
+/* ---- atoms ---- */
+
+static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
+
+/* ---- resources ---- */
+
+/* A host's cache of derived result types: callbox_callback_find and
+ * callbox_output_types cost about 1 us together per call, as much as a
+ * small call itself; a host's callbacks never change, so the types of a
+ * (callback, input types and shapes) pair are derived once. A few slots
+ * per host, each allocated when first used, replaced round-robin. */
+#define CACHE_SLOTS 8
+#define CACHE_NAME 128
+#define CACHE_KEY 64
+#define CACHE_OUTS 4
+typedef struct {
+  char name[CACHE_NAME];
+  size_t key_len;
+  int64_t key[CACHE_KEY];
+  size_t n;
+  int wasmtime;
+  callbox_type types[CACHE_OUTS];
+} cache_entry;
+
+typedef struct {
+  callbox_host handle;
+  int closed; /* set by close/1 (under closer_mu) */
+  ErlNifMutex *mu; /* guards the cache */
+  cache_entry *cache[CACHE_SLOTS];
+  unsigned next_slot;
+} host_res;
+
+typedef struct {
+  callbox_cancel_token token;
+} token_res;
+
+static ErlNifResourceType *host_type, *token_type, *guard_type;
+
+/* A process's guard: a monitor on the process, made once (new_guard/0, on
+ * its first call; Callbox keeps it in the process dictionary), that fires
+ * the cancel token of the process's call in flight, if any, when the
+ * process dies, so a killed caller's guest stops within milliseconds
+ * instead of running to its timeout on a dirty scheduler nobody waits
+ * for. (A monitor per call costs more than the call: the monitor and
+ * demonitor signals make the process take another scheduling round.) */
+typedef struct {
+  callbox_cancel_token token;
+  int active; /* under guard_mu */
+  int fired;
+} guard_res;
+
+static ErlNifMutex *guard_mu;
+
+static uint64_t guards_fired;
+static int guards_enabled = 1; /* set_guards/1: for measuring what a guard costs */
+
+/* The closer thread: hosts collected without close/1 are closed here. */
+static ErlNifMutex *closer_mu;
+static ErlNifCond *closer_cv;
+static callbox_host *close_queue;
+static size_t close_len, close_cap, closing;
+static uint64_t closed_by_gc;
+
+static void *closer_main(void *arg) {
+  (void)arg;
+  enif_mutex_lock(closer_mu);
+  for (;;) {
+    while (close_len == 0) enif_cond_wait(closer_cv, closer_mu);
+    callbox_host h = close_queue[--close_len];
+    closing++;
+    enif_mutex_unlock(closer_mu);
+    callbox_error *e = p_callbox_close(h);
+    if (e) p_callbox_error_free(e);
+    enif_mutex_lock(closer_mu);
+    closing--;
+    closed_by_gc++;
+  }
+  return NULL;
+}
+
+
+/* ---- big stacks ----
+ *
+ * wasmtime runs a guest on the calling thread's native stack (up to its
+ * max_wasm_stack, 512 KiB by default, plus its own frames), and detects a
+ * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
+ * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
+ * guest would fault past the thread's guard page and take the VM down. So
+ * work that can run wasmtime code (a call to a wasmtime callback, opening a
+ * host) runs on a thread whose stack is at least BIG_STACK_NEED: the
+ * calling thread itself when it has one (a VM started with +sssdcpu 1024
+ * or more), else a worker of this pool (16 MiB stacks), while the dirty
+ * scheduler thread waits for it. */
+
+#define BIG_STACK_NEED ((size_t)4 << 20)
+#define WORKER_STACK ((size_t)16 << 20)
+#define MAX_WORKERS 64
+
+typedef struct job {
+  void (*fn)(void *);
+  void *arg;
+  int done;
+  struct job *next;
+} job;
+
+static ErlNifMutex *pool_mu;
+static ErlNifCond *pool_work_cv, *pool_done_cv;
+static job *pool_head, *pool_tail;
+static int pool_idle, pool_total;
+static uint64_t pool_jobs;
+
+static int start_thread(void *(*fn)(void *), void *arg) {
+  pthread_attr_t a;
+  pthread_t t;
+  if (pthread_attr_init(&a) != 0) return 0;
+  pthread_attr_setstacksize(&a, WORKER_STACK);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &a, fn, arg);
+  pthread_attr_destroy(&a);
+  return rc == 0;
+}
+
+static void *worker_main(void *arg) {
+  (void)arg;
+  enif_mutex_lock(pool_mu);
+  for (;;) {
+    while (pool_head == NULL) {
+      pool_idle++;
+      enif_cond_wait(pool_work_cv, pool_mu);
+      pool_idle--;
+    }
+    job *j = pool_head;
+    pool_head = j->next;
+    if (pool_head == NULL) pool_tail = NULL;
+    enif_mutex_unlock(pool_mu);
+    j->fn(j->arg);
+    enif_mutex_lock(pool_mu);
+    j->done = 1;
+    enif_cond_broadcast(pool_done_cv);
+  }
+  return NULL;
+}
+
+static __thread size_t thread_stack;
+static __thread callbox_cancel_token thread_token; /* this thread's token for guards */
+
+static int stack_is_big(void) {
+  if (thread_stack == 0) {
+    pthread_attr_t a;
+    void *addr;
+    size_t size = 1;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) != 0) size = 1;
+      pthread_attr_destroy(&a);
+    }
+    thread_stack = size;
+  }
+  return thread_stack >= BIG_STACK_NEED;
+}
+
+/* Runs fn(arg) on a thread with a big stack: this one if it has one. */
+static void run_on_big_stack(void (*fn)(void *), void *arg) {
+  if (stack_is_big()) {
+    fn(arg);
+    return;
+  }
+  job j = {fn, arg, 0, NULL};
+  enif_mutex_lock(pool_mu);
+  if (pool_tail) pool_tail->next = &j;
+  else pool_head = &j;
+  pool_tail = &j;
+  pool_jobs++;
+  if (pool_idle == 0 && pool_total < MAX_WORKERS && start_thread(worker_main, NULL)) pool_total++;
+  if (pool_total == 0) { /* no worker could start: run here rather than never */
+    pool_head = pool_tail = NULL;
+    enif_mutex_unlock(pool_mu);
+    fn(arg);
+    return;
+  }
+  enif_cond_signal(pool_work_cv);
+  while (!j.done) enif_cond_wait(pool_done_cv, pool_mu);
+  enif_mutex_unlock(pool_mu);
+}
+
+static void host_dtor(ErlNifEnv *env, void *obj) {
+  (void)env;
+  host_res *r = obj;
+  for (int i = 0; i < CACHE_SLOTS; i++)
+    if (r->cache[i]) enif_free(r->cache[i]);
+  if (r->mu) enif_mutex_destroy(r->mu);
+  if (r->handle == 0 || !lib_ready) return;
+  enif_mutex_lock(closer_mu);
+  if (!r->closed) {
+    if (close_len == close_cap) {
+      size_t cap = close_cap ? close_cap * 2 : 64;
+      callbox_host *q = enif_realloc(close_queue, cap * sizeof *q);
+      if (q == NULL) { /* out of memory: leak the host rather than block here */
+        enif_mutex_unlock(closer_mu);
+        return;
+      }
+      close_queue = q;
+      close_cap = cap;
+    }
+    close_queue[close_len++] = r->handle;
+    r->closed = 1;
+    enif_cond_signal(closer_cv);
+  }
+  enif_mutex_unlock(closer_mu);
+}
+
+
+static void guard_down(ErlNifEnv *env, void *obj, ErlNifPid *pid, ErlNifMonitor *mon) {
+  (void)env;
+  (void)pid;
+  (void)mon;
+  guard_res *g = obj;
+  enif_mutex_lock(guard_mu);
+  if (g->active && !g->fired) {
+    callbox_error *e = p_callbox_cancel_token_fire(g->token);
+    if (e) p_callbox_error_free(e);
+    g->fired = 1;
+    __atomic_add_fetch(&guards_fired, 1, __ATOMIC_RELAXED);
+  }
+  enif_mutex_unlock(guard_mu);
+}
+
+static void token_dtor(ErlNifEnv *env, void *obj) {
+  (void)env;
+  token_res *t = obj;
+  if (t->token && lib_ready) {
+    callbox_error *e = p_callbox_cancel_token_free(t->token);
+    if (e) p_callbox_error_free(e);
+  }
+}
+
+/* ---- helpers ---- */
+
+static ERL_NIF_TERM bin_of(ErlNifEnv *env, const char *s) {
+  ERL_NIF_TERM t;
+  size_t n = s ? strlen(s) : 0;
+  unsigned char *p = enif_make_new_binary(env, n, &t);
+  if (n) memcpy(p, s, n);
+  return t;
+}
+
+/* An error tuple: {:error, {kind, code, guest_status, seq, kind_name,
+ * callback, chain, message, guest_message, text, failed_callback,
+ * failed_seq, failed_message}} (Callbox.Error.from_native/1). */
+static ERL_NIF_TERM error_term(ErlNifEnv *env, callbox_error *e) {
+  int has_failed = e->struct_size >= offsetof(callbox_error, failed_message) + sizeof(e->failed_message);
+  ERL_NIF_TERM fields[13] = {
+      enif_make_int(env, e->kind),
+      enif_make_int(env, e->code),
+      enif_make_int(env, e->guest_status),
+      enif_make_uint64(env, e->seq),
+      bin_of(env, e->kind_name),
+      bin_of(env, e->callback),
+      bin_of(env, e->chain),
+      bin_of(env, e->message),
+      bin_of(env, e->guest_message),
+      bin_of(env, e->text),
+      bin_of(env, has_failed ? e->failed_callback : ""),
+      enif_make_uint64(env, has_failed ? e->failed_seq : 0),
+      bin_of(env, has_failed ? e->failed_message : ""),
+  };
+  p_callbox_error_free(e);
+  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 13));
+}
+
+/* An error made here (kind INVALID_ARGUMENT or FAILED_PRECONDITION), in
+ * the library's shape. */
+static ERL_NIF_TERM local_error(ErlNifEnv *env, int kind, const char *callback, const char *msg) {
+  const char *kind_name = kind == CALLBOX_KIND_FAILED_PRECONDITION ? "FailedPrecondition" : "InvalidArgument";
+  int code = kind == CALLBOX_KIND_FAILED_PRECONDITION ? 9 : 3;
+  char text[1024];
+  if (callback && *callback)
+    snprintf(text, sizeof text, "%s: callback \"%s\": %s", kind_name, callback, msg);
+  else
+    snprintf(text, sizeof text, "%s: %s", kind_name, msg);
+  ERL_NIF_TERM fields[13] = {
+      enif_make_int(env, kind), enif_make_int(env, code), enif_make_int(env, 0), enif_make_uint64(env, 0),
+      bin_of(env, kind_name),   bin_of(env, callback),    bin_of(env, ""),      bin_of(env, msg),
+      bin_of(env, ""),          bin_of(env, text),        bin_of(env, ""),      enif_make_uint64(env, 0),
+      bin_of(env, ""),
+  };
+  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 13));
+}
+
+static ERL_NIF_TERM not_loaded(ErlNifEnv *env) {
+  return local_error(env, CALLBOX_KIND_FAILED_PRECONDITION, "", lib_problem);
+}
+
+#define REQUIRE_LIB(env) \
+  do {                   \
+    if (!lib_ready) return not_loaded(env); \
+  } while (0)
+
+/* A NUL-terminated copy of a binary (or an iolist/charlist-free binary
+ * only): buf when it fits, else enif_alloc'd (*owned set). */
+typedef struct {
+  char *s;
+  int owned;
+  char buf[256];
+} cstr;
+
+static int get_cstr(ErlNifEnv *env, ERL_NIF_TERM t, cstr *out) {
+  ErlNifBinary b;
+  out->owned = 0;
+  if (!enif_inspect_binary(env, t, &b)) return 0;
+  if (memchr(b.data, 0, b.size) != NULL) return 0;
+  if (b.size < sizeof out->buf) {
+    out->s = out->buf;
+  } else {
+    out->s = enif_alloc(b.size + 1);
+    if (!out->s) return 0;
+    out->owned = 1;
+  }
+  memcpy(out->s, b.data, b.size);
+  out->s[b.size] = 0;
+  return 1;
+}
+
+static void free_cstr(cstr *c) {
+  if (c->owned) enif_free(c->s);
+  c->owned = 0;
+}
+
+static const dtype_entry *dtype_by_atom(ERL_NIF_TERM atom) {
+  for (size_t i = 0; i < num_dtypes; i++)
+    if (enif_is_identical(dtypes[i].atom, atom)) return &dtypes[i];
+  return NULL;
+}
+
+static const dtype_entry *dtype_by_dl(callbox_dtype dl) {
+  for (size_t i = 0; i < num_dtypes; i++)
+    if (dtypes[i].dl.code == dl.code && dtypes[i].dl.bits == dl.bits) return &dtypes[i];
+  return NULL;
+}
+
+static ERL_NIF_TERM shape_tuple(ErlNifEnv *env, int32_t ndim, const int64_t *shape) {
+  ERL_NIF_TERM dims[CALLBOX_MAX_RANK];
+  for (int32_t i = 0; i < ndim; i++) dims[i] = enif_make_int64(env, shape[i]);
+  return enif_make_tuple_from_array(env, dims, (unsigned)ndim);
+}
+
+/* ---- tensors ---- */
+
+#define STACK_TENSORS 8
+
+typedef struct {
+  size_t n;
+  callbox_tensor *t;
+  int64_t *shapes; /* n * CALLBOX_MAX_RANK */
+  callbox_tensor t_stack[STACK_TENSORS];
+  int64_t shapes_stack[STACK_TENSORS * CALLBOX_MAX_RANK];
+} tensor_list;
+
+static int tensors_alloc(tensor_list *l, size_t n) {
+  l->n = n;
+  if (n <= STACK_TENSORS) {
+    l->t = l->t_stack;
+    l->shapes = l->shapes_stack;
+  } else {
+    l->t = enif_alloc(n * sizeof *l->t);
+    l->shapes = enif_alloc(n * CALLBOX_MAX_RANK * sizeof *l->shapes);
+    if (!l->t || !l->shapes) {
+      if (l->t) enif_free(l->t);
+      if (l->shapes) enif_free(l->shapes);
+      l->t = NULL;
+      l->shapes = NULL;
+      return 0;
+    }
+  }
+  memset(l->t, 0, (n ? n : 1) * sizeof *l->t);
+  return 1;
+}
+
+static void tensors_free(tensor_list *l) {
+  if (l->t && l->t != l->t_stack) {
+    enif_free(l->t);
+    enif_free(l->shapes);
+  }
+  l->t = NULL;
+}
+
+/* Reads a list of {binary, dtype_atom, shape_tuple} (with_data) or of
+ * {dtype_atom, shape_tuple} into l. On a bad element writes why into msg
+ * and returns 0 (badarg: -1). */
+static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_list *l, char *msg, size_t msg_cap) {
+  unsigned len;
+  if (!enif_get_list_length(env, list, &len)) return -1;
+  if (!tensors_alloc(l, len)) {
+    snprintf(msg, msg_cap, "out of memory for %u tensors", len);
+    return 0;
+  }
+  ERL_NIF_TERM head, tail = list;
+  for (unsigned i = 0; i < len; i++) {
+    enif_get_list_cell(env, tail, &head, &tail);
+    const ERL_NIF_TERM *el;
+    int arity;
+    if (!enif_get_tuple(env, head, &arity, &el) || arity != (with_data ? 3 : 2)) return -1;
+    ERL_NIF_TERM dt = el[with_data ? 1 : 0], sh = el[with_data ? 2 : 1];
+    const dtype_entry *d = dtype_by_atom(dt);
+    if (d == NULL) {
+      char name[64] = "?";
+      enif_get_atom(env, dt, name, sizeof name, ERL_NIF_LATIN1);
+      snprintf(msg, msg_cap, "input %u: dtype %s is not one of libcallbox's", i, name);
+      return 0;
+    }
+    const ERL_NIF_TERM *dims;
+    int ndim;
+    if (!enif_get_tuple(env, sh, &ndim, &dims)) return -1;
+    if (ndim > CALLBOX_MAX_RANK) {
+      snprintf(msg, msg_cap, "input %u: rank %d is above the most callbox takes (%d)", i, ndim, CALLBOX_MAX_RANK);
+      return 0;
+    }
+    callbox_tensor *t = &l->t[i];
+    int64_t *shape = &l->shapes[(size_t)i * CALLBOX_MAX_RANK];
+    uint64_t elems = 1;
+    int overflow = 0;
+    for (int k = 0; k < ndim; k++) {
+      ErlNifSInt64 v;
+      if (!enif_get_int64(env, dims[k], &v)) return -1;
+      if (v < 0) {
+        snprintf(msg, msg_cap, "input %u: dimension %d is negative (%lld)", i, k, (long long)v);
+        return 0;
+      }
+      shape[k] = v;
+      if (v != 0 && elems > UINT64_MAX / (uint64_t)v) overflow = 1;
+      elems *= (uint64_t)v;
+    }
+    t->device.device_type = CALLBOX_DEVICE_CPU;
+    t->ndim = ndim;
+    t->dtype = d->dl;
+    t->shape = ndim ? shape : NULL;
+    if (with_data) {
+      ErlNifBinary b;
+      if (!enif_inspect_binary(env, el[0], &b)) return -1;
+      if (overflow || elems > UINT64_MAX / d->bytes || elems * d->bytes != b.size) {
+        snprintf(msg, msg_cap, "input %u: a %s tensor of %llu elements is %llu bytes, its binary %zu", i, d->name,
+                 (unsigned long long)elems, (unsigned long long)(elems * d->bytes), b.size);
+        return 0;
+      }
+      t->data = b.size ? b.data : NULL;
+    }
+  }
+  return 1;
+}
+
+/* ---- NIFs ---- */
+
+static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  if (lib_ready) return a_ok;
+  ErlNifBinary path;
+  const ERL_NIF_TERM *why;
+  int arity;
+  if (enif_get_tuple(env, argv[0], &arity, &why) && arity == 2 && enif_is_identical(why[0], a_error) &&
+      enif_inspect_binary(env, why[1], &path)) {
+    /* Callbox.Native found no library: remember why, for every call. */
+    size_t n = path.size < sizeof lib_problem - 1 ? path.size : sizeof lib_problem - 1;
+    memcpy(lib_problem, path.data, n);
+    lib_problem[n] = 0;
+    return argv[0];
+  }
+  if (!enif_inspect_binary(env, argv[0], &path) || path.size >= 4096) return enif_make_badarg(env);
+  char p[4096];
+  memcpy(p, path.data, path.size);
+  p[path.size] = 0;
+  void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    snprintf(lib_problem, sizeof lib_problem, "cannot load libcallbox: %s", dlerror());
+    return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
+  }
+#define LOOKUP(name)                                                                             \
+  if ((p_##name = (__typeof__(name) *)dlsym(h, #name)) == NULL) {                                \
+    snprintf(lib_problem, sizeof lib_problem, "%s has no %s: not libcallbox 1.2 (rebuild it: make lib)", p, #name); \
+    return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));                             \
+  }
+  ENTRIES(LOOKUP)
+  uint32_t v = p_callbox_version_number();
+  if (v / 10000 != CALLBOX_VERSION_MAJOR || v % 10000 < CALLBOX_VERSION_MINOR * 100) {
+    snprintf(lib_problem, sizeof lib_problem, "%s is libcallbox %s, not %d.%d or a later %d.x (rebuild it: make lib)",
+             p, p_callbox_version(), CALLBOX_VERSION_MAJOR, CALLBOX_VERSION_MINOR, CALLBOX_VERSION_MAJOR);
+    return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
+  }
+  callbox_dtype_info infos[MAX_DTYPES];
+  size_t n = p_callbox_dtypes(infos, MAX_DTYPES);
+  if (n == 0) {
+    snprintf(lib_problem, sizeof lib_problem, "libcallbox at %s reports no dtypes (a process forked after loading it?)", p);
+    return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
+  }
+  if (n > MAX_DTYPES) n = MAX_DTYPES;
+  for (size_t i = 0; i < n; i++) {
+    dtypes[i].atom = enif_make_atom(env, infos[i].name);
+    dtypes[i].dl = infos[i].dlpack;
+    dtypes[i].bytes = infos[i].bytes;
+    dtypes[i].xla = infos[i].xla;
+    dtypes[i].name = infos[i].name; /* static storage */
+  }
+  num_dtypes = n;
+  if (!start_thread(closer_main, NULL)) {
+    snprintf(lib_problem, sizeof lib_problem, "cannot start the host closer thread");
+    return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
+  }
+  lib_ready = 1;
+  return a_ok;
+}
+
+static ERL_NIF_TERM nif_version(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  if (!lib_ready) return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
+  return enif_make_tuple2(env, a_ok, bin_of(env, p_callbox_version()));
+}
+
+/* [{name_atom, bytes, dlpack_code, bits, xla}] */
+static ERL_NIF_TERM nif_dtypes(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  REQUIRE_LIB(env);
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (size_t i = num_dtypes; i-- > 0;) {
+    ERL_NIF_TERM e = enif_make_tuple5(env, dtypes[i].atom, enif_make_uint(env, dtypes[i].bytes),
+                                      enif_make_uint(env, dtypes[i].dl.code), enif_make_uint(env, dtypes[i].dl.bits),
+                                      enif_make_int(env, dtypes[i].xla));
+    list = enif_make_list_cell(env, e, list);
+  }
+  return enif_make_tuple2(env, a_ok, list);
+}
+
+static ERL_NIF_TERM host_term(ErlNifEnv *env, callbox_host h) {
+  host_res *r = enif_alloc_resource(host_type, sizeof *r);
+  memset(r, 0, sizeof *r);
+  r->handle = h;
+  r->mu = enif_mutex_create("callbox_host");
+  ERL_NIF_TERM t = enif_make_resource(env, r);
+  enif_release_resource(r);
+  return enif_make_tuple2(env, a_ok, t);
+}
+
+typedef struct {
+  const char *path_or_text, *format, *base_dir; /* format NULL: a path */
+  callbox_host h;
+  callbox_error *err;
+} open_job;
+
+static void run_open(void *p) {
+  open_job *j = p;
+  j->err = j->format ? p_callbox_open_config(j->path_or_text, j->format, j->base_dir, &j->h)
+                     : p_callbox_open(j->path_or_text, &j->h);
+}
+
+/* open(path) */
+static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  cstr path;
+  if (!get_cstr(env, argv[0], &path)) return enif_make_badarg(env);
+  open_job j = {path.s, NULL, NULL, 0, NULL};
+  run_on_big_stack(run_open, &j);
+  callbox_host h = j.h;
+  callbox_error *e = j.err;
+  free_cstr(&path);
+  if (e) return error_term(env, e);
+  return host_term(env, h);
+}
+
+/* open_config(text, format, base_dir | nil) */
+static ERL_NIF_TERM nif_open_config(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  cstr text, format, base;
+  int has_base = !enif_is_identical(argv[2], a_nil);
+  if (!get_cstr(env, argv[0], &text)) return enif_make_badarg(env);
+  if (!get_cstr(env, argv[1], &format)) {
+    free_cstr(&text);
+    return enif_make_badarg(env);
+  }
+  if (has_base && !get_cstr(env, argv[2], &base)) {
+    free_cstr(&text);
+    free_cstr(&format);
+    return enif_make_badarg(env);
+  }
+  open_job j = {text.s, format.s, has_base ? base.s : NULL, 0, NULL};
+  run_on_big_stack(run_open, &j);
+  callbox_host h = j.h;
+  callbox_error *e = j.err;
+  free_cstr(&text);
+  free_cstr(&format);
+  if (has_base) free_cstr(&base);
+  if (e) return error_term(env, e);
+  return host_term(env, h);
+}
+
+static int get_host(ErlNifEnv *env, ERL_NIF_TERM t, host_res **out) {
+  return enif_get_resource(env, t, host_type, (void **)out);
+}
+
+/* close(host) */
+static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  if (!get_host(env, argv[0], &r)) return enif_make_badarg(env);
+  enif_mutex_lock(closer_mu);
+  r->closed = 1;
+  enif_mutex_unlock(closer_mu);
+  callbox_error *e = p_callbox_close(r->handle);
+  if (e) return error_term(env, e);
+  return a_ok;
+}
+
+static ERL_NIF_TERM info_term(ErlNifEnv *env, const callbox_callback_info *in) {
+  ERL_NIF_TERM f[7] = {bin_of(env, in->name),     bin_of(env, in->id),
+                       bin_of(env, in->signature), bin_of(env, in->engine),
+                       bin_of(env, in->batching),  enif_make_int(env, in->num_inputs),
+                       enif_make_int(env, in->num_outputs)};
+  return enif_make_tuple_from_array(env, f, 7);
+}
+
+/* callbacks(host) -> {:ok, [{name, id, signature, engine, batching, nin, nout}]} */
+static ERL_NIF_TERM nif_callbacks(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  if (!get_host(env, argv[0], &r)) return enif_make_badarg(env);
+  size_t n = 0;
+  callbox_error *e = p_callbox_callback_count(r->handle, &n);
+  if (e) return error_term(env, e);
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (size_t i = n; i-- > 0;) {
+    callbox_callback_info info;
+    if ((e = p_callbox_callback_at(r->handle, i, &info)) != NULL) return error_term(env, e);
+    list = enif_make_list_cell(env, info_term(env, &info), list);
+  }
+  return enif_make_tuple2(env, a_ok, list);
+}
+
+/* callback(host, name_or_id) -> {:ok, info} */
+static ERL_NIF_TERM nif_callback(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr name;
+  if (!get_host(env, argv[0], &r) || !get_cstr(env, argv[1], &name)) return enif_make_badarg(env);
+  callbox_callback_info info;
+  callbox_error *e = p_callbox_callback_find(r->handle, name.s, &info);
+  free_cstr(&name);
+  if (e) return error_term(env, e);
+  return enif_make_tuple2(env, a_ok, info_term(env, &info));
+}
+
+/* The number of results of callback, and their types for inputs: 1, or 0
+ * with *err set. types is caller storage for up to cap types, or NULL:
+ * then *types_out is enif_alloc'd. */
+/* The cache key of inputs: per input (code << 8 | bits), ndim, dims.
+ * 0 when it does not fit. */
+static size_t cache_key(const tensor_list *in, int64_t *key) {
+  size_t k = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    const callbox_tensor *t = &in->t[i];
+    if (k + 2 + (size_t)t->ndim > CACHE_KEY) return 0;
+    key[k++] = ((int64_t)t->dtype.code << 8) | t->dtype.bits;
+    key[k++] = t->ndim;
+    for (int32_t d = 0; d < t->ndim; d++) key[k++] = t->shape[d];
+  }
+  if (in->n == 0) {
+    key[0] = -1; /* no inputs */
+    return 1;
+  }
+  return k;
+}
+
+static int cache_get(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
+                     size_t cap, size_t *n, int *wasmtime) {
+  int hit = 0;
+  if (!r->mu) return 0;
+  enif_mutex_lock(r->mu);
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    cache_entry *c = r->cache[i];
+    if (c && c->key_len == key_len && c->n <= cap && strcmp(c->name, callback) == 0 &&
+        memcmp(c->key, key, key_len * sizeof *key) == 0) {
+      memcpy(types, c->types, c->n * sizeof *types);
+      *n = c->n;
+      *wasmtime = c->wasmtime;
+      hit = 1;
+      break;
+    }
+  }
+  enif_mutex_unlock(r->mu);
+  return hit;
+}
+
+static void cache_put(host_res *r, const char *callback, const int64_t *key, size_t key_len, const callbox_type *types,
+                      size_t n, int wasmtime) {
+  if (!r->mu || n > CACHE_OUTS || strlen(callback) >= CACHE_NAME) return;
+  enif_mutex_lock(r->mu);
+  unsigned slot = r->next_slot++ % CACHE_SLOTS;
+  cache_entry *c = r->cache[slot];
+  if (c == NULL) c = r->cache[slot] = enif_alloc(sizeof *c);
+  if (c) {
+    strcpy(c->name, callback);
+    c->key_len = key_len;
+    memcpy(c->key, key, key_len * sizeof *key);
+    memcpy(c->types, types, n * sizeof *types);
+    c->n = n;
+    c->wasmtime = wasmtime;
+  }
+  enif_mutex_unlock(r->mu);
+}
+
+static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
+                  callbox_type **types_out, size_t *n_out, int *wasmtime, ERL_NIF_TERM *err) {
+  int64_t key[CACHE_KEY];
+  size_t key_len = in->t ? cache_key(in, key) : 0;
+  int wt = 0;
+  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &wt)) {
+    *types_out = stack;
+    if (wasmtime) *wasmtime = wt;
+    return 1;
+  }
+  callbox_callback_info info;
+  callbox_error *e = p_callbox_callback_find(r->handle, callback, &info);
+  if (e) {
+    *err = error_term(env, e);
+    return 0;
+  }
+  size_t n = info.num_outputs < 0 ? 0 : (size_t)info.num_outputs;
+  callbox_type *types = stack;
+  if (n > cap) {
+    types = enif_alloc(n * sizeof *types);
+    if (!types) {
+      *err = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, callback, "out of memory for the result types");
+      return 0;
+    }
+  }
+  e = p_callbox_output_types(r->handle, callback, in->t, in->n, types, n);
+  if (e) {
+    if (types != stack) enif_free(types);
+    *err = error_term(env, e);
+    return 0;
+  }
+  *types_out = types;
+  *n_out = n;
+  wt = info.engine && strcmp(info.engine, "wasmtime") == 0;
+  if (wasmtime) *wasmtime = wt;
+  if (key_len) cache_put(r, callback, key, key_len, types, n, wt);
+  return 1;
+}
+
+/* output_types(host, callback, [{dtype, shape}]) -> {:ok, [{dtype, shape}]} */
+static ERL_NIF_TERM nif_output_types(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr cb;
+  if (!get_host(env, argv[0], &r) || !get_cstr(env, argv[1], &cb)) return enif_make_badarg(env);
+  tensor_list in = {0};
+  char msg[512];
+  ERL_NIF_TERM result;
+  int got = get_tensors(env, argv[2], 0, &in, msg, sizeof msg);
+  if (got < 0) {
+    result = enif_make_badarg(env);
+  } else if (got == 0) {
+    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+  } else {
+    callbox_type stack[STACK_TENSORS], *types;
+    size_t n;
+    if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, &result)) {
+      ERL_NIF_TERM list = enif_make_list(env, 0);
+      for (size_t i = n; i-- > 0;) {
+        const dtype_entry *d = dtype_by_dl(types[i].dtype);
+        ERL_NIF_TERM dt = d ? d->atom : a_nil;
+        list = enif_make_list_cell(env, enif_make_tuple2(env, dt, shape_tuple(env, types[i].ndim, types[i].shape)), list);
+      }
+      if (types != stack) enif_free(types);
+      result = enif_make_tuple2(env, a_ok, list);
+    }
+  }
+  tensors_free(&in);
+  free_cstr(&cb);
+  return result;
+}
+
+static int get_chain(ErlNifEnv *env, ERL_NIF_TERM t, cstr *c, int *has) {
+  *has = !enif_is_identical(t, a_nil);
+  if (!*has) return 1;
+  return get_cstr(env, t, c);
+}
+
+typedef struct {
+  callbox_host host;
+  callbox_cancel_token token;
+  const char *chain, *callback;
+  tensor_list *in, *out;
+  size_t n;
+  callbox_error *err;
+} call_job;
+
+static void run_call(void *p) {
+  call_job *j = p;
+  if (j->token)
+    j->err = p_callbox_call_cancelable(j->host, j->token, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
+  else if (j->chain)
+    j->err = p_callbox_chain_call(j->host, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
+  else
+    j->err = p_callbox_call(j->host, j->callback, j->in->t, j->in->n, j->out->t, j->n);
+}
+
+/* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
+ * 0 with *result an error tuple, -1 for a malformed term (badarg). */
+/* The guard a call runs under: the process's guard resource (argument
+ * guard, or nil), when the caller passed no token of its own and the
+ * thread has a token; NULL otherwise. */
+static guard_res *guard_for(ErlNifEnv *env, ERL_NIF_TERM arg, token_res *tok) {
+  guard_res *g;
+  if (tok != NULL || !__atomic_load_n(&guards_enabled, __ATOMIC_RELAXED)) return NULL;
+  if (!enif_get_resource(env, arg, guard_type, (void **)&g)) return NULL;
+  if (thread_token == 0) {
+    callbox_error *e = p_callbox_cancel_token_new(&thread_token);
+    if (e) {
+      p_callbox_error_free(e);
+      thread_token = 0;
+      return NULL;
+    }
+  }
+  return g;
+}
+
+/* new_guard() -> guard (monitoring the caller) */
+static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  ErlNifPid self;
+  ErlNifMonitor mon;
+  if (!enif_self(env, &self)) return enif_make_badarg(env);
+  guard_res *g = enif_alloc_resource(guard_type, sizeof *g);
+  if (g == NULL) return a_nil;
+  g->token = 0;
+  g->active = 0;
+  g->fired = 0;
+  ERL_NIF_TERM t = enif_make_resource(env, g);
+  if (enif_monitor_process(env, g, &self, &mon) != 0) t = a_nil;
+  enif_release_resource(g);
+  return t;
+}
+
+static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
+                    ERL_NIF_TERM inputs, ERL_NIF_TERM *result) {
+  tensor_list in = {0}, out = {0};
+  char msg[512];
+  int status = 0;
+  callbox_type stack[STACK_TENSORS], *types = NULL;
+  ErlNifBinary bins_stack[STACK_TENSORS], *bins = bins_stack;
+  size_t n = 0, allocated = 0;
+  int wasmtime = 0;
+  int got = get_tensors(env, inputs, 1, &in, msg, sizeof msg);
+  if (got < 0) {
+    status = -1;
+    goto done;
+  }
+  if (got == 0) {
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
+    goto done;
+  }
+  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, result)) goto done;
+  if (n > STACK_TENSORS && (bins = enif_alloc(n * sizeof *bins)) == NULL) {
+    bins = bins_stack;
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, "out of memory for the results");
+    goto done;
+  }
+  if (!tensors_alloc(&out, n)) {
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, "out of memory for the results");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const dtype_entry *d = dtype_by_dl(types[i].dtype);
+    uint64_t size = d ? d->bytes : 0;
+    for (int32_t k = 0; k < types[i].ndim; k++) size *= (uint64_t)types[i].shape[k];
+    if (d == NULL || !enif_alloc_binary(size, &bins[i])) {
+      snprintf(msg, sizeof msg, "cannot allocate result %zu (%llu bytes)", i, (unsigned long long)size);
+      *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
+      goto done;
+    }
+    allocated++;
+    callbox_tensor *t = &out.t[i];
+    t->data = size ? bins[i].data : NULL;
+    t->device.device_type = CALLBOX_DEVICE_CPU;
+    t->ndim = types[i].ndim;
+    t->dtype = types[i].dtype;
+    t->shape = types[i].ndim ? types[i].shape : NULL;
+  }
+  {
+    call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
+    if (g) {
+      j.token = thread_token;
+      enif_mutex_lock(guard_mu);
+      g->token = thread_token;
+      g->active = 1;
+      enif_mutex_unlock(guard_mu);
+    }
+    if (wasmtime)
+      run_on_big_stack(run_call, &j);
+    else
+      run_call(&j);
+    if (g) {
+      enif_mutex_lock(guard_mu);
+      g->active = 0;
+      enif_mutex_unlock(guard_mu);
+    }
+    if (j.err) {
+      *result = error_term(env, j.err);
+      goto done;
+    }
+  }
+  {
+    ERL_NIF_TERM list = enif_make_list(env, 0);
+    for (size_t i = n; i-- > 0;) {
+      ERL_NIF_TERM bin = enif_make_binary(env, &bins[i]);
+      list = enif_make_list_cell(
+          env, enif_make_tuple3(env, bin, dtype_by_dl(types[i].dtype)->atom, shape_tuple(env, types[i].ndim, types[i].shape)),
+          list);
+    }
+    allocated = 0; /* owned by the terms now */
+    *result = list;
+    status = 1;
+  }
+done:
+  for (size_t i = 0; i < allocated; i++) enif_release_binary(&bins[i]);
+  if (bins != bins_stack) enif_free(bins);
+  if (types && types != stack) enif_free(types);
+  tensors_free(&out);
+  tensors_free(&in);
+  return status;
+}
+
+/* The arguments common to call/6 and call_many/6. */
+static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, token_res **tok, cstr *chain, int *has_chain,
+                     cstr *cb) {
+  *tok = NULL;
+  if (!get_host(env, argv[0], r)) return 0;
+  if (!enif_is_identical(argv[4], a_nil) && !enif_get_resource(env, argv[4], token_type, (void **)tok)) return 0;
+  if (!get_chain(env, argv[1], chain, has_chain)) return 0;
+  if (!get_cstr(env, argv[2], cb)) {
+    if (*has_chain) free_cstr(chain);
+    return 0;
+  }
+  return 1;
+}
+
+/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil)
+ *   -> {:ok, [{binary, dtype, shape}]} | {:error, e} */
+static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+  ERL_NIF_TERM result;
+  int status = one_call(env, r, tok, guard_for(env, argv[5], tok), has_chain ? chain.s : NULL, cb.s, argv[3], &result);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  if (status < 0) return enif_make_badarg(env);
+  return status ? enif_make_tuple2(env, a_ok, result) : result;
+}
+
+/* call_many(host, chain | nil, callback, [[{binary, dtype, shape}]], token | nil, guard | nil)
+ *   -> {:ok, [[{binary, dtype, shape}]]} | {:error, index, e}: the calls in
+ * order on one dirty scheduler trip, stopping at the first failure. */
+static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  unsigned len;
+  if (!enif_get_list_length(env, argv[3], &len)) return enif_make_badarg(env);
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+  ERL_NIF_TERM *outs = enif_alloc((len ? len : 1) * sizeof *outs);
+  ERL_NIF_TERM head, tail = argv[3], result = 0;
+  int failed = -1, bad = 0;
+  guard_res *g = guard_for(env, argv[5], tok);
+  for (unsigned i = 0; outs && i < len; i++) {
+    enif_get_list_cell(env, tail, &head, &tail);
+    if (i > 0 && !enif_is_current_process_alive(env)) { /* killed: nobody wants the rest */
+      bad = 1;
+      break;
+    }
+    int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
+    if (status < 0) {
+      bad = 1;
+      break;
+    }
+    if (status == 0) {
+      failed = (int)i;
+      const ERL_NIF_TERM *err;
+      int arity;
+      enif_get_tuple(env, outs[i], &arity, &err); /* {:error, fields} */
+      result = enif_make_tuple3(env, a_error, enif_make_uint(env, i), err[1]);
+      break;
+    }
+  }
+  if (outs && !bad && failed < 0) result = enif_make_tuple2(env, a_ok, enif_make_list_from_array(env, outs, len));
+  if (outs) enif_free(outs);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  if (bad || !outs) return enif_make_badarg(env);
+  return result;
+}
+
+/* tap(host, chain | nil, callback, [{binary, dtype, shape}]) -> :ok | {:error, e} */
+static ERL_NIF_TERM nif_tap(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr chain, cb;
+  int has_chain;
+  if (!get_host(env, argv[0], &r)) return enif_make_badarg(env);
+  if (!get_chain(env, argv[1], &chain, &has_chain)) return enif_make_badarg(env);
+  if (!get_cstr(env, argv[2], &cb)) {
+    if (has_chain) free_cstr(&chain);
+    return enif_make_badarg(env);
+  }
+  tensor_list in = {0};
+  char msg[512];
+  ERL_NIF_TERM result;
+  int got = get_tensors(env, argv[3], 1, &in, msg, sizeof msg);
+  if (got < 0) {
+    result = enif_make_badarg(env);
+  } else if (got == 0) {
+    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+  } else {
+    callbox_error *e = has_chain ? p_callbox_chain_tap(r->handle, chain.s, cb.s, in.t, in.n)
+                                 : p_callbox_tap(r->handle, cb.s, in.t, in.n);
+    result = e ? error_term(env, e) : a_ok;
+  }
+  tensors_free(&in);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  return result;
+}
+
+/* barrier(host, chain | nil) */
+static ERL_NIF_TERM nif_barrier(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr chain;
+  int has_chain;
+  if (!get_host(env, argv[0], &r) || !get_chain(env, argv[1], &chain, &has_chain)) return enif_make_badarg(env);
+  callbox_error *e = has_chain ? p_callbox_chain_barrier(r->handle, chain.s) : p_callbox_barrier(r->handle);
+  if (has_chain) free_cstr(&chain);
+  return e ? error_term(env, e) : a_ok;
+}
+
+/* chain_reset(host, chain) */
+static ERL_NIF_TERM nif_chain_reset(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr chain;
+  if (!get_host(env, argv[0], &r) || !get_cstr(env, argv[1], &chain)) return enif_make_badarg(env);
+  callbox_error *e = p_callbox_chain_reset(r->handle, chain.s);
+  free_cstr(&chain);
+  return e ? error_term(env, e) : a_ok;
+}
+
+/* set_default_host(host | nil) */
+static ERL_NIF_TERM nif_set_default_host(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r = NULL;
+  if (!enif_is_identical(argv[0], a_nil) && !get_host(env, argv[0], &r)) return enif_make_badarg(env);
+  callbox_error *e = p_callbox_set_default_host(r ? r->handle : 0);
+  return e ? error_term(env, e) : a_ok;
+}
+
+/* cancel_token() -> {:ok, token} */
+static ERL_NIF_TERM nif_cancel_token(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  REQUIRE_LIB(env);
+  callbox_cancel_token tok = 0;
+  callbox_error *e = p_callbox_cancel_token_new(&tok);
+  if (e) return error_term(env, e);
+  token_res *t = enif_alloc_resource(token_type, sizeof *t);
+  t->token = tok;
+  ERL_NIF_TERM term = enif_make_resource(env, t);
+  enif_release_resource(t);
+  return enif_make_tuple2(env, a_ok, term);
+}
+
+/* cancel(token) */
+static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  token_res *t;
+  if (!enif_get_resource(env, argv[0], token_type, (void **)&t)) return enif_make_badarg(env);
+  callbox_error *e = p_callbox_cancel_token_fire(t->token);
+  return e ? error_term(env, e) : a_ok;
+}
+
+/* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs, guards_fired} */
+static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  uint64_t pending = 0, done = 0, workers = 0, jobs = 0;
+  if (lib_ready) {
+    enif_mutex_lock(closer_mu);
+    pending = close_len + closing;
+    done = closed_by_gc;
+    enif_mutex_unlock(closer_mu);
+    enif_mutex_lock(pool_mu);
+    workers = (uint64_t)pool_total;
+    jobs = pool_jobs;
+    enif_mutex_unlock(pool_mu);
+  }
+  ERL_NIF_TERM f[5] = {enif_make_uint64(env, pending), enif_make_uint64(env, done), enif_make_uint64(env, workers),
+                       enif_make_uint64(env, jobs),
+                       enif_make_uint64(env, __atomic_load_n(&guards_fired, __ATOMIC_RELAXED))};
+  return enif_make_tuple_from_array(env, f, 5);
+}
+
+/* set_guards(true | false): whether calls use their process's guard (default
+ * true; false only to measure what the guard costs). */
+static ERL_NIF_TERM nif_set_guards(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)env;
+  (void)argc;
+  __atomic_store_n(&guards_enabled, enif_is_identical(argv[0], a_true) ? 1 : 0, __ATOMIC_RELAXED);
+  return a_ok;
+}
+
+/* ---- guest logs to an Elixir process ---- */
+
+static ErlNifMutex *log_mu;
+static ErlNifPid log_pid;
+static int log_set;
+
+static void on_log(void *user, int32_t level, const char *callback, const char *message) {
+  (void)user;
+  enif_mutex_lock(log_mu);
+  int set = log_set;
+  ErlNifPid pid = log_pid;
+  enif_mutex_unlock(log_mu);
+  if (!set) return;
+  ErlNifEnv *env = enif_alloc_env();
+  ERL_NIF_TERM msg = enif_make_tuple4(env, enif_make_atom(env, "callbox_log"), enif_make_int(env, level),
+                                      bin_of(env, callback), bin_of(env, message));
+  enif_send(NULL, &pid, env, msg);
+  enif_free_env(env);
+}
+
+/* set_log_process(pid | nil, min_level) */
+static ERL_NIF_TERM nif_set_log_process(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  ErlNifPid pid;
+  int level;
+  int clear = enif_is_identical(argv[0], a_nil);
+  if ((!clear && !enif_get_local_pid(env, argv[0], &pid)) || !enif_get_int(env, argv[1], &level))
+    return enif_make_badarg(env);
+  enif_mutex_lock(log_mu);
+  log_set = !clear;
+  if (!clear) log_pid = pid;
+  enif_mutex_unlock(log_mu);
+  callbox_error *e = p_callbox_set_log_callback(clear ? NULL : on_log, NULL, level);
+  return e ? error_term(env, e) : a_ok;
+}
+
+/* ---- loading ---- */
+
+static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
+  (void)priv;
+  (void)info;
+  a_ok = enif_make_atom(env, "ok");
+  a_error = enif_make_atom(env, "error");
+  a_nil = enif_make_atom(env, "nil");
+  a_true = enif_make_atom(env, "true");
+  a_false = enif_make_atom(env, "false");
+  host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
+  token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
+  ErlNifResourceTypeInit guard_init = {.dtor = NULL, .stop = NULL, .down = guard_down};
+  guard_type = enif_open_resource_type_x(env, "callbox_call_guard", &guard_init, ERL_NIF_RT_CREATE, NULL);
+  closer_mu = enif_mutex_create("callbox_closer");
+  closer_cv = enif_cond_create("callbox_closer");
+  log_mu = enif_mutex_create("callbox_log");
+  pool_mu = enif_mutex_create("callbox_pool");
+  guard_mu = enif_mutex_create("callbox_guard");
+  pool_work_cv = enif_cond_create("callbox_pool_work");
+  pool_done_cv = enif_cond_create("callbox_pool_done");
+  return host_type && token_type && guard_type && closer_mu && closer_cv && log_mu && pool_mu && guard_mu && pool_work_cv && pool_done_cv ? 0 : 1;
+}
+
+/* The library holds the Go runtime, which cannot be unloaded: this NIF
+ * library refuses upgrades (it is loaded once per VM). */
+static int upgrade(ErlNifEnv *env, void **priv, void **old_priv, ERL_NIF_TERM info) {
+  (void)env;
+  (void)priv;
+  (void)old_priv;
+  (void)info;
+  return 1;
+}
+
+#define DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+static ErlNifFunc funcs[] = {
+    {"init", 1, nif_init_lib, DIRTY},
+    {"version", 0, nif_version, 0},
+    {"dtypes", 0, nif_dtypes, 0},
+    {"open", 1, nif_open, DIRTY},
+    {"open_config", 3, nif_open_config, DIRTY},
+    {"close", 1, nif_close, DIRTY},
+    {"callbacks", 1, nif_callbacks, DIRTY},
+    {"callback", 2, nif_callback, DIRTY},
+    {"output_types", 3, nif_output_types, DIRTY},
+    {"call", 6, nif_call, DIRTY},
+    {"call_many", 6, nif_call_many, DIRTY},
+    {"new_guard", 0, nif_new_guard, 0},
+    {"tap", 4, nif_tap, DIRTY},
+    {"barrier", 2, nif_barrier, DIRTY},
+    {"chain_reset", 2, nif_chain_reset, DIRTY},
+    {"set_default_host", 1, nif_set_default_host, DIRTY},
+    {"cancel_token", 0, nif_cancel_token, DIRTY},
+    {"cancel", 1, nif_cancel, DIRTY},
+    {"closer_stats", 0, nif_closer_stats, 0},
+    {"set_guards", 1, nif_set_guards, 0},
+    {"set_log_process", 2, nif_set_log_process, DIRTY},
+};
+
+ERL_NIF_INIT(Elixir.Callbox.Native, funcs, load, NULL, upgrade, NULL)

@@ -1,0 +1,340 @@
+defmodule Callbox do
+  @moduledoc """
+  Untrusted tensor callbacks in WebAssembly sandboxes, from Elixir: a NIF
+  over libcallbox's C API.
+
+      {:ok, host} = Callbox.open("callbox.yaml")
+      x = Callbox.Tensor.from_list([1.0, -2.0, 3.5, 0.0], {:f, 32})
+      factor = Callbox.Tensor.scalar(2.5, {:f, 32})
+      {:ok, [y]} = Callbox.call(host, "scale", [x, factor])
+      Callbox.Tensor.to_list(y)  #=> [2.5, -5.0, 8.75, 0.0]
+
+      {:error, %Callbox.Error{kind: :timeout, code: :deadline_exceeded, callback: "spin"}} =
+        Callbox.call(host, "spin", [x])
+
+  Tensors are `Callbox.Tensor` structs (a binary, an Nx-style type and a
+  shape tuple), `{binary, type, shape}` tuples, or, where Nx is loaded,
+  `Nx.Tensor`s (see `Callbox.Nx`). Results are `Callbox.Tensor`s.
+
+  Every call runs on a dirty CPU scheduler: a guest runs up to its
+  timeout, and no normal scheduler ever waits for it. A calling process is
+  monitored (once, on its first call): a caller killed mid-call has its
+  guest canceled within milliseconds. A host may be shared by any number of processes. A host
+  that is garbage-collected is closed (on a background thread); `close/1`
+  closes one at once.
+  """
+
+  alias Callbox.{Chain, Error, Native, Tensor}
+
+  defmodule Host do
+    @moduledoc "An open host: loaded callbacks and their sandboxes (a NIF resource)."
+    defstruct [:ref]
+    @type t :: %__MODULE__{ref: reference()}
+
+    defimpl Inspect do
+      def inspect(_host, _opts), do: "#Callbox.Host<>"
+    end
+  end
+
+  defmodule Callback do
+    @moduledoc """
+    A loaded callback: name, content id (`"cb1-<64 hex>"`: module bytes,
+    export and signature), signature text, engine (`"wazero"` or
+    `"wasmtime"`), batching rule, and its input and output counts.
+    """
+    defstruct [:name, :id, :signature, :engine, :batching, :num_inputs, :num_outputs]
+  end
+
+  @type host :: Host.t()
+  @type tensor :: Tensor.t() | {binary(), Tensor.type(), tuple()} | struct()
+  @type result(t) :: {:ok, t} | {:error, Error.t()}
+
+  # ---- hosts ----
+
+  @doc """
+  Opens a host and loads every callback it lists.
+
+  `config` is a path to a config file (`.yaml`, `.yml`, `.toml`, `.json`;
+  `CALLBOX_` environment overrides apply), or the configuration itself as
+  a map or keyword list (sent to libcallbox as JSON). Options for a map:
+  `:base_dir`, the directory relative module paths are resolved against
+  (default: the working directory).
+
+      Callbox.open(%{callbacks: %{scale: %{module: "rust-scale.wasm"}}}, base_dir: "guests/prebuilt")
+  """
+  @spec open(Path.t() | map() | keyword(), keyword()) :: result(host)
+  def open(config, opts \\ [])
+
+  def open(path, _opts) when is_binary(path), do: wrap_host(Native.open(Path.expand(path)))
+
+  def open(config, opts) when is_map(config) or is_list(config),
+    do: open_config(Callbox.JSON.encode!(config), "json", opts)
+
+  @doc """
+  Opens a host from configuration text: `format` is `"yaml"`, `"json"` or
+  `"toml"`; option `:base_dir` as for `open/2`.
+  """
+  @spec open_config(String.t(), String.t(), keyword()) :: result(host)
+  def open_config(text, format, opts \\ []) when is_binary(text) and is_binary(format) do
+    base = opts[:base_dir] && Path.expand(opts[:base_dir])
+    wrap_host(Native.open_config(text, format, base))
+  end
+
+  @doc "`open/2`, raising `Callbox.Error`."
+  def open!(config, opts \\ []), do: bang(open(config, opts))
+
+  defp wrap_host({:ok, ref}), do: {:ok, %Host{ref: ref}}
+  defp wrap_host({:error, e}), do: {:error, Error.from_native(e)}
+
+  @doc """
+  Closes a host now: waits for its calls and taps in flight, then releases
+  it. Later calls fail with kind `:failed_precondition`. Closing twice is
+  fine; a host never closed is closed when it is garbage-collected.
+  """
+  @spec close(host) :: :ok | {:error, Error.t()}
+  def close(%Host{ref: ref}), do: ok(Native.close(ref))
+
+  @doc "The loaded callbacks, sorted by name."
+  @spec callbacks(host) :: result([Callback.t()])
+  def callbacks(%Host{ref: ref}) do
+    case Native.callbacks(ref) do
+      {:ok, list} -> {:ok, Enum.map(list, &callback_struct/1)}
+      {:error, e} -> {:error, Error.from_native(e)}
+    end
+  end
+
+  @doc "The callback with this name or content id."
+  @spec callback(host, String.t()) :: result(Callback.t())
+  def callback(%Host{ref: ref}, name_or_id) do
+    case Native.callback(ref, name_or_id) do
+      {:ok, info} -> {:ok, callback_struct(info)}
+      {:error, e} -> {:error, Error.from_native(e)}
+    end
+  end
+
+  defp callback_struct({name, id, sig, engine, batching, nin, nout}) do
+    %Callback{
+      name: name,
+      id: id,
+      signature: sig,
+      engine: engine,
+      batching: batching,
+      num_inputs: nin,
+      num_outputs: nout
+    }
+  end
+
+  @doc """
+  The result types of calling `callback` on inputs of these types
+  (tensors, or `{type, shape}` pairs): `{:ok, [{type, shape}]}`. The
+  signature is the library's to read (`callbox_output_types`).
+  """
+  @spec output_types(host, String.t(), [tensor | {Tensor.type(), tuple()}]) :: result([{Tensor.type(), tuple()}])
+  def output_types(%Host{ref: ref}, callback, inputs) do
+    types =
+      Enum.map(inputs, fn
+        {type, shape} when is_tuple(type) and is_tuple(shape) -> {Tensor.dtype_name!(type), shape}
+        t -> t |> native_input() |> Tuple.delete_at(0)
+      end)
+
+    case Native.output_types(ref, callback, types) do
+      {:ok, list} -> {:ok, Enum.map(list, fn {name, shape} -> {Tensor.type_of(name), shape} end)}
+      {:error, e} -> {:error, Error.from_native(e)}
+    end
+  end
+
+  # ---- calls ----
+
+  @doc """
+  Calls a callback (a name or a content id) on `inputs` and returns its
+  results: `{:ok, [%Callbox.Tensor{}]}` or `{:error, %Callbox.Error{}}`.
+
+  Options: `:cancel`, a token from `cancel_token/0`: firing it with
+  `cancel/1` stops the call within milliseconds (kind `:canceled`).
+  """
+  @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
+  def call(%Host{ref: ref}, callback, inputs, opts \\ []) do
+    do_call(ref, nil, callback, inputs, opts)
+  end
+
+  @doc "`call/4`, returning the results or raising `Callbox.Error`."
+  @spec call!(host, String.t(), [tensor], keyword()) :: [Tensor.t()]
+  def call!(host, callback, inputs, opts \\ []), do: bang(call(host, callback, inputs, opts))
+
+  @doc """
+  Makes several calls of one callback, in order, in one trip to a dirty
+  scheduler: `input_lists` is a list of input lists, one per call. Returns
+  `{:ok, [results]}` (one result list per call), or `{:error, index, error}`
+  for the first call that failed (the calls before it ran; the ones after
+  it did not). A dirty scheduler trip costs more than a small call itself
+  (elixir/README.md), so many small calls are much cheaper this way.
+  Options as `call/4`.
+  """
+  @spec call_many(host, String.t(), [[tensor]], keyword()) ::
+          {:ok, [[Tensor.t()]]} | {:error, non_neg_integer(), Error.t()}
+  def call_many(%Host{ref: ref}, callback, input_lists, opts \\ []) do
+    natives =
+      input_lists
+      |> Enum.with_index()
+      |> Enum.map(fn {inputs, i} ->
+        try do
+          native_inputs(callback, inputs)
+        catch
+          :throw, {:callbox_bad_input, e} -> throw({:callbox_bad_input_at, i, e})
+        end
+      end)
+
+    case Native.call_many(ref, nil, callback, natives, token(opts), guard()) do
+      {:ok, outs} -> {:ok, Enum.map(outs, fn list -> Enum.map(list, &output/1) end)}
+      {:error, index, e} -> {:error, index, Error.from_native(e)}
+    end
+  catch
+    :throw, {:callbox_bad_input_at, i, e} -> {:error, i, e}
+  end
+
+  # The calling process's guard (Callbox.Native.new_guard/0: a monitor on
+  # the process that cancels its call in flight if it dies), made on its
+  # first call and kept in its process dictionary.
+  defp guard do
+    case Process.get(:"$callbox_guard") do
+      nil ->
+        g = Native.new_guard()
+        Process.put(:"$callbox_guard", g)
+        g
+
+      g ->
+        g
+    end
+  end
+
+  defp token(opts) do
+    case opts[:cancel] do
+      nil -> nil
+      {:callbox_cancel_token, t} -> t
+    end
+  end
+
+  @doc false
+  def do_call(ref, chain, callback, inputs, opts) do
+    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts), guard()) do
+      {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
+      {:error, e} -> {:error, Error.from_native(e)}
+    end
+  catch
+    :throw, {:callbox_bad_input, e} -> {:error, e}
+  end
+
+  @doc """
+  Runs a callback for its side effect, asynchronously and unordered: the
+  inputs are copied before it returns, the results discarded; its error
+  (if any) comes from the next `barrier/1`.
+  """
+  @spec tap(host, String.t(), [tensor]) :: :ok | {:error, Error.t()}
+  def tap(%Host{ref: ref}, callback, inputs), do: do_tap(ref, nil, callback, inputs)
+
+  @doc false
+  def do_tap(ref, chain, callback, inputs) do
+    ok(Native.tap(ref, chain, callback, native_inputs(callback, inputs)))
+  catch
+    :throw, {:callbox_bad_input, e} -> {:error, e}
+  end
+
+  @doc "Waits for every `tap/3` and returns the first error among them since the previous barrier."
+  @spec barrier(host) :: :ok | {:error, Error.t()}
+  def barrier(%Host{ref: ref}), do: ok(Native.barrier(ref, nil))
+
+  @doc """
+  The ordered chain `name` on `host` (the same name is the same chain,
+  from any process, and the same chain as XLA handlers naming it): see
+  `Callbox.Chain`.
+  """
+  @spec chain(host, String.t()) :: Chain.t()
+  def chain(%Host{} = host, name) when is_binary(name), do: %Chain{host: host, name: name}
+
+  # ---- cancellation, default host, logs, library ----
+
+  @doc "A cancel token for `call/4`'s `:cancel` option (freed when garbage-collected)."
+  def cancel_token do
+    case Native.cancel_token() do
+      {:ok, t} -> {:callbox_cancel_token, t}
+      {:error, e} -> raise Error.from_native(e)
+    end
+  end
+
+  @doc "Fires a token: the calls made with it that are in flight now fail with kind `:canceled`."
+  def cancel({:callbox_cancel_token, t}), do: ok(Native.cancel(t))
+
+  @doc """
+  Makes `host` the default host (`nil` clears it): the host libcallbox's
+  XLA FFI handlers (`callbox_xla_ffi`, target name `"callbox"`) call.
+  """
+  def set_default_host(nil), do: ok(Native.set_default_host(nil))
+  def set_default_host(%Host{ref: ref}), do: ok(Native.set_default_host(ref))
+
+  @doc """
+  Sends the library's log lines (guest `callbox_log` output, a WASI
+  guest's stdout and stderr, the library's warnings) at `min_level` or
+  above (`:debug`, `:info`, `:warn`, `:error`) to `pid` as
+  `{:callbox_log, level, callback, message}` (level: slog's number, -4
+  debug, 0 info, 4 warn, 8 error). `nil` restores stderr.
+  """
+  def route_logs(pid, min_level \\ :info)
+  def route_logs(nil, _), do: ok(Native.set_log_process(nil, 0))
+
+  def route_logs(pid, min_level) when is_pid(pid),
+    do: ok(Native.set_log_process(pid, Map.fetch!(%{debug: -4, info: 0, warn: 4, error: 8}, min_level)))
+
+  @doc """
+  The dtypes libcallbox has (`callbox_dtypes`): maps with `:name`
+  (`:f32`), `:type` (`{:f, 32}`), `:bytes`, `:dlpack` (`{code, bits}`)
+  and `:xla` (the XLA PrimitiveType number).
+  """
+  def dtypes, do: Tensor.tables().infos
+
+  @doc "The loaded libcallbox's version, e.g. `\"1.2.0\"`."
+  def version do
+    case Native.version() do
+      {:ok, v} -> v
+      {:error, why} -> raise Error.from_native({19, 9, 0, 0, "FailedPrecondition", "", "", why, "", why, "", 0, ""})
+    end
+  end
+
+  # ---- helpers ----
+
+  @doc false
+  def native_inputs(callback, inputs) when is_list(inputs) do
+    Enum.map(inputs, fn t ->
+      try do
+        native_input(t)
+      rescue
+        e in ArgumentError -> throw({:callbox_bad_input, Error.invalid_argument(callback, Exception.message(e))})
+      end
+    end)
+  end
+
+  defp native_input(%Tensor{data: data, type: type, shape: shape}), do: {data, Tensor.dtype_name!(type), shape}
+
+  defp native_input({data, type, shape}) when is_binary(data) and is_tuple(shape),
+    do: {data, Tensor.dtype_name!(type), shape}
+
+  defp native_input(%{__struct__: Nx.Tensor} = t) do
+    if Code.ensure_loaded?(Callbox.Nx) do
+      native_input(apply(Callbox.Nx, :from_nx, [t]))
+    else
+      raise ArgumentError, "an Nx.Tensor, but Callbox.Nx was compiled without Nx: recompile callbox with Nx loaded"
+    end
+  end
+
+  defp native_input(other),
+    do: raise(ArgumentError, "not a tensor: #{inspect(other)} (pass a Callbox.Tensor or {binary, type, shape})")
+
+  defp output({data, name, shape}), do: %Tensor{data: data, type: Tensor.type_of(name), shape: shape}
+
+  defp ok(:ok), do: :ok
+  defp ok({:error, e}), do: {:error, Error.from_native(e)}
+
+  @doc false
+  def bang({:ok, v}), do: v
+  def bang(:ok), do: :ok
+  def bang({:error, e}), do: raise(e)
+end

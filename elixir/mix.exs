@@ -1,0 +1,84 @@
+# The Elixir binding of libcallbox: a NIF over the C API (../ffi/include/callbox.h).
+# No Hex dependencies: the NIF is built by the compiler below (gcc against
+# erl_nif.h and callbox.h), so `mix compile` and `mix test` work offline.
+
+defmodule Mix.Tasks.Compile.CallboxNif do
+  @shortdoc "Builds priv/callbox_nif.so (the NIF over libcallbox) with cc"
+  @moduledoc """
+  Builds `priv/callbox_nif.so` from `c_src/callbox_nif.c` with `$CC` (default
+  `cc`) against the running Erlang's `erl_nif.h` and libcallbox's header:
+  `$CALLBOX_INCLUDE/callbox.h`, else the repository's `build/callbox.h` or
+  `ffi/include/callbox.h`. libcallbox itself is not linked; the NIF loads it
+  at run time (see `Callbox.Native`). Rebuilds only when a source is newer.
+  """
+  use Mix.Task.Compiler
+
+  @impl true
+  def run(_args) do
+    root = Path.expand(".", __DIR__)
+    src = Path.join(root, "c_src/callbox_nif.c")
+    out = Path.join(root, "priv/callbox_nif.so")
+    header_dir = header_dir(root)
+    header = Path.join(header_dir, "callbox.h")
+    erts = Path.join([to_string(:code.root_dir()), "usr", "include"])
+
+    if stale?(out, [src, header]) do
+      File.mkdir_p!(Path.dirname(out))
+      cc = System.get_env("CC", "cc")
+
+      args =
+        ~w(-O2 -std=gnu11 -Wall -Wextra -fPIC -shared) ++
+          ["-I", erts, "-I", header_dir, "-o", out, src, "-ldl"]
+
+      Mix.shell().info("cc #{Path.relative_to_cwd(src)} -> #{Path.relative_to_cwd(out)}")
+
+      case System.cmd(cc, args, stderr_to_stdout: true) do
+        {output, 0} ->
+          if output != "", do: Mix.shell().info(output)
+          {:ok, []}
+
+        {output, status} ->
+          Mix.shell().error(output)
+          Mix.raise("#{cc} exited with status #{status} building #{out}")
+      end
+    else
+      {:noop, []}
+    end
+  end
+
+  defp header_dir(root) do
+    candidates =
+      [System.get_env("CALLBOX_INCLUDE"), Path.join(root, "../build"), Path.join(root, "../ffi/include")]
+      |> Enum.reject(&is_nil/1)
+
+    Enum.find(candidates, &File.regular?(Path.join(&1, "callbox.h"))) ||
+      Mix.raise("callbox.h not found (tried #{Enum.join(candidates, ", ")}): set CALLBOX_INCLUDE to its directory")
+  end
+
+  defp stale?(out, sources) do
+    case File.stat(out, time: :posix) do
+      {:ok, %{mtime: t}} -> Enum.any?(sources, &(File.stat!(&1, time: :posix).mtime > t))
+      _ -> true
+    end
+  end
+end
+
+defmodule Callbox.MixProject do
+  use Mix.Project
+
+  def project do
+    [
+      app: :callbox,
+      version: "0.1.0",
+      elixir: "~> 1.14",
+      compilers: [:callbox_nif] ++ Mix.compilers(),
+      start_permanent: Mix.env() == :prod,
+      deps: [],
+      docs: [main: "Callbox"]
+    ]
+  end
+
+  def application do
+    [extra_applications: []]
+  end
+end
