@@ -32,7 +32,13 @@
  *    and the Go runtime aborts the process (it cannot recover such a
  *    fault), and one into mapped memory reads or writes the wrong bytes.
  *  - Every function may be called from any thread, many at once,
- *    including threads the Go runtime did not create. A call blocks its
+ *    including threads the Go runtime did not create. A call of a
+ *    callback on the wasmtime engine runs the guest on the calling
+ *    thread's native stack: the thread needs the callback's max_stack
+ *    (default 512 KiB) plus about 1 MiB of stack (a process's main
+ *    thread and pthreads' default 8 MiB suffice; an Erlang dirty
+ *    scheduler's 320 KB does not, and overflowing it kills the process
+ *    with SIGSEGV). wazero guests run on Go's own stacks. A call blocks its
  *    thread until it is done, or until a cancel token it was made with
  *    fires (callbox_call_cancelable).
  *  - fork(): the library contains the Go runtime, which does not survive
