@@ -523,19 +523,35 @@ func (p *sigParser) tensorType(allowName bool) (TensorType, error) {
 // Typed is anything with a tensor type: a tensor, a device buffer.
 type Typed interface{ Meta() TensorMeta }
 
+// Fits reports whether an output buffer of dtype d and shape fits the
+// result s describes (the rule CheckOutputs applies to each output).
+func (s OutputSpec) Fits(d DType, shape Shape) bool { return d == s.DType && shape.Equal(s.Shape) }
+
+// OutputCountError is the error for a call given got output buffers
+// where its signature has len(specs) results.
+func OutputCountError(sig *Signature, got, want int) error {
+	return fmt.Errorf("got %d output buffers, signature %s has %d results", got, sig, want)
+}
+
+// OutputMismatchError is the error for output i, of dtype d and shape,
+// that does not fit s.
+func OutputMismatchError(i int, d DType, shape Shape, s OutputSpec) error {
+	return fmt.Errorf("output %d: buffer is %s%s, result is %s%s", i, d, shape, s.DType, s.Shape)
+}
+
 // CheckOutputs checks caller-provided output buffers against the result
 // types a call's signature derives (Bind): the count, then each buffer's
-// dtype and shape. The host and the GPU path both check with it, so an
-// output that does not fit is refused with the same words whichever path
-// the call takes.
+// dtype and shape. The host (whose per-call loop applies Fits and the
+// same errors inline) and the GPU path check with these, so an output
+// that does not fit is refused with the same words whichever path the
+// call takes.
 func CheckOutputs[T Typed](sig *Signature, specs []OutputSpec, outs []T) error {
 	if len(outs) != len(specs) {
-		return fmt.Errorf("got %d output buffers, signature %s has %d results", len(outs), sig, len(specs))
+		return OutputCountError(sig, len(outs), len(specs))
 	}
 	for i, s := range specs {
-		o := outs[i].Meta()
-		if o.DType != s.DType || !o.Shape.Equal(s.Shape) {
-			return fmt.Errorf("output %d: buffer is %s%s, result is %s%s", i, o.DType, o.Shape, s.DType, s.Shape)
+		if o := outs[i].Meta(); !s.Fits(o.DType, o.Shape) {
+			return OutputMismatchError(i, o.DType, o.Shape, s)
 		}
 	}
 	return nil

@@ -139,11 +139,16 @@ func (c *Callback) acquireError(ctx context.Context, err error) *CallbackError {
 }
 
 func (c *Callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *CallbackError {
-	if err := abi.CheckOutputs(c.sig, specs, outs); err != nil {
+	if len(outs) != len(specs) {
+		err := abi.OutputCountError(c.sig, len(outs), len(specs))
 		return c.fail(InvalidArgument, err.Error(), nil)
 	}
 	for i, s := range specs {
 		o := outs[i]
+		if !s.Fits(o.DType, o.Shape) {
+			err := abi.OutputMismatchError(i, o.DType, o.Shape, s)
+			return c.fail(InvalidArgument, err.Error(), nil)
+		}
 		// Only the size matters: an output's old content (uninitialized
 		// memory from XLA, say, which is not 0/1 for pred) is never read.
 		if n, _ := s.Shape.ByteLen(s.DType); uint64(len(o.Data)) != n {
