@@ -215,7 +215,7 @@ type call struct {
 func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackError {
 	cl.c, cl.p = c, p
 	if cl.began.IsZero() {
-		cl.began = time.Now()
+		cl.began = c.h.clock.now()
 	}
 	g, created, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout)
 	if err != nil {
@@ -290,9 +290,9 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	c, g, layout := cl.c, cl.g, cl.p.layout
 	base := g.scratch.Off
 	g.stack[0] = uint64(base)
-	callStart := time.Now()
+	callStart := time.Since(cl.began)
 	callErr := g.inst.Call(ctx, g.fn, g.stack[:1])
-	cl.st.Guest = time.Since(callStart)
+	cl.st.Guest = time.Since(cl.began) - callStart
 	mem := g.inst.Memory()
 	cl.st.PeakMemory = uint64(len(mem))
 	cl.st.Fuel, cl.st.FuelKnown = g.inst.FuelConsumed()

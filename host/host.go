@@ -37,6 +37,8 @@ type Host struct {
 	skewed bool
 	// instances numbers every instance the host creates (GuestMemory).
 	instances atomic.Uint64
+	// clock is what calls read the time from (one monotonic read).
+	clock monoClock
 	// onInstanceClose is called before an instance is closed.
 	onInstanceClose func(instance uint64)
 }
@@ -73,7 +75,7 @@ func WithInstanceClose(fn func(instance uint64)) Option {
 // A callback that fails to load fails New, naming the config file, the
 // callback and the reason.
 func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error) {
-	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, chains: map[string]*Chain{}, logger: slog.Default()}
+	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, chains: map[string]*Chain{}, logger: slog.Default(), clock: newMonoClock()}
 	for _, o := range opts {
 		o(h)
 	}

@@ -103,7 +103,7 @@ func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 			err.Chain, err.Seq = r.chain, r.seq
 		}
 	}()
-	cl.began = time.Now()
+	cl.began = c.h.clock.now()
 	p, err := c.planFor(r.inputs, r.inputAt)
 	if err != nil {
 		return

@@ -245,7 +245,7 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration) (g
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		}
-		now = time.Now()
+		now = p.c.h.clock.now()
 	}
 	deadline := sandbox.Deadline(now, timeout)
 	p.mu.Lock()

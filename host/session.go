@@ -116,7 +116,7 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 	if s.done || s.broken {
 		return nil, Stats{}, ErrSessionClosed
 	}
-	cl := call{c: s.c, g: s.g, kept: true, began: time.Now()}
+	cl := call{c: s.c, g: s.g, kept: true, began: s.c.h.clock.now()}
 	mem := s.g.inst.Memory()
 	var inputAt []uint32
 	for i, in := range inputs {
