@@ -1,6 +1,8 @@
 // bench: times libcallbox from C, single-threaded: the C API call and the
-// XLA FFI handler on the same callback. Run by ffi/bench_test.go.
-//   bench CONFIG capi|xla CALLBACK ELEMENTS ITERATIONS
+// XLA FFI handler on the same callback, and the floor of any entry into
+// the library's Go half (callbox_callback_count: one C-to-Go crossing and
+// a handle lookup). Run by ffi/bench_test.go.
+//   bench CONFIG capi|xla|crossing CALLBACK ELEMENTS ITERATIONS
 // prints "ns_per_call <wall ns> cpu_ns_per_call <process CPU ns>", each
 // the fastest of five rounds.
 #include <stdint.h>
@@ -29,7 +31,7 @@ static void putp(uint8_t *p, size_t off, const void *v) { memcpy(p + off, &v, 8)
 
 int main(int argc, char **argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: bench CONFIG capi|xla CALLBACK ELEMENTS ITERATIONS\n");
+    fprintf(stderr, "usage: bench CONFIG capi|xla|crossing CALLBACK ELEMENTS ITERATIONS\n");
     return 2;
   }
   const char *mode = argv[2], *name = argv[3];
@@ -86,13 +88,19 @@ int main(int argc, char **argv) {
 
   // Five timed rounds after a warm-up; the fastest round is reported
   // (the machine is shared: slower rounds measure the neighbours).
-  int xla = strcmp(mode, "xla") == 0;
+  int xla = strcmp(mode, "xla") == 0, crossing = strcmp(mode, "crossing") == 0;
+  size_t count = 0;
   long per_round = iters / 5 + 1;
   double per = 0, cpu = 0;
   for (int round = -1; round < 5; round++) {
     double start = clock_ns(CLOCK_MONOTONIC), cpu_start = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     for (long i = 0; i < per_round; i++) {
-      if (xla) {
+      if (crossing) {
+        if ((e = callbox_callback_count(host, &count)) != NULL || count != 1) {
+          fprintf(stderr, "callback_count failed\n");
+          return 1;
+        }
+      } else if (xla) {
         if (callbox_xla_ffi((struct callbox_xla_call_frame *)frame) != NULL) {
           fprintf(stderr, "xla call failed\n");
           return 1;
@@ -107,7 +115,7 @@ int main(int argc, char **argv) {
     if (round >= 0 && (per == 0 || t < per)) per = t;
     if (round >= 0 && (cpu == 0 || c < cpu)) cpu = c;
   }
-  if (memcmp(x, y, (size_t)n * sizeof(float)) != 0) {
+  if (!crossing && memcmp(x, y, (size_t)n * sizeof(float)) != 0) {
     fprintf(stderr, "wrong output\n");
     return 1;
   }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,23 +208,54 @@ func (r *Report) result(workload, variant string) *Result {
 	return nil
 }
 
-// ratio is ns(a)/ns(b) for two cases of one workload; NaN when either is
-// missing.
+// ratio is the cost of case a over case b of one workload: the median,
+// over the interleaved rounds, of the ratio within each round (round i of
+// a over round i of b, measured moments apart), so a round disturbed by
+// other work on the machine moves one ratio, not the result. NaN when
+// either case is missing.
 func (r *Report) ratio(workload, a, b string) float64 {
-	x, y := r.result(workload, a), r.result(workload, b)
-	if x == nil || y == nil {
-		return math.NaN()
-	}
-	return x.Cost() / y.Cost()
+	return medianOrNaN(r.roundRatios(workload, a, b, false))
 }
 
-// ratioWall is ratio of the fastest wall times per operation.
+// ratioWall is ratio over the wall times per operation.
 func (r *Report) ratioWall(workload, a, b string) float64 {
-	x, y := r.result(workload, a), r.result(workload, b)
-	if x == nil || y == nil {
+	return medianOrNaN(r.roundRatios(workload, a, b, true))
+}
+
+// medianOrNaN is the median of xs, NaN when there are none.
+func medianOrNaN(xs []float64) float64 {
+	if len(xs) == 0 {
 		return math.NaN()
 	}
-	return x.NsPerOp / y.NsPerOp
+	return median(xs)
+}
+
+// ratioRange is the lowest and highest per-round ratio of ratio.
+func (r *Report) ratioRange(workload, a, b string) (lo, hi float64, n int) {
+	rs := r.roundRatios(workload, a, b, false)
+	if len(rs) == 0 {
+		return math.NaN(), math.NaN(), 0
+	}
+	return slices.Min(rs), slices.Max(rs), len(rs)
+}
+
+// roundRatios is a's cost over b's in each round both were measured in
+// (wall: of wall times); nil when either case is missing.
+func (r *Report) roundRatios(workload, a, b string, wall bool) []float64 {
+	x, y := r.result(workload, a), r.result(workload, b)
+	if x == nil || y == nil {
+		return nil
+	}
+	xs, ys := x.roundCosts(wall), y.roundCosts(wall)
+	n := min(len(xs), len(ys))
+	if n == 0 {
+		return []float64{x.Cost() / y.Cost()}
+	}
+	rs := make([]float64, n)
+	for i := range rs {
+		rs[i] = xs[i] / ys[i]
+	}
+	return rs
 }
 
 // rawOf is the raw variant a result is compared with: the raw engine it

@@ -20,9 +20,10 @@ type Options struct {
 	BenchTime time.Duration
 	// Reps is how many times each case is measured (default 7).
 	// Repetitions are interleaved across a workload's variants, so slow
-	// drift in machine load hits every variant alike; the report uses the
+	// drift in machine load hits every variant alike. The table shows the
 	// fastest repetition, the one least disturbed by other work on the
-	// machine, and shows the median and the spread beside it.
+	// machine, with the median and the spread beside it; ratios are the
+	// median of the per-round ratios, and targets are judged on medians.
 	Reps int
 	// Filter, when set, keeps the cases whose "workload/variant" id it
 	// matches.
@@ -78,6 +79,26 @@ func (r Result) Cost() float64 {
 		return r.NsPerOp
 	}
 	return r.CPUPerOp
+}
+
+// MedianCost is Cost's median over the repetitions: what a target on a
+// case's own cost compares (the fastest repetition is the least disturbed,
+// the median the typical one; a target is met only when the typical run
+// meets it).
+func (r Result) MedianCost() float64 {
+	if c := r.roundCosts(false); len(c) > 0 {
+		return median(c)
+	}
+	return r.Cost()
+}
+
+// roundCosts is the cost of each repetition, in the order measured (wall:
+// the wall times whatever Cost uses).
+func (r Result) roundCosts(wall bool) []float64 {
+	if wall || r.Workload.Chain() || math.IsNaN(r.CPUPerOp) || r.CPUPerOp <= 0 || len(r.CPUSamples) != len(r.Samples) {
+		return r.Samples
+	}
+	return r.CPUSamples
 }
 
 // MBPerSec is the input tensor throughput, at Cost.

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Ratios are taken within each round and the target judged on their
+// median: one disturbed round moves one ratio, not the verdict.
+func TestRatioIsMedianOfRoundRatios(t *testing.T) {
+	w := Workload{ID: "tiny-1KiB"}
+	a := Result{Workload: w, Variant: Variant{ID: "a"}, NsPerOp: 100,
+		Samples: []float64{100, 110, 500, 105, 102}, CPUPerOp: 100, CPUSamples: []float64{100, 110, 500, 105, 102}}
+	b := Result{Workload: w, Variant: Variant{ID: "b"}, NsPerOp: 100,
+		Samples: []float64{100, 100, 100, 100, 100}, CPUPerOp: 100, CPUSamples: []float64{100, 100, 100, 100, 100}}
+	r := &Report{Results: []Result{a, b}}
+	assert.InDelta(t, 1.05, r.ratio("tiny-1KiB", "a", "b"), 1e-9, "median of 1.00, 1.10, 5.00, 1.05, 1.02")
+	lo, hi, n := r.ratioRange("tiny-1KiB", "a", "b")
+	assert.Equal(t, 5, n)
+	assert.InDelta(t, 1.0, lo, 1e-9)
+	assert.InDelta(t, 5.0, hi, 1e-9)
+	c := r.roundCheck("a / b", "tiny-1KiB", "a", "b", 1.06, true)
+	assert.True(t, c.Met, "the median (1.05) meets 1.06 though one round was 5x")
+	assert.Contains(t, c.Value, "median of 5 rounds")
+	c = r.roundCheck("a / b", "tiny-1KiB", "a", "b", 1.04, true)
+	assert.False(t, c.Met, "the median (1.05) misses 1.04 though the fastest rounds meet it")
+	assert.InDelta(t, 105, a.MedianCost(), 1e-9)
+	assert.True(t, math.IsNaN(r.ratio("tiny-1KiB", "a", "missing")))
+}
+
+func TestGoBenchMetrics(t *testing.T) {
+	out := "goos: linux\nBenchmarkTinyCAPI-2   \t 100\t 934.7 ns/op\n" +
+		"BenchmarkTinyDoorRatios-2   \t       1\t       934.7 capi-cpu-ns\t         1.497 capi/into\t         1.047 capi/into-spread\n"
+	m := goBenchMetrics(out, "BenchmarkTinyDoorRatios")
+	require.Len(t, m, 3)
+	assert.InDelta(t, 1.497, m["capi/into"], 1e-9)
+	assert.InDelta(t, 934.7, m["capi-cpu-ns"], 1e-9)
+	assert.Empty(t, goBenchMetrics(out, "BenchmarkTinyDoor"), "a name is matched whole")
+	tg := (&Report{GoBench: out}).doorTarget()
+	require.Len(t, tg.Checks, 2)
+	assert.True(t, tg.Checks[0].Measured)
+	assert.False(t, tg.Checks[0].Met, "1.497x misses 1.15x")
+	assert.False(t, tg.Checks[1].Measured, "no xla/into metric in this output")
+}
