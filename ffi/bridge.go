@@ -60,7 +60,7 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(ctx, cfg, host.WithLogger(logger), gpu.Hooks())
+	h, err := host.New(ctx, cfg, host.WithLogger(logger), host.WithoutCallTiming(), gpu.Hooks())
 	if err != nil {
 		_ = gpu.Close()
 		return nil, err

@@ -290,9 +290,14 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	c, g, layout := cl.c, cl.g, cl.p.layout
 	base := g.scratch.Off
 	g.stack[0] = uint64(base)
-	callStart := time.Since(cl.began)
-	callErr := g.inst.Call(ctx, g.fn, g.stack[:1])
-	cl.st.Guest = time.Since(cl.began) - callStart
+	var callErr error
+	if c.h.untimed {
+		callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
+	} else {
+		callStart := time.Since(cl.began)
+		callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
+		cl.st.Guest = time.Since(cl.began) - callStart
+	}
 	mem := g.inst.Memory()
 	cl.st.PeakMemory = uint64(len(mem))
 	cl.st.Fuel, cl.st.FuelKnown = g.inst.FuelConsumed()
@@ -399,7 +404,9 @@ func (cl *call) finish(ctx context.Context) {
 		cl.c.pool.discard(ctx, cl.g)
 	}
 	cl.g = nil
-	cl.st.Wall = time.Since(cl.began)
+	if !cl.c.h.untimed {
+		cl.st.Wall = time.Since(cl.began)
+	}
 }
 
 // callPlan is everything about a call that depends only on its input types:

@@ -347,3 +347,31 @@ func TestFrameAboveMaxMemorySaysWhatItNeeds(t *testing.T) {
 		assert.Equal(t, []float32{2}, abi.MustView[float32](outs[0]))
 	})
 }
+
+// A host opened WithoutCallTiming leaves Guest and Wall zero and still
+// enforces the timeout (its deadline starts from the call's one clock read).
+func TestWithoutCallTiming(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), host.WithoutCallTiming())
+		require.NoError(t, err)
+		defer h.Close(ctx)
+		wasm := testkitWasm(t)
+		for _, name := range []string{"scale", "spin"} {
+			cb := config.DefaultCallback()
+			cb.Name, cb.Export, cb.Signature, cb.Engine = name, name, testkitSigs[name], engine
+			cb.Limits.Timeout = 50 * time.Millisecond
+			require.NoError(t, h.LoadModule(ctx, cb, wasm))
+		}
+		outs, st, err := h.InvokeStats(ctx, "scale", abi.From([]float32{1, 2}), abi.Scalar[float32](3))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{3, 6}, abi.MustView[float32](outs[0]))
+		assert.Zero(t, st.Wall)
+		assert.Zero(t, st.Guest)
+		assert.Equal(t, uint64(12), st.BytesIn, "the other stats are kept")
+		_, err = h.Invoke(ctx, "spin", abi.From([]float32{1}))
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, host.Timeout, ce.Kind())
+	})
+}
