@@ -190,10 +190,22 @@ func BenchmarkTinyDoorRatios(b *testing.B) {
 	hu, err := host.New(ctx, cfg, host.WithoutCallTiming())
 	require.NoError(b, err)
 	defer hu.Close(ctx)
+	// The C API's Go half alone (callDL on a bridge host, in this
+	// process): splits the door's cost into the bridge's Go code and what
+	// the C caller adds (the crossing, and running in the c-shared build).
+	bh, err := openHost(ctx, cfg)
+	require.NoError(b, err)
+	bhandle := register(bh)
+	defer func() { _, _ = bh.close(ctx) }()
 	x, y := make([]float32, tinyElements), make([]float32, tinyElements)
 	in, out := []abi.Tensor{abi.From(x)}, []abi.Tensor{abi.From(y)}
+	shape := []int64{tinyElements}
+	dlIn := dlpack.Tensor{Data: unsafe.Pointer(&x[0]), Device: dlpack.Device{Type: dlpack.CPU}, NDim: 1, DType: dlpack.FromABI(abi.F32), Shape: &shape[0]}
+	dlOut := dlIn
+	dlOut.Data = unsafe.Pointer(&y[0])
+	name := []byte("copy_f32\x00")
 	const calls = 50000
-	var capi, xla, crossing, into, untimed []float64
+	var capi, xla, crossing, into, untimed, bridge []float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < doorRounds; r++ {
 			into = append(into, fastestCPU(calls, func() {
@@ -203,6 +215,11 @@ func BenchmarkTinyDoorRatios(b *testing.B) {
 			}))
 			untimed = append(untimed, fastestCPU(calls, func() {
 				if _, err := hu.InvokeInto(ctx, "copy_f32", in, out); err != nil {
+					b.Fatal(err)
+				}
+			}))
+			bridge = append(bridge, fastestCPU(calls, func() {
+				if err := callDL(ctx, bhandle, nil, &name[0], &dlIn, 1, &dlOut, 1); err != nil {
 					b.Fatal(err)
 				}
 			}))
@@ -234,6 +251,7 @@ func BenchmarkTinyDoorRatios(b *testing.B) {
 	}
 	b.ReportMetric(median(into), "into-cpu-ns")
 	b.ReportMetric(median(untimed), "into-untimed-cpu-ns")
+	b.ReportMetric(median(bridge), "bridge-cpu-ns")
 	b.ReportMetric(median(capi), "capi-cpu-ns")
 	b.ReportMetric(median(xla), "xla-cpu-ns")
 	b.ReportMetric(median(crossing), "crossing-cpu-ns")

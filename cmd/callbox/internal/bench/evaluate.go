@@ -261,9 +261,13 @@ func (r *Report) doorTarget() Target {
 		c := ratioCheck(d.what, x, math.NaN(), 1.15, true)
 		c.Measured = ok
 		if ok {
-			c.Value += fmt.Sprintf(" (cpu %s against %s; median of %d rounds, spread %s; against InvokeInto on an untimed host as the C door's are, %s: %s; the C-to-Go crossing alone: %s)",
+			c.Value += fmt.Sprintf(" (cpu %s against %s; median of %d rounds, spread %s; against InvokeInto on an untimed host as the C door's are, %s: %s; the C-to-Go crossing alone: %s",
 				formatNs(m[d.ns]), formatNs(m["into-cpu-ns"]), doorRounds, fmtRatio(m[d.unit+"-spread"]),
 				formatNs(m["into-untimed-cpu-ns"]), fmtRatio(m[d.unit+"-untimed"]), formatNs(m["crossing-cpu-ns"]))
+			if d.unit == "capi/into" && m["bridge-cpu-ns"] > 0 {
+				c.Value += fmt.Sprintf("; the C API's Go half called from Go (no crossing, not the c-shared build): %s", formatNs(m["bridge-cpu-ns"]))
+			}
+			c.Value += ")"
 		}
 		t.Checks = append(t.Checks, c)
 	}
