@@ -418,6 +418,10 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "ret_shape", abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.xfails(t, "guest_error", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" failed: guest returned INVALID_ARGUMENT: bad input`)
 	r.xfails(t, "timeout", abi.CodeDeadlineExceeded, `callbox Timeout: callback "spin" failed: timeout after 250ms`)
+	r.xok(t, "batched")
+	r.xfails(t, "batched_fail", abi.CodeInvalidArgument, `callbox GuestError: callback "nonneg_par" (batch element 1 of 2) failed: guest returned INVALID_ARGUMENT: bad input`)
+	r.xfails(t, "batched_bad", abi.CodeInvalidArgument, `attribute batched is "yes", want "true" or "false"`)
+	r.xfails(t, "batched_false", abi.CodeInvalidArgument, "argument 0 (x): expected f32[n], got f32[2,2]")
 }
 
 // TestHarnessCUDA drives the GPU entries the library exports (serving the

@@ -436,6 +436,10 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  * `callbox lower` use). Attributes:
  *   callback  string: a callback name or content id ("cb1-...")
  *   chain     string, optional: run as the next step of that ordered chain
+ *   batched   string, optional (since 1.3): "true" makes the call a batched
+ *             call (callbox_call_batch: every buffer has a leading batch
+ *             dimension; elements run in parallel for a callback whose
+ *             batching is "parallel"); "false" or absent, a plain call
  * and no other (an unknown attribute is refused, so a misspelt chain never
  * runs unordered). Arguments are the callback's inputs and results its
  * outputs, in order, dense row-major; buffers of dtype TOKEN are skipped.

@@ -562,6 +562,27 @@ static void group_xla(void) {
   CHECK(y[0] == 0, "refused call wrote");
   xcall("guest_error", "fail", &a, 1, &r, 1);
   xcall("timeout", "spin", &a, 1, &r, 1);
+
+  // A batched call (attribute batched): f32[2,2] is two elements of f32[2].
+  int64_t bd[2] = {2, 2};
+  xbuf ba = {11, x, 2, bd, 0}, br = {11, y, 2, bd, 0};
+  xattr battrs[2] = {{"callback", 4, "nonneg_par", 0}, {"batched", 4, "true", 0}};
+  memset(y, 0, sizeof y);
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched", &f);
+  CHECK(memcmp(x, y, sizeof x) == 0, "batched result");
+  x[2] = -1;
+  memset(y, 0, sizeof y);
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_fail", &f);
+  CHECK(y[0] == 0 && y[1] == 0, "a failed batch wrote");
+  x[2] = 3;
+  battrs[1].str = "yes";
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_bad", &f);
+  battrs[1].str = "false";
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_false", &f);
 }
 
 // ---- threads ----
