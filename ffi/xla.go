@@ -40,7 +40,7 @@ type xlaCall struct {
 	Message     unsafe.Pointer // out: C string on failure (xlaexport.go)
 	RefusalKind int32          // an abi.Kind when the decoder refused the frame
 	Batched     int32          // attribute batched = "true": a batched call
-	Refusal     [256]byte // the refusal's message, NUL-terminated
+	Refusal     [256]byte      // the refusal's message, NUL-terminated
 	Args        [xlaMaxBuffers]xlaBuf
 	Rets        [xlaMaxBuffers]xlaBuf
 }
