@@ -78,7 +78,7 @@ def test_vmap_expand_dims_equals_loop(jhost):
 def test_vmap_parallel_is_one_batched_call(jhost):
     xs = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
     f = jax.jit(jax.vmap(lambda x: cbj.call("nonneg_par", x)))
-    assert '"true"' in f.lower(xs).as_text() or "batched" in f.lower(xs).as_text()
+    assert "batched" in f.lower(xs).as_text()  # one custom call on the batch, not a loop
     np.testing.assert_array_equal(np.asarray(f(xs)), xs)
     # unbatched (no vmap): the per-element signature, a plain call
     np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: cbj.call("nonneg_par", x))(xs[1])), xs[1])
