@@ -288,7 +288,7 @@ func enumKey(key string, get func(*Callback) *string, allowed ...string) Key {
 // batchingKey is an enum whose zero value ("", from a Config built in
 // code) means sequential.
 func batchingKey() Key {
-	f := enumKey("batching", func(cb *Callback) *string { return &cb.Batching }, BatchingSequential, BatchingExpandDims, BatchingBroadcastAll)
+	f := enumKey("batching", func(cb *Callback) *string { return &cb.Batching }, BatchingSequential, BatchingExpandDims, BatchingBroadcastAll, BatchingParallel)
 	check := f.check
 	f.check = func(cb *Callback) error {
 		if cb.Batching == "" {

@@ -30,11 +30,15 @@ const (
 	WASIMinimal = "minimal"
 
 	// Batching rules for tensor runtimes that vectorize a call (JAX's
-	// vmap_method names). The host itself never batches; the FFI bridge
-	// hands the rule to the runtime.
+	// vmap_method names, and callbox's own parallel). The FFI bridge hands
+	// the rule to the runtime. A batched call through the host
+	// (Host.InvokeBatchInto, callbox_call_batch) runs its elements one
+	// call each: concurrently on pooled instances for BatchingParallel, in
+	// order on one goroutine for every other rule.
 	BatchingSequential   = "sequential"
 	BatchingExpandDims   = "expand_dims"
 	BatchingBroadcastAll = "broadcast_all"
+	BatchingParallel     = "parallel"
 )
 
 // Limits are the per-callback resource limits.
@@ -73,7 +77,7 @@ type Callback struct {
 	Isolation    string // IsolationPooled or IsolationFresh
 	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
 	WASI         string // WASINone or WASIMinimal
-	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll; "" means sequential
+	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll, BatchingParallel; "" means sequential
 	Limits       Limits
 }
 

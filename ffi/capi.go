@@ -65,6 +65,8 @@ func cError(err error) *C.callbox_error {
 	e.failed_callback = C.CString(in.failedCallback)
 	e.failed_seq = C.uint64_t(in.failedSeq)
 	e.failed_message = C.CString(in.failedMessage)
+	e.batch_size = C.uint64_t(in.batchSize)
+	e.batch_element = C.uint64_t(in.batchElement)
 	return e
 }
 
@@ -346,6 +348,17 @@ func cbxgo_call_cancelable(h C.callbox_host, cancel C.callbox_cancel_token, chai
 			return err
 		}
 		return callDL(tok.context(), uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+	})
+}
+
+//export cbxgo_call_batch
+func cbxgo_call_batch(h C.callbox_host, cancel C.callbox_cancel_token, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
+	return entry("callbox_call_batch", func() error {
+		tok, err := lookupCancel(uint64(cancel))
+		if err != nil {
+			return err
+		}
+		return callBatchDL(tok.context(), uint64(h), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
 	})
 }
 

@@ -46,6 +46,9 @@ type errInfo struct {
 	failedCallback string
 	failedSeq      uint64
 	failedMessage  string
+	// A batched call that failed in one element: the batch's size and
+	// that element.
+	batchSize, batchElement uint64
 }
 
 // bridgeError is a failure the bridge itself reports about a callback
@@ -94,6 +97,9 @@ func describe(err error) errInfo {
 	case errors.As(err, &ce):
 		in.callback, in.chain, in.seq = ce.Callback, ce.Chain, ce.Seq
 		in.message, in.guest, in.status = ce.Message, ce.GuestMessage, ce.Status
+		if ce.BatchSize > 0 {
+			in.batchSize, in.batchElement = uint64(ce.BatchSize), uint64(ce.Element)
+		}
 	case errors.As(err, &le):
 		in.callback = le.Callback
 	case errors.As(err, &be):

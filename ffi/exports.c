@@ -90,6 +90,8 @@ extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callb
 extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_call_cancelable(callbox_host, callbox_cancel_token, const char *, const char *,
                                             const callbox_tensor *, size_t, callbox_tensor *, size_t);
+extern callbox_error *cbxgo_call_batch(callbox_host, callbox_cancel_token, const char *, const char *,
+                                       const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_tap(callbox_host, const char *, const callbox_tensor *, size_t);
 extern callbox_error *cbxgo_barrier(callbox_host);
 extern callbox_error *cbxgo_chain_call(callbox_host, const char *, const char *, const callbox_tensor *, size_t,
@@ -156,6 +158,13 @@ callbox_error *callbox_call(callbox_host host, const char *callback, const callb
                             callbox_tensor *outputs, size_t num_outputs) {
   CBX_GUARD("callbox_call");
   return cbxgo_call(host, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_call_batch(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs) {
+  CBX_GUARD("callbox_call_batch");
+  return cbxgo_call_batch(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs);
 }
 
 callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token cancel, const char *chain,

@@ -141,6 +141,8 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	cb("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]", "")
 	cb("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n")
 	cb("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "")
+	cb("nonneg_par", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "    batching: parallel\n    max_instances: 4\n")
+	cb("nonneg_seq", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "")
 	cb("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    timeout: 5s\n")
 	cb("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]", "")
 	cb("copy_wasmtime", "kit.wasm", "copy", "(w: f32[m]) -> f32[m]", "    engine: wasmtime\n") // its own content id: another signature text
@@ -282,9 +284,9 @@ func TestHarnessCAPI(t *testing.T) {
 	bin := buildHarness(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "close")
+	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.2.0 10200", r.vals["version"])
+	assert.Equal(t, "1.3.0 10300", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -300,13 +302,13 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "handle_zero", abi.InvalidArgument, "handle 0 is not a host")
 
 	// Listing and types.
-	assert.Equal(t, "24", r.vals["count"])
+	assert.Equal(t, "26", r.vals["count"])
 	r.fails(t, "count_null", abi.InvalidArgument, "out: NULL")
 	info := strings.Split(r.vals["info_copy_f32"], "|")
 	require.Len(t, info, 6)
 	assert.True(t, abi.IsCallbackID(info[0]), info[0])
 	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
-	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 24 is out of range")
+	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 26 is out of range")
 	r.ok(t, "find_name", "find_id")
 	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "the module changed or is not loaded")
 	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
@@ -370,6 +372,19 @@ func TestHarnessCAPI(t *testing.T) {
 	assert.Equal(t, "fail#3 guest returned INVALID_ARGUMENT", skipped.failed, "the refused step names the step that failed")
 	assert.Equal(t, "bad input", skipped.guest, "with the failed step's guest message")
 	assert.Equal(t, "3", r.vals["chain_count_2"], "the tap after the failure must not have run")
+
+	// Batched calls (callbox_call_batch, since 1.3).
+	r.ok(t, "batch_ok", "batch_seq_ok", "batch_empty")
+	assert.Equal(t, "1 1", r.vals["batch_results"], "every element's result in its slice, parallel and sequential")
+	for _, label := range []string{"batch_fail", "batch_seq_fail", "batch_chain_fail"} {
+		r.fails(t, label, abi.GuestError, "(batch element 5 of 8)", "bad input")
+		assert.Equal(t, "5 of 8 untouched 1", r.vals[label], label)
+	}
+	assert.Equal(t, "bc", r.errs["batch_chain_fail"].chain)
+	r.fails(t, "batch_refused", abi.InvalidArgument, "output 0: buffer is f32[7,4], result is f32[8,4]")
+	assert.Equal(t, "0", r.vals["batch_refused"], "a refused batch names no element")
+	assert.Equal(t, "0", r.vals["plain_batch_size"], "a call that is no batch has batch_size 0")
+	r.fails(t, "batch_bad_cancel", abi.InvalidArgument, "unknown cancel token")
 	r.fails(t, "chain_null", abi.InvalidArgument, "chain: NULL")
 	r.fails(t, "chain_empty", abi.InvalidArgument, "chain: empty name")
 	r.fails(t, "chain_output_shape", abi.InvalidArgument, "output 0: buffer is s32[3], result is s32[]")
@@ -403,6 +418,10 @@ func TestHarnessXLA(t *testing.T) {
 	r.xfails(t, "ret_shape", abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.xfails(t, "guest_error", abi.CodeInvalidArgument, `callbox GuestError: callback "fail" failed: guest returned INVALID_ARGUMENT: bad input`)
 	r.xfails(t, "timeout", abi.CodeDeadlineExceeded, `callbox Timeout: callback "spin" failed: timeout after 250ms`)
+	r.xok(t, "batched")
+	r.xfails(t, "batched_fail", abi.CodeInvalidArgument, `callbox GuestError: callback "nonneg_par" (batch element 1 of 2) failed: guest returned INVALID_ARGUMENT: bad input`)
+	r.xfails(t, "batched_bad", abi.CodeInvalidArgument, `attribute batched is "yes", want "true" or "false"`)
+	r.xfails(t, "batched_false", abi.CodeInvalidArgument, "argument 0 (x): expected f32[n], got f32[2,2]")
 }
 
 // TestHarnessCUDA drives the GPU entries the library exports (serving the

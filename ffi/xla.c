@@ -166,8 +166,10 @@ static int cbx_string(cbx_call *call, const cbx_xla_attrs *attrs, int64_t i, con
   return 0;
 }
 
-// cbx_attrs reads the attributes: callback (required) and chain; any
-// other is refused, so that a misspelt "chian" never runs unordered.
+// cbx_attrs reads the attributes: callback (required), chain, and
+// batched ("true": every buffer has a leading batch dimension and the call
+// is the host's batched call; "false": a plain call); any other is
+// refused, so that a misspelt "chian" never runs unordered.
 static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
   if (attrs->size < 0 || (attrs->size > 0 && (attrs->types == NULL || attrs->names == NULL || attrs->attrs == NULL)))
     return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "malformed attributes (%lld)", (long long)attrs->size);
@@ -177,10 +179,20 @@ static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
       if (cbx_string(call, attrs, i, "callback", &call->callback, &call->callback_len) < 0) return -1;
     } else if (cbx_name_is(name, "chain")) {
       if (cbx_string(call, attrs, i, "chain", &call->chain, &call->chain_len) < 0) return -1;
+    } else if (cbx_name_is(name, "batched")) {
+      const char *v;
+      size_t n;
+      if (cbx_string(call, attrs, i, "batched", &v, &n) < 0) return -1;
+      if (n == 4 && memcmp(v, "true", 4) == 0) {
+        call->batched = 1;
+      } else if (!(n == 5 && memcmp(v, "false", 5) == 0)) {
+        return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute batched is \"%.*s\", want \"true\" or \"false\"",
+                          (int)(n > 64 ? 64 : n), v);
+      }
     } else if (name == NULL || name->ptr == NULL) {
       return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute %lld has no name", (long long)i);
     } else {
-      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "unknown attribute %.*s (callbox takes callback and chain)",
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "unknown attribute %.*s (callbox takes callback, chain and batched)",
                         (int)(name->len > 64 ? 64 : name->len), name->ptr);
     }
   }

@@ -39,8 +39,8 @@ type xlaCall struct {
 	NumRets     int64
 	Message     unsafe.Pointer // out: C string on failure (xlaexport.go)
 	RefusalKind int32          // an abi.Kind when the decoder refused the frame
-	_           int32
-	Refusal     [256]byte // the refusal's message, NUL-terminated
+	Batched     int32          // attribute batched = "true": a batched call
+	Refusal     [256]byte      // the refusal's message, NUL-terminated
 	Args        [xlaMaxBuffers]xlaBuf
 	Rets        [xlaMaxBuffers]xlaBuf
 }
@@ -130,6 +130,9 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 		return callback, err
 	}
 	if c.Stream != 0 {
+		if c.Batched != 0 {
+			return callback, &bridgeError{kind: abi.FailedPrecondition, callback: callback, msg: "a batched call (attribute batched) runs on the CPU handler only"}
+		}
 		ins, err := xlaDeviceBuffers("argument", c.Args[:c.NumArgs])
 		if err != nil {
 			return callback, err
@@ -149,6 +152,9 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	out, err := xlaTensors("result", c.Rets[:c.NumRets], sc.out[:])
 	if err != nil {
 		return callback, err
+	}
+	if c.Batched != 0 {
+		return callback, bh.callBatch(ctx, chain, callback, in, out)
 	}
 	return callback, bh.call(ctx, chain, callback, in, out)
 }

@@ -14,7 +14,10 @@
 // Calls can be made directly (Invoke, InvokeInto), in strict order on a
 // Chain (ordered effects, as JAX's io_callback(ordered=True)), or as
 // fire-and-forget taps collected by a Barrier (JAX's id_tap and
-// barrier_wait).
+// barrier_wait). A batched call (InvokeBatchInto) runs one call per
+// element of inputs with a leading batch dimension: concurrently on pooled
+// instances for a callback whose batching is parallel, in order otherwise
+// (batch.go).
 //
 // Every loaded callback has a content-addressed ID, the sha256 of its module
 // bytes, export name and signature, so a compiled tensor program can name a

@@ -79,7 +79,12 @@ type CallbackError struct {
 	ID       string // the callback's content-addressed id
 	Chain    string // chain name; "" for a call outside a chain
 	Seq      uint64 // sequence number in the chain, from 1; 0 outside a chain
-	kind     Kind
+	// BatchSize is the size of the batched call (InvokeBatchInto) whose
+	// element Element (from 0) failed; 0 for a call that is no batch's
+	// element (then Element is 0 too).
+	BatchSize int
+	Element   int
+	kind      Kind
 	// Message is the host's description ("timeout after 50ms").
 	Message string
 	// Status is the ABI status the guest returned, for GuestError.
@@ -97,6 +102,9 @@ func (e *CallbackError) Error() string {
 	fmt.Fprintf(&b, "callback %q", e.Callback)
 	if e.Chain != "" {
 		fmt.Fprintf(&b, " (chain %q #%d)", e.Chain, e.Seq)
+	}
+	if e.BatchSize > 0 {
+		fmt.Fprintf(&b, " (batch element %d of %d)", e.Element, e.BatchSize)
 	}
 	if e.kind == InvalidArgument {
 		// Nothing ran: the host refused the call (its inputs, outputs or

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,8 @@ type Callback struct {
 	logger *slog.Logger
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
+	// scratch holds batched calls' output scratch buffers (batch.go).
+	scratch sync.Pool
 }
 
 func (c *Callback) info() Info {

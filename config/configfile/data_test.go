@@ -30,8 +30,8 @@ func TestLoadDataErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `<inline>: unsupported config format "ini"`)
 
-	_, err = LoadData("<inline>", "yaml", []byte("callbacks:\n  s:\n    module: m.wasm\n    batching: parallel\n"), "", nil)
+	_, err = LoadData("<inline>", "yaml", []byte("callbacks:\n  s:\n    module: m.wasm\n    batching: concurrent\n"), "", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "callbacks.s.batching")
-	assert.Contains(t, err.Error(), "sequential or expand_dims or broadcast_all")
+	assert.Contains(t, err.Error(), "sequential or expand_dims or broadcast_all or parallel")
 }

@@ -91,7 +91,7 @@ extern "C" {
  *        callbox_cancel_on_signal); callbox_set_log_callback; a closed
  *        host releases everything */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 2
+#define CALLBOX_VERSION_MINOR 3
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -223,6 +223,12 @@ typedef struct callbox_error {
   const char *failed_callback;
   uint64_t failed_seq;
   const char *failed_message; /* the failed step's host description */
+  /* Since 1.3 (present when struct_size covers them): for a batched call
+   * (callbox_call_batch) that failed in one of its elements, the batch's
+   * size and that element, from 0 (the lowest failing index); else 0 and
+   * 0. */
+  uint64_t batch_size;
+  uint64_t batch_element;
 } callbox_error;
 
 
@@ -258,7 +264,7 @@ typedef struct callbox_callback_info {
   const char *id;        /* content id "cb1-<64 hex>": module bytes, export and signature */
   const char *signature; /* e.g. "(x: f32[n], factor: f32[]) -> f32[n]" */
   const char *engine;    /* "wazero" or "wasmtime" */
-  const char *batching;  /* "sequential", "expand_dims" or "broadcast_all" */
+  const char *batching;  /* "sequential", "expand_dims", "broadcast_all" or (since 1.3) "parallel" */
   int32_t num_inputs;
   int32_t num_outputs;
 } callbox_callback_info;
@@ -366,6 +372,24 @@ callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token c
  * binding uses it so that Ctrl-C cancels a call in flight. */
 callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum);
 
+/* A batched call (since 1.3): every input and output has one extra
+ * leading dimension of size B over the callback's per-element signature
+ * (f32[64,16384] for a parameter f32[n], batch of 64); element i is the
+ * call on each input's i-th slice, and writes each output's i-th slice.
+ * There is no broadcast: an input the same for every element is given B
+ * times. A callback whose batching is "parallel" runs its elements
+ * concurrently on pooled instances (at most max_instances, and the
+ * cores, at once); any other callback runs them one after another, in
+ * order, as does a batch on a chain (chain not NULL: one step of the
+ * chain, elements in order). Every element is a whole call: its limits
+ * apply to it alone. The lowest failing element fails the call
+ * (batch_size and batch_element of the error), elements after it are not
+ * run or are canceled, and no output byte is written. cancel: a cancel
+ * token, or 0 for none. */
+callbox_error *callbox_call_batch(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs);
+
 /* Runs a callback for its side effect, asynchronously and unordered: the
  * inputs are copied before it returns, the outputs discarded. Its error
  * (if any) is returned by the next callbox_barrier. */
@@ -412,6 +436,10 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  * `callbox lower` use). Attributes:
  *   callback  string: a callback name or content id ("cb1-...")
  *   chain     string, optional: run as the next step of that ordered chain
+ *   batched   string, optional (since 1.3): "true" makes the call a batched
+ *             call (callbox_call_batch: every buffer has a leading batch
+ *             dimension; elements run in parallel for a callback whose
+ *             batching is "parallel"); "false" or absent, a plain call
  * and no other (an unknown attribute is refused, so a misspelt chain never
  * runs unordered). Arguments are the callback's inputs and results its
  * outputs, in order, dense row-major; buffers of dtype TOKEN are skipped.

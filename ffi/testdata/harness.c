@@ -562,6 +562,27 @@ static void group_xla(void) {
   CHECK(y[0] == 0, "refused call wrote");
   xcall("guest_error", "fail", &a, 1, &r, 1);
   xcall("timeout", "spin", &a, 1, &r, 1);
+
+  // A batched call (attribute batched): f32[2,2] is two elements of f32[2].
+  int64_t bd[2] = {2, 2};
+  xbuf ba = {11, x, 2, bd, 0}, br = {11, y, 2, bd, 0};
+  xattr battrs[2] = {{"callback", 4, "nonneg_par", 0}, {"batched", 4, "true", 0}};
+  memset(y, 0, sizeof y);
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched", &f);
+  CHECK(memcmp(x, y, sizeof x) == 0, "batched result");
+  x[2] = -1;
+  memset(y, 0, sizeof y);
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_fail", &f);
+  CHECK(y[0] == 0 && y[1] == 0, "a failed batch wrote");
+  x[2] = 3;
+  battrs[1].str = "yes";
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_bad", &f);
+  battrs[1].str = "false";
+  xbuild(&f, 3, &ba, 1, &br, 1, battrs, 2);
+  xrun("batched_false", &f);
 }
 
 // ---- threads ----
@@ -1034,6 +1055,59 @@ static void group_lazy(void) {
   }
 }
 
+// batch_check reports a failed batched call under label: which element,
+// and whether the output kept its sentinel.
+static void batch_check(const char *label, callbox_error *e, const float *y, int n) {
+  int untouched = 1;
+  for (int i = 0; i < n; i++) untouched &= y[i] == -7;
+  CHECK(e != NULL, "%s: the batch did not fail", label);
+  if (e == NULL) return;
+  val(label, "%llu of %llu untouched %d", (unsigned long long)e->batch_element, (unsigned long long)e->batch_size,
+      untouched);
+  report(label, e);
+}
+
+static void group_batch(void) {
+  enum { B = 8, N = 4 };
+  float x[B * N], y[B * N];
+  int64_t shape[2] = {B, N};
+  callbox_tensor ti = f32(x, 2, shape), to = f32(y, 2, shape);
+  for (int i = 0; i < B * N; i++) x[i] = (float)i, y[i] = -7;
+  report("batch_ok", callbox_call_batch(host, 0, NULL, "nonneg_par", &ti, 1, &to, 1));
+  int par_ok = memcmp(x, y, sizeof x) == 0;
+  for (int i = 0; i < B * N; i++) y[i] = -7;
+  report("batch_seq_ok", callbox_call_batch(host, 0, NULL, "nonneg_seq", &ti, 1, &to, 1));
+  val("batch_results", "%d %d", par_ok, memcmp(x, y, sizeof x) == 0);
+  int64_t none[2] = {0, N};
+  callbox_tensor te = f32(x, 2, none), toe = f32(y, 2, none);
+  report("batch_empty", callbox_call_batch(host, 0, NULL, "nonneg_par", &te, 1, &toe, 1));
+
+  // Elements 5 and 6 fail: 5 is reported, and nothing is written.
+  for (int i = 0; i < B * N; i++) y[i] = -7;
+  x[5 * N] = -1, x[6 * N] = -2;
+  batch_check("batch_fail", callbox_call_batch(host, 0, NULL, "nonneg_par", &ti, 1, &to, 1), y, B * N);
+  batch_check("batch_seq_fail", callbox_call_batch(host, 0, NULL, "nonneg_seq", &ti, 1, &to, 1), y, B * N);
+  batch_check("batch_chain_fail", callbox_call_batch(host, 0, "bc", "nonneg_par", &ti, 1, &to, 1), y, B * N);
+
+  int64_t bad[2] = {B - 1, N};
+  callbox_tensor tb = f32(y, 2, bad);
+  callbox_error *e = callbox_call_batch(host, 0, NULL, "nonneg_par", &ti, 1, &tb, 1);
+  CHECK(e != NULL, "a batch with a short output ran");
+  if (e != NULL) {
+    val("batch_refused", "%llu", (unsigned long long)e->batch_size);
+    report("batch_refused", e);
+  }
+  int64_t n = N;
+  callbox_tensor t1 = f32(x, 1, &n), o1 = f32(y, 1, &n);
+  e = callbox_call(host, "fail", &t1, 1, &o1, 1);
+  CHECK(e != NULL, "fail did not fail");
+  if (e != NULL) {
+    val("plain_batch_size", "%llu", (unsigned long long)e->batch_size);
+    callbox_error_free(e);
+  }
+  report("batch_bad_cancel", callbox_call_batch(host, 424242, NULL, "nonneg_par", &ti, 1, &to, 1));
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: harness CONFIG|- DIR GROUP...\n");
@@ -1061,6 +1135,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "shapes")) group_shapes();
     else if (!strcmp(g, "bad")) group_bad();
     else if (!strcmp(g, "chains")) group_chains();
+    else if (!strcmp(g, "batch")) group_batch();
     else if (!strcmp(g, "xla")) group_xla();
     else if (!strcmp(g, "threads")) group_threads();
     else if (!strcmp(g, "hostile")) group_hostile();

@@ -66,6 +66,16 @@
                  (call $len (local.get $f) (i32.const 0)))
     (i32.const 0))
 
+  ;; nonneg = (x: f32[n]) -> f32[n]: copies; reports "bad input",
+  ;; INVALID_ARGUMENT, when x[0] is negative (a batch's failing element).
+  (func (export "nonneg") (param $f i32) (result i32)
+    (if (f32.lt (f32.load (call $data (local.get $f) (i32.const 0))) (f32.const 0))
+      (then (call $error (i32.const 64) (i32.const 9)) (return (i32.const 3))))
+    (memory.copy (call $data (local.get $f) (i32.const 1))
+                 (call $data (local.get $f) (i32.const 0))
+                 (call $len (local.get $f) (i32.const 0)))
+    (i32.const 0))
+
   ;; spin = (x: f32[n]) -> f32[n]: never returns.
   (func (export "spin") (param $f i32) (result i32)
     (loop $l (br $l)) (i32.const 0))

@@ -54,6 +54,8 @@ class Error(ctypes.Structure):
         ("failed_callback", ctypes.c_char_p),
         ("failed_seq", ctypes.c_uint64),
         ("failed_message", ctypes.c_char_p),
+        ("batch_size", ctypes.c_uint64),  # 1.3
+        ("batch_element", ctypes.c_uint64),
     ]
 
 
@@ -82,7 +84,7 @@ class CallbackInfo(ctypes.Structure):
 
 
 assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
-assert ctypes.sizeof(Error) == 96 and Error.failed_message.offset == 88, "callbox_error 1.2"
+assert ctypes.sizeof(Error) == 112 and Error.batch_element.offset == 104, "callbox_error 1.3"
 assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
 
 ErrorP = ctypes.POINTER(Error)
@@ -151,6 +153,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_set_default_host", Host)
     fn("callbox_call_cancelable", Host, CancelToken, ctypes.c_char_p, ctypes.c_char_p, TensorP, ctypes.c_size_t,
        TensorP, ctypes.c_size_t)
+    if hasattr(lib, "callbox_call_batch"):  # 1.3: batched calls
+        fn("callbox_call_batch", Host, CancelToken, ctypes.c_char_p, ctypes.c_char_p, TensorP, ctypes.c_size_t,
+           TensorP, ctypes.c_size_t)
     fn("callbox_cancel_token_new", ctypes.POINTER(CancelToken))
     fn("callbox_cancel_token_fire", CancelToken)
     fn("callbox_cancel_token_free", CancelToken)

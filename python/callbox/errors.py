@@ -13,7 +13,9 @@ class CallbackError(Exception):
     absl / XLA error code, e.g. 4 for DEADLINE_EXCEEDED), chain and seq
     (for a call on a chain), message (the host's description),
     guest_message (what the guest reported), guest_status (the ABI status a
-    guest returned, for GuestError).
+    guest returned, for GuestError), batch_size and batch_element (for a
+    batched call, Host.call_batch, that failed in one element: the batch's
+    size and that element, from 0; else 0 and 0).
     """
 
     kind = "Unknown"
@@ -29,6 +31,8 @@ class CallbackError(Exception):
         self.message = message or text
         self.guest_message = guest_message
         self.guest_status = guest_status
+        self.batch_size = 0
+        self.batch_element = 0
 
 
 def _kind(name: str, number: int, *bases: type, doc: str) -> Type[CallbackError]:
@@ -126,8 +130,9 @@ def _chain_error(kind_number: int, text: str, state: Dict[str, Any]) -> ChainErr
 
 
 # The end of callbox_error's failed_* fields (library 1.2): errors from an
-# older library are shorter, and have none.
+# older library are shorter, and have none. Likewise batch_* (1.3).
 _FAILED_END = 96
+_BATCH_END = 112
 
 
 def _s(b: Optional[bytes]) -> str:
@@ -158,6 +163,8 @@ def check(lib: Any, err: Any) -> None:
         else:
             exc = cls(text, callback=callback, code=e.code, chain=chain, seq=e.seq,
                       message=message, guest_message=_s(e.guest_message), guest_status=e.guest_status)
+        if e.struct_size >= _BATCH_END and e.batch_size:
+            exc.batch_size, exc.batch_element = e.batch_size, e.batch_element
     finally:
         lib.callbox_error_free(err)
     raise exc

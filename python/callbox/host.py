@@ -11,7 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib, _signature
-from .errors import InvalidArgument, check
+from .errors import FailedPrecondition, InvalidArgument, check
 
 ArrayLike = Any
 """What a call takes as an argument: a NumPy array or scalar, a Python
@@ -266,6 +266,12 @@ def _tensors(arrays: Sequence[np.ndarray]) -> "ctypes.Array[_lib.Tensor]":
     return ts
 
 
+class _Meta(NamedTuple):
+    """A tensor type without data, for output_types."""
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+
+
 def _b(s: Union[str, bytes]) -> bytes:
     return s.encode() if isinstance(s, str) else s
 
@@ -472,6 +478,41 @@ class Host:
         _invoke(self._lib, self._handle, None, _b(name), ins, outs)
         return _result(outs, out)
 
+    def call_batch(self, name: str, *arrays: ArrayLike, out: Optional[Out] = None,
+                   chain: Optional[str] = None) -> Result:
+        """A batched call: every argument has one extra leading dimension of
+        size B over the callback's parameter (a (64, 16384) array for f32[n],
+        a (64,) array for a scalar f32[]: there is no broadcast), and so has
+        every result. Element i is the call on each argument's i-th slice.
+        A callback whose `batching` is "parallel" runs its elements
+        concurrently on pooled instances (at most max_instances, and the
+        cores, at once); any other runs them in order, as does a batch on a
+        chain (chain: one step of that chain). Limits apply to each element.
+        The lowest failing element fails the call: the exception's
+        batch_element and batch_size name it, and nothing is written to
+        out. Arguments convert as for call; out, when given, is the batched
+        results (B first). Needs library 1.3."""
+        if not hasattr(self._lib, "callbox_call_batch"):
+            raise FailedPrecondition("call_batch needs libcallbox 1.3 or later (rebuild it: make lib)", code=9)
+        ins = self._inputs(name, arrays)
+        if not ins or any(a.ndim == 0 for a in ins):
+            raise _refused(name, InvalidArgument("every argument of a batched call needs a leading batch dimension",
+                                                 code=3))
+        b = ins[0].shape[0]
+        types = self.output_types(name, *[_Meta(a.shape[1:], a.dtype) for a in ins])
+        types = [((b,) + tuple(shape), dtype) for shape, dtype in types]
+        if out is None:
+            outs = [np.empty(shape, dtype) for shape, dtype in types]
+        else:
+            try:
+                outs = _check_out(out, types)
+            except InvalidArgument as e:
+                raise _refused(name, e) from None
+        tok = _sigint_token(self._lib)
+        check(self._lib, self._lib.callbox_call_batch(self._handle, tok, None if chain is None else _b(chain), _b(name),
+                                                      _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        return _result(outs, out)
+
     def tap(self, name: str, *arrays: ArrayLike) -> None:
         """Run a callback for its side effect, asynchronously (inputs are
         copied first, converted as for call); its error is raised by the
@@ -607,6 +648,12 @@ class Chain:
         ins, outs = h._prepare(callback, arrays, out)
         _invoke(h._lib, h._handle, self._name, _b(callback), ins, outs)
         return _result(outs, out)
+
+    def call_batch(self, callback: str, *arrays: ArrayLike, out: Optional[Out] = None) -> Result:
+        """A batched call (Host.call_batch) as the chain's next step: its
+        elements run in order, whatever the callback's batching; a failing
+        element fails the chain."""
+        return self.host.call_batch(callback, *arrays, out=out, chain=self.name)
 
     def tap(self, callback: str, *arrays: ArrayLike) -> None:
         """Queue a side-effect call as the chain's next step; returns at once."""

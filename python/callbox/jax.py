@@ -106,6 +106,10 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
     callbox.jax.call adds (size 1) and removes around an unbatched call;
     under vmap an unbatched argument gets a size-1 leading dimension
     (expand_dims) or is broadcast to the batch size (broadcast_all).
+    "parallel" makes one call on the whole batch too, but the signature is
+    the per-element one: the handler splits the batch along its leading
+    dimension and the host runs the elements in parallel on pooled
+    instances (attribute batched="true", callbox_call_batch).
 
     ordered=True orders the call with every other ordered callbox call and
     tap in the program (like io_callback(ordered=True)). Under vmap an
@@ -128,7 +132,7 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
         # A callback whose signature has a leading batch dimension gets one
         # of size 1, as an unordered call does; under vmap an ordered call
         # always runs once per element, in order (see _ordered_batching).
-        lead = info.batching != "sequential"
+        lead = info.batching in ("expand_dims", "broadcast_all")
         if lead:
             args = [a[None] for a in args]
         types = h.output_types(name, *args)
@@ -137,7 +141,9 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
         if lead:
             outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
-    if info.batching == "sequential":
+    if info.batching == "parallel":
+        return _parallel(h, name, info, chain)(*args)
+    if info.batching not in ("expand_dims", "broadcast_all"):
         outs = _ffi(h, name, info, args, chain, "sequential")
         return outs[0] if len(outs) == 1 else tuple(outs)
     return _batched(h, name, info, chain)(*args)
@@ -174,6 +180,37 @@ def _batched(h, name, info, chain):
             else:
                 batch.append(x[None])
         outs = tuple(_ffi(h, name, info, batch, chain, "sequential"))
+        if len(outs) == 1:
+            return outs[0], True
+        return outs, tuple(True for _ in outs)
+
+    return per_element
+
+
+def _parallel(h, name, info, chain):
+    """A function of the per-element arguments whose vmap makes one custom
+    call on the whole batch with the attribute batched="true": the handler
+    splits it along the leading dimension and the host runs the elements
+    in parallel on pooled instances (batching "parallel"; in order on a
+    chain). An unbatched argument is broadcast to the batch size (the host
+    has no broadcast). Under a second vmap JAX loops the outer dimension
+    (vmap_method "sequential")."""
+
+    @jax.custom_batching.custom_vmap
+    def per_element(*xs):
+        outs = tuple(_ffi(h, name, info, list(xs), chain, "sequential"))
+        return outs[0] if len(outs) == 1 else outs
+
+    @per_element.def_vmap
+    def rule(axis_size, in_batched, *xs):
+        batch = [x if b else jnp.broadcast_to(x, (axis_size,) + tuple(x.shape)) for x, b in zip(xs, in_batched)]
+        types = h.output_types(name, *[jax.ShapeDtypeStruct(tuple(x.shape[1:]), x.dtype) for x in batch])
+        attrs = {"callback": info.id, "batched": "true"}
+        if chain:
+            attrs["chain"] = chain
+        result = [jax.ShapeDtypeStruct((axis_size,) + tuple(s), d) for s, d in types]
+        outs = tuple(jax.ffi.ffi_call(TARGET, result, has_side_effect=bool(chain), vmap_method="sequential")(
+            *batch, **attrs))
         if len(outs) == 1:
             return outs[0], True
         return outs, tuple(True for _ in outs)

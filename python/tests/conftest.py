@@ -91,6 +91,9 @@ def config_path(guest_dir):
     parts.append(_entry("fail", "kit.wasm", "fail", "(x: f32[n]) -> f32[n]"))
     parts.append(_entry("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n"))
     parts.append(_entry("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]"))
+    parts.append(_entry("nonneg_par", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]",
+                        "    batching: parallel\n    max_instances: 4\n"))
+    parts.append(_entry("nonneg_seq", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]"))
     for module, export, kind, _code, extra in HOSTILE:
         for engine in ENGINES:
             parts.append(_entry(hostile_name(export, kind, engine), module + ".wasm", export, "(x: f32[n]) -> f32[n]",

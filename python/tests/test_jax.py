@@ -75,6 +75,18 @@ def test_vmap_expand_dims_equals_loop(jhost):
     np.testing.assert_array_equal(np.asarray(batched), np.asarray(looped))
 
 
+def test_vmap_parallel_is_one_batched_call(jhost):
+    xs = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    f = jax.jit(jax.vmap(lambda x: cbj.call("nonneg_par", x)))
+    assert "batched" in f.lower(xs).as_text()  # one custom call on the batch, not a loop
+    np.testing.assert_array_equal(np.asarray(f(xs)), xs)
+    # unbatched (no vmap): the per-element signature, a plain call
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: cbj.call("nonneg_par", x))(xs[1])), xs[1])
+    # a failing element fails the call, naming it
+    with pytest.raises(Exception, match=r"batch element 2 of 3"):
+        f(xs.at[2, 0].set(-1)).block_until_ready()
+
+
 def test_errors_keep_their_code(jhost):
     with pytest.raises(Exception, match=r'DEADLINE_EXCEEDED: callbox Timeout: callback "spin"'):
         jax.jit(lambda x: cbj.call("spin", x))(jnp.ones(3, jnp.float32)).block_until_ready()

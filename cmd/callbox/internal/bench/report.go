@@ -30,6 +30,7 @@ type Report struct {
 	Accuracy    []AccuracyResult
 	Instantiate []InstantiateResult
 	Cache       []CacheResult
+	Batch       []BatchResult // batch.go
 	Targets     []Target
 	// MakeDuration is the whole `make bench`, when the caller knows it.
 	MakeDuration time.Duration
@@ -100,6 +101,10 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 		for _, e := range Engines() {
 			progress("target: module cache on %s (%.1f MB module)", e, float64(len(wasm))/1e6)
 			rep.Cache = append(rep.Cache, MeasureCache(ctx, e, wasm, opts.CacheReps))
+		}
+		for _, e := range Engines() {
+			progress("target: parallel batch of %d x %s on %s", BatchSize, config.FormatSize(BatchElemBytes), e)
+			rep.Batch = append(rep.Batch, MeasureBatch(ctx, e, rep.Reps, 4*rep.BenchTime)...)
 		}
 	}
 	rep.Machine.LoadAfter = readLoad()

@@ -1,0 +1,340 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+// parallelHost is newHost with batching parallel and a pool of instances.
+func parallelHost(t testing.TB, engine string, instances int, tweak func(*config.Callback)) *host.Host {
+	return newHost(t, engine, func(cb *config.Callback) {
+		cb.Batching = config.BatchingParallel
+		cb.MaxInstances = instances
+		if tweak != nil {
+			tweak(cb)
+		}
+	})
+}
+
+// scaleBatch is a batch of b scale calls of n elements each: x, factors
+// and the outputs, filled with a sentinel.
+func scaleBatch(b, n int, seed uint64) (x, f, out host.Tensor) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	xs := make([]float32, b*n)
+	for i := range xs {
+		xs[i] = r.Float32()*200 - 100
+	}
+	fs := make([]float32, b)
+	for i := range fs {
+		fs[i] = r.Float32()*4 + 0.5
+	}
+	os := make([]float32, b*n)
+	for i := range os {
+		os[i] = -12345
+	}
+	return abi.From(xs, int64(b), int64(n)), abi.From(fs, int64(b)), abi.From(os, int64(b), int64(n))
+}
+
+func TestBatchMatchesOneCallPerElement(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		par := parallelHost(t, engine, 4, nil)
+		seq := newHost(t, engine, nil)
+		const b, n = 37, 1000
+		x, f, out := scaleBatch(b, n, 7)
+		st, err := par.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(b*(4*n+4)), st.BytesIn)
+		assert.Equal(t, uint64(b*4*n), st.BytesOut)
+
+		// The same batch through a sequential callback, and as b calls.
+		_, _, seqOut := scaleBatch(b, n, 7)
+		_, err = seq.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{seqOut})
+		require.NoError(t, err)
+		assert.Equal(t, out.Data, seqOut.Data)
+		xs, fs, got := abi.MustView[float32](x), abi.MustView[float32](f), abi.MustView[float32](out)
+		for i := range b {
+			one, err := seq.Invoke(ctx, "scale", abi.From(xs[i*n:(i+1)*n]), abi.Scalar(fs[i]))
+			require.NoError(t, err)
+			require.Equal(t, abi.MustView[float32](one[0]), got[i*n:(i+1)*n], "element %d", i)
+		}
+
+		// InvokeBatch allocates the same result.
+		outs, err := par.InvokeBatch(ctx, "scale", x, f)
+		require.NoError(t, err)
+		require.Len(t, outs, 1)
+		assert.Equal(t, abi.Shape{b, n}, outs[0].Shape)
+		assert.Equal(t, out.Data, outs[0].Data)
+	})
+}
+
+func TestBatchPassThroughAndEmpty(t *testing.T) {
+	h := parallelHost(t, config.EngineWazero, 2, nil)
+	ctx := context.Background()
+	x := abi.From([]float32{1, 2, 3, 4, 5, 6}, 3, 2)
+	out := abi.From(make([]float32, 6), 3, 2)
+	_, err := h.InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+	require.NoError(t, err)
+	assert.Equal(t, x.Data, out.Data, "a pass-through result is its input")
+
+	// B = 0: nothing runs, nothing fails.
+	st, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{abi.From([]float32{}, 0, 4), abi.From([]float32{}, 0)},
+		[]host.Tensor{abi.From([]float32{}, 0, 4)})
+	require.NoError(t, err)
+	assert.Zero(t, st.BytesIn)
+}
+
+func TestBatchRefusals(t *testing.T) {
+	h := parallelHost(t, config.EngineWazero, 2, nil)
+	ctx := context.Background()
+	x, f, out := scaleBatch(4, 8, 1)
+	for name, tc := range map[string]struct {
+		in, out []host.Tensor
+		want    string
+	}{
+		"no inputs":        {nil, []host.Tensor{out}, "at least one input"},
+		"scalar input":     {[]host.Tensor{x, abi.Scalar[float32](2)}, []host.Tensor{out}, "no leading batch dimension"},
+		"batch sizes":      {[]host.Tensor{x, abi.From(make([]float32, 3), 3)}, []host.Tensor{out}, "batch size 3, input 0 has 4"},
+		"short data":       {[]host.Tensor{{DType: abi.F32, Shape: abi.Shape{4, 8}, Data: x.Data[:100]}, f}, []host.Tensor{out}, "needs 4 x 32 bytes"},
+		"output shape":     {[]host.Tensor{x, f}, []host.Tensor{abi.From(make([]float32, 32), 32)}, "output 0: buffer is f32[32], result is f32[4,8]"},
+		"output count":     {[]host.Tensor{x, f}, nil, "got 0 output buffers"},
+		"element mismatch": {[]host.Tensor{x, abi.From(make([]float32, 8), 4, 2)}, []host.Tensor{out}, "argument 1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := h.InvokeBatchInto(ctx, "scale", tc.in, tc.out)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, host.InvalidArgument)
+			assert.ErrorContains(t, err, tc.want)
+			var ce *host.CallbackError
+			require.ErrorAs(t, err, &ce)
+			assert.Zero(t, ce.BatchSize, "a refused batch is no element's failure")
+		})
+	}
+	assert.Equal(t, []float32{-12345, -12345}, abi.MustView[float32](out)[:2], "refused: output untouched")
+}
+
+// A failing element fails the batch with its index: the lowest failing
+// index, every time, and the outputs keep every byte they had.
+func TestBatchFailingElement(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, rule := range []string{config.BatchingParallel, config.BatchingSequential} {
+			t.Run(rule, func(t *testing.T) {
+				h := newHost(t, engine, func(cb *config.Callback) { cb.Batching, cb.MaxInstances = rule, 4 })
+				ctx := context.Background()
+				const b, n = 24, 256
+				for trial := range 5 {
+					x, f, out := scaleBatch(b, n, uint64(trial))
+					fs := abi.MustView[float32](f)
+					fs[9], fs[17] = -1, -2 // scale refuses a negative factor
+					before := append([]byte(nil), out.Data...)
+					_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+					require.Error(t, err)
+					var ce *host.CallbackError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, 9, ce.Element)
+					assert.Equal(t, b, ce.BatchSize)
+					assert.ErrorIs(t, err, host.GuestError)
+					assert.Equal(t, "negative factor", ce.GuestMessage)
+					assert.Contains(t, err.Error(), "(batch element 9 of 24)")
+					require.Equal(t, before, out.Data, "a failed batch writes no output")
+				}
+				// The host keeps serving: the same batch without the bad
+				// factors succeeds.
+				x, f, out := scaleBatch(b, n, 99)
+				_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+				require.NoError(t, err)
+			})
+		}
+	})
+}
+
+// Limits apply to each element: one element that runs past the timeout
+// fails the batch as a Timeout naming it; a fuel budget that every element
+// fits but the batch as a whole does not is no failure.
+func TestBatchLimitsPerElement(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		h := parallelHost(t, engine, 2, func(cb *config.Callback) { cb.Limits.Timeout = 300 * time.Millisecond })
+		ns := make([]int32, 8)
+		for i := range ns {
+			ns[i] = 1000
+		}
+		ns[5] = 1 << 30 // far past 300ms on either engine
+		out := abi.From(make([]int32, 8), 8)
+		_, err := h.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, host.Timeout)
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, 5, ce.Element)
+		assert.Equal(t, make([]byte, 32), out.Data)
+
+		// Fuel: measure one element, then give each exactly that budget.
+		one := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Fuel = config.MaxFuel })
+		_, st, err := one.InvokeStats(ctx, "busy", abi.Scalar[int32](50000))
+		require.NoError(t, err)
+		require.True(t, st.FuelKnown)
+		fuel := st.Fuel
+		fh := parallelHost(t, engine, 2, func(cb *config.Callback) { cb.Limits.Fuel = fuel })
+		for i := range ns {
+			ns[i] = 50000
+		}
+		bst, err := fh.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		require.NoError(t, err, "every element fits the budget; the batch uses 8 times it")
+		assert.Equal(t, 8*fuel, bst.Fuel)
+		ns[3] = 50001 * 2
+		_, err = fh.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		assert.ErrorIs(t, err, host.FuelExhausted)
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, 3, ce.Element)
+	})
+}
+
+// concurrency counts the guest log lines being handled at once: the tap
+// callback logs once per call, on the calling goroutine.
+type concurrency struct {
+	slog.Handler
+	now, peak atomic.Int32
+	lines     atomic.Int32
+}
+
+func (c *concurrency) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "scaling" {
+		c.lines.Add(1)
+		n := c.now.Add(1)
+		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		c.now.Add(-1)
+	}
+	return nil
+}
+
+func (c *concurrency) Enabled(context.Context, slog.Level) bool { return true }
+func (c *concurrency) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *concurrency) WithGroup(string) slog.Handler            { return c }
+
+// concurrencyHost loads tap with the batching rule and pool size given,
+// logging through a concurrency counter.
+func concurrencyHost(t *testing.T, rule string, instances int) (*host.Host, *concurrency) {
+	ctx := context.Background()
+	cc := &concurrency{Handler: slog.DiscardHandler}
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(cc)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	cb := config.DefaultCallback()
+	cb.Name, cb.Export, cb.Signature, cb.Engine = "tap", "tap", testkitSigs["tap"], config.EngineWazero
+	cb.Limits.Timeout, cb.Limits.MaxMemory = 5*time.Second, 1<<20
+	cb.Batching, cb.MaxInstances = rule, instances
+	require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	return h, cc
+}
+
+// The elements in flight never exceed the pool and GOMAXPROCS; a
+// sequential rule and a chain run one at a time.
+func TestBatchConcurrencyBound(t *testing.T) {
+	ctx := context.Background()
+	x := abi.From(make([]float32, 64*4), 64, 4)
+	out := abi.From(make([]float32, 64*4), 64, 4)
+	for _, tc := range []struct {
+		rule      string
+		instances int
+		chain     bool
+		want      int
+	}{
+		{config.BatchingParallel, 2, false, min(2, runtime.GOMAXPROCS(0))},
+		{config.BatchingParallel, 64, false, runtime.GOMAXPROCS(0)},
+		{config.BatchingSequential, 8, false, 1},
+		{config.BatchingParallel, 8, true, 1},
+	} {
+		h, cc := concurrencyHost(t, tc.rule, tc.instances)
+		c, err := h.Lookup("tap")
+		require.NoError(t, err)
+		if !tc.chain {
+			assert.Equal(t, tc.want, c.BatchParallelism())
+		}
+		if tc.chain {
+			_, err = h.Chain("c").InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+		} else {
+			_, err = h.InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+		}
+		require.NoError(t, err)
+		assert.Equal(t, int32(64), cc.lines.Load(), "one call per element")
+		assert.LessOrEqual(t, int(cc.peak.Load()), tc.want, "%+v", tc)
+		if tc.want > 1 {
+			// 64 elements of 5ms each on want workers: they overlap.
+			assert.Greater(t, int(cc.peak.Load()), 1, "%+v", tc)
+		}
+		st, _ := h.PoolStats("tap")
+		assert.LessOrEqual(t, st.Live, max(tc.want, 1))
+	}
+}
+
+// A chain's batched call runs its elements in order and fails the chain
+// at the first failing element.
+func TestChainBatch(t *testing.T) {
+	h := parallelHost(t, config.EngineWazero, 4, nil)
+	ctx := context.Background()
+	ch := h.NewChain("effects")
+	x, f, out := scaleBatch(6, 16, 3)
+	_, err := ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	require.NoError(t, err)
+	abi.MustView[float32](f)[2] = -1
+	before := append([]byte(nil), out.Data...)
+	_, err = ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	var ce *host.CallbackError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.Element)
+	assert.Equal(t, "effects", ce.Chain)
+	assert.Equal(t, uint64(2), ce.Seq)
+	assert.Equal(t, before, out.Data)
+	_, err = ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	assert.ErrorIs(t, err, host.ErrChainFailed)
+}
+
+// Many batches at once from many goroutines share the pool (run with
+// -race).
+func TestBatchConcurrentCallers(t *testing.T) {
+	h := parallelHost(t, config.EngineWazero, 3, nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for g := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x, f, out := scaleBatch(20, 64, uint64(g))
+			if g%2 == 1 {
+				abi.MustView[float32](f)[g] = -1
+			}
+			_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+			var ce *host.CallbackError
+			switch {
+			case g%2 == 0 && err != nil:
+				errs[g] = err
+			case g%2 == 1 && (!errors.As(err, &ce) || ce.Element != g):
+				errs[g] = errors.Join(errors.New("want element failure"), err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		assert.NoError(t, err)
+	}
+	st, _ := h.PoolStats("scale")
+	assert.LessOrEqual(t, st.Live, 3)
+}
