@@ -228,5 +228,6 @@ func (r *Report) evaluate() []Target {
 		t.Checks = append(t.Checks, ratioCheck(e+" chain (Chain.Invoke) / 100 x Invoke", w, c, 1.2, true))
 	}
 	ts = append(ts, t)
+	ts = append(ts, r.simdTarget())
 	return ts
 }

@@ -260,6 +260,7 @@ func (r *Report) reading() []string {
 			c.Engine, float64(c.ModuleBytes)/1e6, formatDuration(c.Cold), formatDuration(c.Hit), formatDuration(c.HitLoad),
 			map[bool]string{true: "; it then checksums the whole compiled artifact (CRC-32C over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
 	}
+	out = append(out, r.simdReading()...)
 	return out
 }
 

@@ -229,6 +229,9 @@ func (r *Report) ratioWall(workload, a, b string) float64 {
 // rawOf is the raw variant a result is compared with: the raw engine it
 // runs on.
 func rawOf(v Variant) string {
+	if v.SIMD {
+		return "" // the raw variants run the scalar kernels
+	}
 	switch v.Group {
 	case GroupCallbox, GroupExtism:
 		return "raw-" + v.Engine
