@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,4 +65,31 @@ func TestSIMDTarget(t *testing.T) {
 	}
 	assert.Equal(t, "MISSED", tg.Status())
 	assert.Len(t, r.simdReading(), len(Engines()))
+}
+
+// The SIMD module's kernels handle every length, not just the workloads'
+// multiples of 64: scale bit for bit (one multiply per element, as Go's
+// loop), matmul within the suite's tolerance, on every engine.
+func TestSIMDKernelsOddShapes(t *testing.T) {
+	ctx := context.Background()
+	env := newTestEnv(t)
+	for _, v := range simdVariants() {
+		if v.Mode != ModeDefault {
+			continue
+		}
+		h, err := env.host(v)
+		require.NoError(t, err)
+		for n := 0; n <= 140; n++ {
+			d := newData(Workload{ID: fmt.Sprintf("scale-%d", n), Kernel: "scale", Dims: []int{n}, Calls: 1})
+			outs, err := h.Invoke(ctx, "scale", d.tensors()...)
+			require.NoError(t, err, "%s n=%d", v.ID, n)
+			require.Equal(t, d.want, append([]float32{}, floatsOf(outs[0].Data)...), "%s n=%d", v.ID, n)
+		}
+		for _, dims := range [][]int{{1, 1, 1}, {2, 0, 3}, {3, 5, 7}, {4, 9, 13}, {5, 3, 66}} {
+			d := newData(Workload{ID: fmt.Sprint("matmul", dims), Kernel: "matmul", Dims: dims, Calls: 1})
+			outs, err := h.Invoke(ctx, "matmul", d.tensors()...)
+			require.NoError(t, err, "%s %v", v.ID, dims)
+			require.NoError(t, d.check(floatsOf(outs[0].Data)), "%s %v", v.ID, dims)
+		}
+	}
 }
