@@ -180,7 +180,7 @@ func (r *Report) reading() []string {
 			max := (z.Cost() + c.Cost()) / z.Cost()
 			bound = fmt.Sprintf(" The most it can gain is the copies: the kernel alone takes %s and the two copies %s, so at best (kernel + copies) / kernel = %s", formatNs(z.Cost()), formatNs(c.Cost()), fmtRatio(max))
 			if max < 2.5 {
-				bound += " — below the 2.5x target: this scalar kernel streams memory little faster than a copy does, so removing the copies cannot gain 2.5x (a faster, e.g. SIMD, kernel would; one doing more work per byte gains less)"
+				bound += " — below the 2.5x target: this scalar kernel streams memory little faster than a copy does, so removing the copies cannot gain 2.5x (a kernel that streams memory faster gains more, see SIMD below; one doing more work per byte gains less)"
 			}
 			bound += "."
 		}
