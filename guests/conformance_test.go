@@ -48,6 +48,24 @@ var langs = []struct {
 
 var examples = []string{"scale", "softmax", "matmul", "histogram", "histogram_s32", "tap_print", "checked"}
 
+// simdExamples are the simd128 variants of scale and matmul (same
+// signatures, same results), built by every SDK but Go: Go's wasip1 port
+// emits no SIMD instructions.
+var simdExamples = map[string]string{"scale_simd": "scale", "matmul_simd": "matmul"}
+
+// examplesOf lists the examples a guest build has.
+func examplesOf(lang string) []string {
+	if lang == "go" {
+		return examples
+	}
+	out := slices.Clone(examples)
+	for ex := range simdExamples {
+		out = append(out, ex)
+	}
+	slices.Sort(out)
+	return out
+}
+
 type tolerance struct{ rtol, atol float64 }
 
 var tolerances = map[string]tolerance{
@@ -55,6 +73,10 @@ var tolerances = map[string]tolerance{
 	"checked": {1e-5, 1e-6},
 	"softmax": {1e-5, 1e-6},
 	"matmul":  {1e-4, 1e-4},
+	// The SIMD variants are held to their scalar examples' tolerances here;
+	// TestSIMDMatchesScalar checks they are bit for bit equal besides.
+	"scale_simd":  {1e-5, 1e-6},
+	"matmul_simd": {1e-4, 1e-4},
 }
 
 // vector is one conformance case. Inputs live in testdata as in<i>.npy and
@@ -63,6 +85,7 @@ var tolerances = map[string]tolerance{
 type vector struct {
 	name    string // directory under testdata/conformance
 	example string
+	dir     string // the directory, when not name (a SIMD variant's copy of its scalar example's vector)
 	// inline inputs and outputs for shapes npyio cannot write
 	inline    []abi.Tensor
 	inlineOut []abi.Tensor
@@ -94,6 +117,29 @@ var vectors = []vector{
 	{name: "checked_ok", example: "checked"},
 	{name: "checked_nan", example: "checked", wantError: "x[1] is NaN"},
 	{name: "checked_negative", example: "checked", wantError: " is negative; checked computes sqrt, which needs x >= 0"},
+	// Lengths that are not a multiple of the SIMD variants' four lanes:
+	// all tail (3), one vector and a tail (7), and n = 7 columns in matmul.
+	{name: "scale_3", example: "scale"},
+	{name: "scale_7", example: "scale"},
+	{name: "scale_1003", example: "scale"},
+	{name: "matmul_5x3x7", example: "matmul"},
+	{name: "matmul_2x9x13", example: "matmul"},
+}
+
+// allVectors are the vectors plus, for each vector of an example with a
+// SIMD variant, the same vector run against the variant.
+func allVectors() []vector {
+	out := slices.Clone(vectors)
+	for _, v := range vectors {
+		for simd, scalar := range simdExamples {
+			if v.example == scalar {
+				c := v
+				c.dir, c.name, c.example = v.name, simd+"/"+v.name, simd
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // generate writes the vectors from the Go reference implementations. The
@@ -145,6 +191,12 @@ func generate(t *testing.T) {
 		"checked_ok":       {[]abi.Tensor{abi.From([]float32{0, 1, 4, 9, 2})}, []abi.Tensor{abi.From(ok)}},
 		"checked_nan":      {[]abi.Tensor{abi.From([]float32{1, nan, -1})}, nil},
 		"checked_negative": {[]abi.Tensor{abi.From([]float32{1, 4, -1})}, nil},
+		// Drawn last, so the vectors above keep their random inputs.
+		"scale_3":       scale(randf(3), 1.75),
+		"scale_7":       scale(randf(7), -3),
+		"scale_1003":    scale(randf(1003), 0.1),
+		"matmul_5x3x7":  mat(5, 3, 7),
+		"matmul_2x9x13": mat(2, 9, 13),
 	}
 	for name, set := range sets {
 		dir := filepath.Join("testdata", "conformance", name)
@@ -163,7 +215,11 @@ func load(t *testing.T, v vector) (ins, outs []abi.Tensor) {
 	if v.inline != nil {
 		return v.inline, v.inlineOut
 	}
-	dir := filepath.Join("testdata", "conformance", v.name)
+	name := v.name
+	if v.dir != "" {
+		name = v.dir
+	}
+	dir := filepath.Join("testdata", "conformance", name)
 	for i := 0; ; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("in%d.npy", i))
 		if _, err := os.Stat(p); err != nil {
@@ -265,7 +321,7 @@ func newHost(t *testing.T, lang, engine string, skewed bool, cacheDir string, si
 			wasi = l.wasi
 		}
 	}
-	for _, ex := range examples {
+	for _, ex := range examplesOf(lang) {
 		path := filepath.Join("build", lang, ex+".wasm")
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("%s is missing: run `make guests` (or restrict CALLBOX_LANGS)", path)
@@ -295,7 +351,10 @@ func TestConformance(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s", lang, engine, mode), func(t *testing.T) {
 					sink := &logSink{}
 					h := newHost(t, lang, engine, mode == "align16", cacheDir, sink)
-					for _, v := range vectors {
+					for _, v := range allVectors() {
+						if !slices.Contains(examplesOf(lang), v.example) {
+							continue // no SIMD variant in this language
+						}
 						t.Run(v.name, func(t *testing.T) { runVector(t, h, sink, v, mode == "zerocopy") })
 					}
 				})

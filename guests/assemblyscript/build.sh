@@ -18,7 +18,11 @@ mkdir -p "$out"
 
 for src in examples/*.ts; do
   name=$(basename "$src" .ts)
-  "$asc" "$src" --config asconfig.json --target release --outFile "$out/$name.wasm"
+  # *_simd examples use v128 / f32x4, which asc 0.28 leaves off by default;
+  # the others are built for the MVP feature set, which every engine runs.
+  features=()
+  case "$name" in *_simd) features=(--enable simd) ;; esac
+  "$asc" "$src" --config asconfig.json --target release "${features[@]}" --outFile "$out/$name.wasm"
   # A callbox module may import callbox.* only (ABI.md §1); catch a stray
   # env.abort / env.seed / env.trace here rather than at load time.
   if command -v wasm-objdump >/dev/null; then

@@ -14,6 +14,8 @@
 // call the very same compiled functions, so callbox and the raw engines run
 // identical guest code. The Extism plugin (guests/bench/kernels_extism.c)
 // compiles the same kernel source.
+// The SIMD variants load a second module, scale and matmul in simd128
+// (guests/bench/kernels_simd.c; simd.go).
 package bench
 
 import (

@@ -242,7 +242,7 @@ func (r *Report) evaluate() []Target {
 	}
 	ts = append(ts, t)
 
-	ts = append(ts, r.doorTarget(), r.batchTarget())
+	ts = append(ts, r.doorTarget(), r.batchTarget(), r.simdTarget())
 	return ts
 }
 

@@ -180,7 +180,7 @@ func (r *Report) reading() []string {
 			max := (z.Cost() + c.Cost()) / z.Cost()
 			bound = fmt.Sprintf(" The most it can gain is the copies: the kernel alone takes %s and the two copies %s, so at best (kernel + copies) / kernel = %s", formatNs(z.Cost()), formatNs(c.Cost()), fmtRatio(max))
 			if max < 2.5 {
-				bound += " — below the 2.5x target: this scalar kernel streams memory little faster than a copy does, so removing the copies cannot gain 2.5x (a faster, e.g. SIMD, kernel would; one doing more work per byte gains less)"
+				bound += " — below the 2.5x target: this scalar kernel streams memory little faster than a copy does, so removing the copies cannot gain 2.5x (a kernel that streams memory faster gains more, see SIMD below; one doing more work per byte gains less)"
 			}
 			bound += "."
 		}
@@ -260,6 +260,7 @@ func (r *Report) reading() []string {
 			c.Engine, float64(c.ModuleBytes)/1e6, formatDuration(c.Cold), formatDuration(c.Hit), formatDuration(c.HitLoad),
 			map[bool]string{true: "; it then checksums the whole compiled artifact (CRC-32C over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
 	}
+	out = append(out, r.simdReading()...)
 	return out
 }
 

@@ -266,6 +266,9 @@ func (r *Report) roundRatios(workload, a, b string, wall bool) []float64 {
 // rawOf is the raw variant a result is compared with: the raw engine it
 // runs on.
 func rawOf(v Variant) string {
+	if v.SIMD {
+		return "" // the raw variants run the scalar kernels
+	}
 	switch v.Group {
 	case GroupCallbox, GroupExtism:
 		return "raw-" + v.Engine

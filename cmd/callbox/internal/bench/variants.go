@@ -29,6 +29,9 @@ type Variant struct {
 	// workload as separate Invoke calls: the sum of the chain's calls) or
 	// ModeChainInvoke (the chain made with the synchronous Chain.Invoke).
 	Mode string
+	// SIMD, for callbox variants: the simd128 build of the kernels
+	// (guests/bench/kernels_simd.c), which has scale and matmul only.
+	SIMD bool
 
 	// only restricts the variant to the chain workload (ModeCalls,
 	// ModeChainInvoke).
@@ -65,7 +68,9 @@ const (
 const BenchTimeout = 10 * time.Second
 
 // Supports reports whether the variant runs the workload.
-func (v Variant) Supports(w Workload) bool { return !v.chainOnly || w.Chain() }
+func (v Variant) Supports(w Workload) bool {
+	return (!v.chainOnly || w.Chain()) && (!v.SIMD || simdSupports(w))
+}
 
 // runner is a case ready to run: op is one operation (one call, or a whole
 // chain), output the last operation's result.
@@ -98,6 +103,7 @@ func Variants() []Variant {
 			Variant{ID: "callbox-" + e + ":chain-invoke", Name: "callbox " + e + ": chain of 100 x Chain.Invoke (synchronous)", Group: GroupCallbox, Engine: e, Mode: ModeChainInvoke, chainOnly: true},
 		)
 	}
+	vs = append(vs, simdVariants()...)
 	for i := range vs {
 		if vs[i].Group == GroupCallbox {
 			vs[i].setup = callboxSetup
@@ -249,6 +255,9 @@ var Kernels = []string{"scale", "matmul", "softmax"}
 func callboxConfig(v Variant, name string) config.Callback {
 	cb := config.DefaultCallback()
 	cb.Name, cb.Export, cb.Module = name, name, "guests/prebuilt/bench-kernels.wasm"
+	if v.SIMD {
+		cb.Module = "guests/prebuilt/bench-kernels_simd.wasm"
+	}
 	cb.Engine = v.Engine
 	cb.Limits.Timeout = BenchTimeout
 	if v.Mode == ModeNoTimeout {
@@ -284,11 +293,11 @@ func (e *Env) host(v Variant) (*host.Host, error) {
 	if h, ok := e.hosts[v.ID]; ok {
 		return h, nil
 	}
-	wasm, err := KernelsModule()
+	wasm, kernels, err := v.kernels()
 	if err != nil {
 		return nil, err
 	}
-	h, err := newHost(e.ctx, e.cacheDir, wasm, func(name string) config.Callback { return callboxConfig(v, name) }, Kernels...)
+	h, err := newHost(e.ctx, e.cacheDir, wasm, func(name string) config.Callback { return callboxConfig(v, name) }, kernels...)
 	if err != nil {
 		return nil, err
 	}
