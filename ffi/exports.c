@@ -104,6 +104,8 @@ extern callbox_error *cbxgo_cancel_token_fire(callbox_cancel_token);
 extern callbox_error *cbxgo_cancel_token_free(callbox_cancel_token);
 extern callbox_error *cbxgo_cancel_on_signal(callbox_cancel_token, int);
 extern callbox_error *cbxgo_set_log_callback(callbox_log_fn, void *, int32_t);
+extern callbox_error *cbxgo_call_async(callbox_host, callbox_cancel_token, const char *, const char *,
+                                       const callbox_tensor *, size_t, callbox_tensor *, size_t, callbox_done_fn, void *);
 extern size_t cbxgo_dtypes(callbox_dtype_info *, size_t);
 extern int cbxgo_cuda_call_dlpack(const char *, uintptr_t, callbox_tensor *const *, size_t, callbox_tensor *const *,
                                   size_t, char *, size_t);
@@ -163,6 +165,13 @@ callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token c
                                        callbox_tensor *outputs, size_t num_outputs) {
   CBX_GUARD("callbox_call_cancelable");
   return cbxgo_call_cancelable(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs, callbox_done_fn done, void *user) {
+  CBX_GUARD("callbox_call_async");
+  return cbxgo_call_async(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs, done, user);
 }
 
 callbox_error *callbox_tap(callbox_host host, const char *callback, const callbox_tensor *inputs, size_t num_inputs) {
@@ -258,3 +267,6 @@ int64_t callbox_cuda_stats(char *buf, size_t cap) {
 void cbx_call_log(callbox_log_fn fn, void *user, int32_t level, const char *callback, const char *message) {
   fn(user, level, callback, message);
 }
+
+// The done function's trampoline (callbox_call_async).
+void cbx_call_done(callbox_done_fn fn, void *user, callbox_error *err) { fn(user, err); }
