@@ -4,62 +4,85 @@ package main
 
 /*
 #define CALLBOX_BUILDING_LIBRARY 1
+#include <stdint.h>
 #include "include/callbox.h"
-
-// The done function's trampoline (exports.c): Go cannot call a C function
-// pointer.
-void cbx_call_done(callbox_done_fn fn, void *user, callbox_error *err);
 */
 import "C"
 
 import (
 	"context"
+	"runtime/cgo"
 	"strings"
-	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
-// asyncCall is one callbox_call_async in flight: what the goroutine that
-// runs it needs, in Go memory except the tensors' bytes, which the caller
-// keeps valid until its done function runs.
+// asyncCall is one callbox_call_async between its checks and its run:
+// what the run needs, in Go memory except the tensors' bytes, which the
+// caller keeps valid until its done function runs.
 type asyncCall struct {
 	ctx             context.Context
 	bh              *bridgeHost
 	chain, callback string
 	in, out         []abi.Tensor
-	done            C.callbox_done_fn
-	user            unsafe.Pointer
 }
 
-// callbox_call_async checks a call's arguments, then runs the call on a
-// goroutine and returns: done(user, err) is called once from that
-// goroutine's thread when the call is over (err NULL on success, else an
-// error done's caller owns). A refused call returns its error and never
-// calls done.
+// The calls go from the caller's thread to a worker thread of exports.c's
+// pool, not to a goroutine: a goroutine started from a cgo callback waits
+// in the caller's P's run queue, and the caller's thread, back in C, keeps
+// that P in a system call until sysmon takes it back (20 us to 10 ms
+// later; 100-200 us per call measured). A C worker blocked on a condition
+// variable is woken directly.
+
+// callbox_call_async's checks, on the caller's thread: on success *call is
+// a handle for cbxgo_async_run (or cbxgo_async_drop).
 //
-//export cbxgo_call_async
-func cbxgo_call_async(h C.callbox_host, cancel C.callbox_cancel_token, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t, done C.callbox_done_fn, user unsafe.Pointer) *C.callbox_error {
+//export cbxgo_async_prepare
+func cbxgo_async_prepare(h C.callbox_host, cancel C.callbox_cancel_token, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t, call *C.uintptr_t) *C.callbox_error {
 	return entry("callbox_call_async", func() error {
-		if done == nil {
-			return badArg(arg("done"), "NULL")
+		if err := outArg(call, "call"); err != nil {
+			return err
 		}
 		a, err := prepareAsync(uint64(h), uint64(cancel), cbytes(chain), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
 		if err != nil {
 			return err
 		}
-		a.done, a.user = done, user
-		go a.run()
+		*call = C.uintptr_t(cgo.NewHandle(a))
 		return nil
 	})
 }
 
+// cbxgo_async_run runs a prepared call, on a worker thread, and returns
+// its error (the done function's to free).
+//
+//export cbxgo_async_run
+func cbxgo_async_run(call C.uintptr_t) *C.callbox_error {
+	return entry("callbox_call_async", func() error {
+		hd := cgo.Handle(call)
+		a := hd.Value().(*asyncCall)
+		hd.Delete()
+		return a.call()
+	})
+}
+
+// cbxgo_async_drop forgets a prepared call that will not run (no worker
+// could start): the host is left.
+//
+//export cbxgo_async_drop
+func cbxgo_async_drop(call C.uintptr_t) {
+	defer func() { _ = recover() }()
+	hd := cgo.Handle(call)
+	a := hd.Value().(*asyncCall)
+	hd.Delete()
+	a.bh.leave()
+}
+
 // prepareAsync does the synchronous half of callbox_call_async: the host
 // (entered: callbox_close waits for the call), the callback (an unknown
-// one is refused now), the names and the cancel
-// context (copied or taken now, so the caller may free its strings and
-// fire its token at once), and the tensors checked, their shapes copied.
+// one is refused now), the names and the cancel context (copied or taken
+// now, so the caller may free its strings and fire its token at once),
+// and the tensors checked, their shapes copied.
 func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) (a *asyncCall, err error) {
 	bh, name, chainName, err := callSetup(h, chain, callback)
 	if err != nil {
@@ -102,20 +125,9 @@ func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor
 	return a, nil
 }
 
-// run makes the call, leaves the host (so that done may close it), and
-// reports to done.
-func (a *asyncCall) run() {
-	err := a.call()
-	C.cbx_call_done(a.done, a.user, cError(err))
-}
-
-// call is the call itself, a panic in it a HostPanic error.
-func (a *asyncCall) call() (err error) {
+// call is the call itself; it leaves the host before the done function
+// runs, so that done may close it.
+func (a *asyncCall) call() error {
 	defer a.bh.leave()
-	defer func() {
-		if p := recover(); p != nil {
-			err = panicError("callbox_call_async", p)
-		}
-	}()
 	return a.bh.call(a.ctx, a.chain, a.callback, a.in, a.out)
 }

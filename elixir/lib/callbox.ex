@@ -149,8 +149,15 @@ defmodule Callbox do
   Calls a callback (a name or a content id) on `inputs` and returns its
   results: `{:ok, [%Callbox.Tensor{}]}` or `{:error, %Callbox.Error{}}`.
 
+  The guest runs on a thread of libcallbox's (`callbox_call_async`), not
+  on a BEAM scheduler: the NIF returns at once and the calling process
+  waits in `receive` for the reply (a message tagged with a fresh
+  reference, which the process never sees).
+
   Options: `:cancel`, a token from `cancel_token/0`: firing it with
   `cancel/1` stops the call within milliseconds (kind `:canceled`).
+  `dirty: true` runs the call on a dirty CPU scheduler instead (the route
+  before libcallbox 1.3; kept for comparison, elixir/README.md).
   """
   @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
   def call(%Host{ref: ref}, callback, inputs, opts \\ []) do
@@ -216,7 +223,29 @@ defmodule Callbox do
 
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
-    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts), guard()) do
+    natives = native_inputs(callback, inputs)
+
+    reply =
+      if opts[:dirty] do
+        Native.call(ref, chain, callback, natives, token(opts), guard())
+      else
+        # The call runs on a library thread (callbox_call_async); the NIF
+        # replies itself when the call is over within its short poll, else
+        # the reply arrives as {tag, reply}.
+        tag = make_ref()
+
+        case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
+          :ok ->
+            receive do
+              {^tag, reply} -> reply
+            end
+
+          reply ->
+            reply
+        end
+      end
+
+    case reply do
       {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
       {:error, e} -> {:error, Error.from_native(e)}
     end
