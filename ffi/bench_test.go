@@ -149,3 +149,8 @@ func runCBench(b *testing.B, mode string) {
 func BenchmarkTinyCAPI(b *testing.B) { runCBench(b, "capi") }
 
 func BenchmarkTinyXLAHandler(b *testing.B) { runCBench(b, "xla") }
+
+// BenchmarkTinyCAPIAsync is BenchmarkTinyCAPI through callbox_call_async,
+// the caller spinning until each call's done function has run: what the
+// hand-off to a worker thread and back costs (elixir/README.md).
+func BenchmarkTinyCAPIAsync(b *testing.B) { runCBench(b, "async") }

@@ -7,6 +7,9 @@
 #   message the same with no poll: every reply is a message
 #   dirty   Callbox.call/4 with dirty: true: the whole call on a dirty CPU scheduler
 #   many    Callbox.call_many/3, 100 calls per dirty scheduler trip
+#   handoff no call: two threads of the VM handing a number back and forth
+#           as the async route's threads do (Callbox.Native.bench_handoff/1),
+#           the floor of any route that runs the call on another thread
 # Each round times 10,000 calls of every variant one after the other; the
 # report is the median over the rounds of each variant's ns per call and of
 # each round's ratio to capi (and the best round's, for reference). The
@@ -49,10 +52,11 @@ for name <- names do
       ns
     end,
     dirty: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], dirty: true) end) end,
-    many: fn -> time.(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end) end
+    many: fn -> time.(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end) end,
+    handoff: fn -> Callbox.Native.bench_handoff(n) end
   }
 
-  order = [:capi, :call, :message, :dirty, :many]
+  order = [:capi, :call, :message, :dirty, :many, :handoff]
   for v <- order, do: run[v].()
 
   results =

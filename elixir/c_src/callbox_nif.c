@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -1173,15 +1174,19 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
   uint64_t spin = __atomic_load_n(&async_spin_ns, __ATOMIC_RELAXED);
   double until = mono_ns() + (double)spin;
   for (unsigned i = 1; __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == ASYNC_WAITING; i++) {
-    if ((i & 63) == 0 && mono_ns() > until) {
+    if (i < 256) { /* a short pure spin, then yield the core between looks */
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (mono_ns() > until) {
       int expected = ASYNC_WAITING;
       if (__atomic_compare_exchange_n(&j->state, &expected, ASYNC_SEND, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
       break; /* done won the race */
     }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    sched_yield();
   }
   async_unguard(j);
   *result = async_reply(env, j);
@@ -1528,6 +1533,53 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   return result;
 }
 
+/* bench_handoff(iterations) -> ns per round trip: two threads of this
+ * process handing a number back and forth, each polling as the async
+ * route does (a short spin, then sched_yield). The floor of any route that
+ * runs a call on another thread, on this machine at this moment; the
+ * benchmark prints it beside the calls. Not for use. */
+static int handoff_req, handoff_resp;
+static long handoff_iters;
+
+static void handoff_wait(int *flag, int want) {
+  for (unsigned k = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != want; k++) {
+    if (k < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+static void *handoff_peer(void *arg) {
+  (void)arg;
+  for (int i = 1; i <= (int)handoff_iters; i++) {
+    handoff_wait(&handoff_req, i);
+    __atomic_store_n(&handoff_resp, i, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static ERL_NIF_TERM nif_bench_handoff(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  long iters;
+  if (!enif_get_long(env, argv[0], &iters) || iters <= 0 || iters > 10000000) return enif_make_badarg(env);
+  handoff_req = handoff_resp = 0;
+  handoff_iters = iters;
+  pthread_t t;
+  if (pthread_create(&t, NULL, handoff_peer, NULL) != 0) return enif_make_badarg(env);
+  double t0 = mono_ns();
+  for (int i = 1; i <= (int)iters; i++) {
+    __atomic_store_n(&handoff_req, i, __ATOMIC_RELEASE);
+    handoff_wait(&handoff_resp, i);
+  }
+  double ns = (mono_ns() - t0) / (double)iters;
+  pthread_join(t, NULL);
+  return enif_make_double(env, ns);
+}
+
 /* async_stats() -> {started, finished, polled}: asynchronous calls handed
  * to the library, those over (replied to, or refused), and those the NIF
  * replied to itself (over within the poll). */
@@ -1676,6 +1728,7 @@ static ErlNifFunc funcs[] = {
     {"async_stats", 0, nif_async_stats, 0},
     {"set_async_spin", 1, nif_set_async_spin, 0},
     {"bench_capi", 4, nif_bench_capi, DIRTY},
+    {"bench_handoff", 1, nif_bench_handoff, DIRTY},
     {"set_guards", 1, nif_set_guards, 0},
     {"set_log_process", 2, nif_set_log_process, DIRTY},
 };

@@ -1,8 +1,12 @@
 // bench: times libcallbox from C, single-threaded: the C API call and the
 // XLA FFI handler on the same callback. Run by ffi/bench_test.go.
-//   bench CONFIG capi|xla CALLBACK ELEMENTS ITERATIONS
+//   bench CONFIG capi|xla|async CALLBACK ELEMENTS ITERATIONS
+// (async: callbox_call_async, the caller spinning on a flag its done
+// function sets, one call after another: the library's own cost of the
+// asynchronous route, without any event loop)
 // prints "ns_per_call <wall ns> cpu_ns_per_call <process CPU ns>", each
 // the fastest of five rounds.
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,16 @@ static void *fake_error_create(void *args) {
   (void)args;
   static int e;
   return &e;
+}
+
+static int async_flag;
+static void async_done(void *user, callbox_error *err) {
+  (void)user;
+  if (err != NULL) {
+    fprintf(stderr, "async call: %s\n", err->text);
+    exit(1);
+  }
+  __atomic_store_n(&async_flag, 1, __ATOMIC_RELEASE);
 }
 
 static double clock_ns(clockid_t c) {
@@ -86,7 +100,7 @@ int main(int argc, char **argv) {
 
   // Five timed rounds after a warm-up; the fastest round is reported
   // (the machine is shared: slower rounds measure the neighbours).
-  int xla = strcmp(mode, "xla") == 0;
+  int xla = strcmp(mode, "xla") == 0, async = strcmp(mode, "async") == 0;
   long per_round = iters / 5 + 1;
   double per = 0, cpu = 0;
   for (int round = -1; round < 5; round++) {
@@ -97,6 +111,13 @@ int main(int argc, char **argv) {
           fprintf(stderr, "xla call failed\n");
           return 1;
         }
+      } else if (async) {
+        __atomic_store_n(&async_flag, 0, __ATOMIC_RELAXED);
+        if ((e = callbox_call_async(host, 0, NULL, name, &in, 1, &out, 1, async_done, NULL)) != NULL) {
+          fprintf(stderr, "call_async: %s\n", e->text);
+          return 1;
+        }
+        for (unsigned k = 1; !__atomic_load_n(&async_flag, __ATOMIC_ACQUIRE); k++) k < 256 ? __builtin_ia32_pause() : (void)sched_yield();
       } else if ((e = callbox_call(host, name, &in, 1, &out, 1)) != NULL) {
         fprintf(stderr, "call: %s\n", e->text);
         return 1;

@@ -81,6 +81,7 @@ defmodule Callbox.Native do
   def async_stats, do: nif!()
   def set_async_spin(_ns), do: nif!()
   def bench_capi(_host, _callback, _inputs, _iterations), do: nif!()
+  def bench_handoff(_iterations), do: nif!()
   def new_guard, do: nif!()
   def tap(_host, _chain, _callback, _inputs), do: nif!()
   def barrier(_host, _chain), do: nif!()
