@@ -7,7 +7,6 @@
 // the fix, and never enters Go. callbox_error_free is pure C for the same
 // reason (a child must be able to free the error it got).
 #include <pthread.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,14 +182,11 @@ static void *cbx_async_worker(void *arg) {
     pthread_mutex_unlock(&cbx_async_mu);
     double until = cbx_now_ns() + CBX_ASYNC_SPIN_NS;
     for (unsigned i = 1; __atomic_load_n(&cbx_async_head, __ATOMIC_ACQUIRE) == NULL; i++) {
-      if (i < 256) {
+      if ((i & 63) != 0) {
         cbx_pause();
         continue;
       }
-      // Past a short pure spin, yield the core between looks: on a machine
-      // with more runnable threads than cores, the caller may need it.
       if (cbx_now_ns() > until) break;
-      sched_yield();
     }
     pthread_mutex_lock(&cbx_async_mu);
     cbx_async_spinning--;

@@ -24,9 +24,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -1174,7 +1174,7 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
   uint64_t spin = __atomic_load_n(&async_spin_ns, __ATOMIC_RELAXED);
   double until = mono_ns() + (double)spin;
   for (unsigned i = 1; __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == ASYNC_WAITING; i++) {
-    if (i < 256) { /* a short pure spin, then yield the core between looks */
+    if ((i & 63) != 0) { /* spin; look at the clock now and then */
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
@@ -1186,7 +1186,6 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
         return 0;
       break; /* done won the race */
     }
-    sched_yield();
   }
   async_unguard(j);
   *result = async_reply(env, j);
@@ -1534,22 +1533,18 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 }
 
 /* bench_handoff(iterations) -> ns per round trip: two threads of this
- * process handing a number back and forth, each polling as the async
- * route does (a short spin, then sched_yield). The floor of any route that
+ * process handing a number back and forth, each spinning as the async
+ * route's pollers do. The floor of any route that
  * runs a call on another thread, on this machine at this moment; the
  * benchmark prints it beside the calls. Not for use. */
 static int handoff_req, handoff_resp;
 static long handoff_iters;
 
 static void handoff_wait(int *flag, int want) {
-  for (unsigned k = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != want; k++) {
-    if (k < 256) {
+  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != want) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-    } else {
-      sched_yield();
-    }
   }
 }
 

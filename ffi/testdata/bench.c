@@ -6,7 +6,6 @@
 // asynchronous route, without any event loop)
 // prints "ns_per_call <wall ns> cpu_ns_per_call <process CPU ns>", each
 // the fastest of five rounds.
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +116,7 @@ int main(int argc, char **argv) {
           fprintf(stderr, "call_async: %s\n", e->text);
           return 1;
         }
-        for (unsigned k = 1; !__atomic_load_n(&async_flag, __ATOMIC_ACQUIRE); k++) k < 256 ? __builtin_ia32_pause() : (void)sched_yield();
+        while (!__atomic_load_n(&async_flag, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
       } else if ((e = callbox_call(host, name, &in, 1, &out, 1)) != NULL) {
         fprintf(stderr, "call: %s\n", e->text);
         return 1;
