@@ -1,13 +1,16 @@
 /*
  * callbox_nif.c - the NIF of the Elixir binding: Callbox.Native over
- * libcallbox's C API (ffi/include/callbox.h, version 1.2 or a later 1.x).
+ * libcallbox's C API (ffi/include/callbox.h, version 1.3 or a later 1.x).
  *
  * libcallbox is not linked: Callbox.Native finds it (CALLBOX_LIB, the priv
  * directory, the repository's build/) and this file dlopens it and looks up
  * every entry, so the NIF loads (and says what is missing) without it.
  *
- * Every entry that reaches a host runs on a dirty CPU scheduler: a guest
- * may run up to its timeout, and a normal scheduler must never block.
+ * A guest may run up to its timeout, and a normal scheduler must never
+ * block: call_async/7 (Callbox.call) hands the call to callbox_call_async from
+ * the normal scheduler and the guest runs on a libcallbox worker thread
+ * (see call_async below); every other entry that reaches a host runs on a
+ * dirty CPU scheduler.
  * Input binaries are passed to the library as they are (their data
  * pointers are the callbox_tensor data; libcallbox copies them into the
  * sandbox once); outputs are binaries allocated at the size

@@ -320,7 +320,7 @@ defmodule Callbox do
   """
   def dtypes, do: Tensor.tables().infos
 
-  @doc "The loaded libcallbox's version, e.g. `\"1.2.0\"`."
+  @doc "The loaded libcallbox's version, e.g. `\"1.3.0\"`."
   def version do
     case Native.version() do
       {:ok, v} -> v
