@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1177,7 +1178,7 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
   uint64_t spin = __atomic_load_n(&async_spin_ns, __ATOMIC_RELAXED);
   double until = mono_ns() + (double)spin;
   for (unsigned i = 1; __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == ASYNC_WAITING; i++) {
-    if ((i & 63) != 0) { /* spin; look at the clock now and then */
+    if (i < 128) { /* a short pure spin, then yield between looks (the worker may share this core) */
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
@@ -1189,6 +1190,7 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
         return 0;
       break; /* done won the race */
     }
+    sched_yield();
   }
   async_unguard(j);
   *result = async_reply(env, j);
@@ -1544,10 +1546,14 @@ static int handoff_req, handoff_resp;
 static long handoff_iters;
 
 static void handoff_wait(int *flag, int want) {
-  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != want) {
+  for (unsigned i = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != want; i++) {
+    if (i < 128) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      sched_yield();
+    }
   }
 }
 
