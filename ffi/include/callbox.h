@@ -382,12 +382,12 @@ callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum)
  * reported later, through done), copies the names and shapes, and
  * returns. The call then runs on a worker thread of the library's (a pool
  * that grows to as many threads as calls in flight at once, at most 1024,
- * beyond which calls queue; 16 MiB stacks, enough for wasmtime guests; a
- * worker done with a call polls for the next one for 20 us before it
- * sleeps, so that calls made one after another find it awake), and when
- * it is over the library calls done(user, err) once, from that thread:
- * err is NULL on success, else an error that done owns (free it with
- * callbox_error_free). A call refused at once returns its error and never
+ * beyond which calls queue; 16 MiB stacks, enough for wasmtime guests;
+ * one worker done with a call polls for the next one for 20 us, yielding
+ * its core between looks, before it sleeps, so that calls made one after
+ * another find it awake), and when it is over the library calls
+ * done(user, err) once, from that thread: err is NULL on success, else
+ * an error that done owns (free it with callbox_error_free). A call refused at once returns its error and never
  * calls done; NULL means done will be called, exactly once.
  *
  * The caller keeps the tensors' data (inputs readable, outputs writable
