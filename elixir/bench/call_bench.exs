@@ -2,10 +2,11 @@
 # the same call through the C API, in the same VM, round by round:
 #   capi    callbox_call in a C loop inside this VM (Callbox.Native.bench_capi/4,
 #           on a dirty scheduler; what ffi/testdata/bench.c measures in its own process)
-#   call    Callbox.call/3: callbox_call_async from a normal scheduler, which
-#           polls 20 us for the call's end before leaving the reply to a message
+#   call    Callbox.call/4 with async: true: callbox_call_async from a normal
+#           scheduler, which polls 20 us for the call's end before leaving the
+#           reply to a message
 #   message the same with no poll: every reply is a message
-#   dirty   Callbox.call/4 with dirty: true: the whole call on a dirty CPU scheduler
+#   dirty   Callbox.call/3 (the default): the whole call on a dirty CPU scheduler
 #   many    Callbox.call_many/3, 100 calls per dirty scheduler trip
 #   handoff no call: two threads of the VM handing a number back and forth
 #           as the async route's threads do (Callbox.Native.bench_handoff/1),
@@ -37,21 +38,21 @@ end
 
 for name <- names do
   [^x] = Callbox.call!(host, name, [x])
-  [^x] = Callbox.call!(host, name, [x], dirty: true)
+  [^x] = Callbox.call!(host, name, [x], async: true)
 
   run = %{
     capi: fn ->
       {:ok, ns} = Callbox.Native.bench_capi(host.ref, name, native, n)
       ns
     end,
-    call: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end) end,
+    call: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end) end,
     message: fn ->
       Callbox.Native.set_async_spin(0)
-      ns = time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end)
+      ns = time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end)
       Callbox.Native.set_async_spin(20_000)
       ns
     end,
-    dirty: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], dirty: true) end) end,
+    dirty: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end) end,
     many: fn -> time.(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end) end,
     handoff: fn -> Callbox.Native.bench_handoff(n) end
   }

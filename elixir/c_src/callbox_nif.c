@@ -7,10 +7,10 @@
  * every entry, so the NIF loads (and says what is missing) without it.
  *
  * A guest may run up to its timeout, and a normal scheduler must never
- * block: call_async/7 (Callbox.call) hands the call to callbox_call_async from
- * the normal scheduler and the guest runs on a libcallbox worker thread
- * (see call_async below); every other entry that reaches a host runs on a
- * dirty CPU scheduler.
+ * block: every entry that reaches a host runs on a dirty CPU scheduler,
+ * except call_async/7 (Callbox.call with async: true), which hands the
+ * call to callbox_call_async from the normal scheduler so that the guest
+ * runs on a libcallbox worker thread (see call_async below).
  * Input binaries are passed to the library as they are (their data
  * pointers are the callbox_tensor data; libcallbox copies them into the
  * sandbox once); outputs are binaries allocated at the size

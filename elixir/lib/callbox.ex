@@ -149,15 +149,18 @@ defmodule Callbox do
   Calls a callback (a name or a content id) on `inputs` and returns its
   results: `{:ok, [%Callbox.Tensor{}]}` or `{:error, %Callbox.Error{}}`.
 
-  The guest runs on a thread of libcallbox's (`callbox_call_async`), not
-  on a BEAM scheduler: the NIF returns at once and the calling process
-  waits in `receive` for the reply (a message tagged with a fresh
-  reference, which the process never sees).
+  The call runs on a dirty CPU scheduler.
 
   Options: `:cancel`, a token from `cancel_token/0`: firing it with
   `cancel/1` stops the call within milliseconds (kind `:canceled`).
-  `dirty: true` runs the call on a dirty CPU scheduler instead (the route
-  before libcallbox 1.3; kept for comparison, elixir/README.md).
+  `async: true` runs the guest on a thread of libcallbox's instead
+  (`callbox_call_async`, C API 1.3): the NIF hands the call over from the
+  normal scheduler, polls up to 20 µs for its end, else the calling
+  process waits in `receive` for the reply (a message tagged with a fresh
+  reference, which the process never sees). It holds no scheduler while
+  the guest runs, so runaways cannot take the dirty schedulers; measured
+  on wazero it costs more per call than the dirty route, on wasmtime
+  (without `+sssdcpu 1024`) less (elixir/README.md, Performance).
   """
   @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
   def call(%Host{ref: ref}, callback, inputs, opts \\ []) do
@@ -226,7 +229,7 @@ defmodule Callbox do
     natives = native_inputs(callback, inputs)
 
     reply =
-      if opts[:dirty] do
+      if !opts[:async] do
         Native.call(ref, chain, callback, natives, token(opts), guard())
       else
         # The call runs on a library thread (callbox_call_async); the NIF

@@ -1,10 +1,9 @@
 defmodule Callbox.AsyncTest do
-  # Callbox.call's route through callbox_call_async: the NIF returns on the
+  # Callbox.call(..., async: true), the route through callbox_call_async: the NIF returns on the
   # normal scheduler, the guest runs on a libcallbox worker thread, and the
   # reply comes back from the NIF's poll or as a message. Many callers at
   # once, a caller killed mid-call, a host closed or dropped with a call in
-  # flight, and the dirty-scheduler route (dirty: true) giving the same
-  # results.
+  # flight, and the default dirty-scheduler route giving the same results.
   use ExUnit.Case, async: false
 
   alias Callbox.{Error, Tensor, TestGuests}
@@ -39,8 +38,8 @@ defmodule Callbox.AsyncTest do
             for i <- 1..20 do
               x = f32(for k <- 1..(p + i), do: p * 1000.0 + i + k)
               cb = if rem(p + i, 2) == 0, do: "copy_f32", else: "copy_wasmtime"
-              assert {:ok, [^x]} = Callbox.call(host, cb, [x])
-              assert {:error, %Error{kind: :guest_error}} = Callbox.call(host, "fail", [x])
+              assert {:ok, [^x]} = Callbox.call(host, cb, [x], async: true)
+              assert {:error, %Error{kind: :guest_error}} = Callbox.call(host, "fail", [x], async: true)
             end
 
             :done
@@ -61,16 +60,19 @@ defmodule Callbox.AsyncTest do
 
   test "a refused call replies at once and starts nothing", %{host: host} do
     {s0, _, _} = Callbox.Native.async_stats()
-    assert {:error, %Error{kind: :unknown_callback}} = Callbox.call(host, "no_such", [f32([1.0])])
-    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [{<<1, 2, 3>>, {:f, 32}, {1}}])
+    assert {:error, %Error{kind: :unknown_callback}} = Callbox.call(host, "no_such", [f32([1.0])], async: true)
+
+    assert {:error, %Error{kind: :invalid_argument}} =
+             Callbox.call(host, "copy_f32", [{<<1, 2, 3>>, {:f, 32}, {1}}], async: true)
+
     {s1, _, _} = Callbox.Native.async_stats()
     assert s1 == s0
   end
 
-  test "the dirty-scheduler route gives the same results", %{host: host} do
+  test "the dirty-scheduler route (the default) gives the same results", %{host: host} do
     x = f32([1.0, 2.0, 3.0])
-    assert Callbox.call(host, "copy_f32", [x]) == Callbox.call(host, "copy_f32", [x], dirty: true)
-    assert {:error, %Error{kind: :timeout}} = Callbox.call(host, "spin", [x], dirty: true)
+    assert Callbox.call(host, "copy_f32", [x]) == Callbox.call(host, "copy_f32", [x], async: true)
+    assert {:error, %Error{kind: :timeout}} = Callbox.call(host, "spin", [x], async: true)
   end
 
   test "a caller killed mid-call: the call is canceled, its reply dropped, the host serves", %{host: host} do
@@ -78,7 +80,12 @@ defmodule Callbox.AsyncTest do
       settled()
       parent = self()
       {_, _, _, _, fired0} = Callbox.Native.closer_stats()
-      pid = spawn(fn -> send(parent, :calling) && Callbox.call(host, cb, [f32([1.0])]) && send(parent, :returned) end)
+
+      pid =
+        spawn(fn ->
+          send(parent, :calling) && Callbox.call(host, cb, [f32([1.0])], async: true) && send(parent, :returned)
+        end)
+
       assert_receive :calling
       Process.sleep(100)
       {s, f, _} = Callbox.Native.async_stats()
@@ -89,18 +96,18 @@ defmodule Callbox.AsyncTest do
       refute_received :returned
       {_, _, _, _, fired1} = Callbox.Native.closer_stats()
       assert fired1 == fired0 + 1
-      assert {:ok, [%{data: <<7.0::float-32-native>>}]} = Callbox.call(host, "copy_f32", [f32([7.0])])
+      assert {:ok, [%{data: <<7.0::float-32-native>>}]} = Callbox.call(host, "copy_f32", [f32([7.0])], async: true)
     end
   end
 
   test "a host closed while a call is in flight: close waits for it, then refuses calls" do
     {:ok, h} = Callbox.open(TestGuests.config_path())
-    task = Task.async(fn -> Callbox.call(h, "spin", [f32([1.0])]) end)
+    task = Task.async(fn -> Callbox.call(h, "spin", [f32([1.0])], async: true) end)
     Process.sleep(50)
     {t, :ok} = :timer.tc(fn -> Callbox.close(h) end)
     assert {:error, %Error{kind: :timeout, callback: "spin"}} = Task.await(task, 5_000)
     assert t > 100_000, "close returned after #{div(t, 1000)} ms, before the call's 250 ms timeout"
-    assert {:error, %Error{kind: :failed_precondition}} = Callbox.call(h, "copy_f32", [f32([1.0])])
+    assert {:error, %Error{kind: :failed_precondition}} = Callbox.call(h, "copy_f32", [f32([1.0])], async: true)
     settled()
   end
 
@@ -113,7 +120,7 @@ defmodule Callbox.AsyncTest do
       spawn(fn ->
         {:ok, h} = Callbox.open(TestGuests.config_path())
         send(parent, :calling)
-        Callbox.call(h, "spin_long", [f32([1.0])])
+        Callbox.call(h, "spin_long", [f32([1.0])], async: true)
       end)
 
     assert_receive :calling, 10_000

@@ -71,9 +71,9 @@ defmodule Callbox.ContainmentTest do
 
       # The NIF's monitor on the caller fired the call's cancel token: the
       # killed call ends within milliseconds instead of running out its
-      # 1.5 s timeout (on a libcallbox worker thread since calls go through
-      # callbox_call_async; async_test.exs checks that it is over at once).
-      # Two runaways after it stop at their own 250 ms.
+      # 1.5 s timeout on a dirty scheduler. Two runaways at once need both
+      # dirty schedulers (the VM has as many as cores: two here), so both
+      # stopping at their own 250 ms means the killed call is gone.
       tasks = for _ <- 1..2, do: Task.async(fn -> :timer.tc(fn -> Callbox.call(host, "spin", [f32([1.0])]) end) end)
 
       for {t, res} <- Enum.map(tasks, &Task.await(&1, 10_000)) do
