@@ -160,7 +160,8 @@ elixir-test: toolchains lib
 	cd elixir && $(ELIXIR_ENV) mix test --no-deps-check
 
 # A 1 KiB call (f32[256], kit.wasm's copy) through the NIF (:timer.tc over
-# 10,000 calls) beside the C API (ffi/testdata/bench.c), on both engines.
+# 10,000 calls) beside the C API (ffi/testdata/bench.c, callbox_call and
+# callbox_call_async), on both engines.
 # ELIXIR_BENCH_ERL passes VM flags (e.g. +sssdcpu 1024: see elixir/README.md).
 ELIXIR_BENCH_ERL ?=
 elixir-bench: lib
@@ -168,5 +169,5 @@ elixir-bench: lib
 	wat2wasm ffi/testdata/kit.wat -o build/elixir-bench/kit.wasm
 	printf 'callbacks:\n  copy_f32:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n  copy_f32_wasmtime:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n    engine: wasmtime\n' > build/elixir-bench/callbox.yaml
 	cc -O2 -o build/elixir-bench/cbench ffi/testdata/bench.c -Ibuild -Lbuild -lcallbox -Wl,-rpath,$(CURDIR)/build
-	@for cb in copy_f32 copy_f32_wasmtime; do printf "C API  %s 1KiB " $$cb; CALLBOX_LOG_LEVEL=error build/elixir-bench/cbench build/elixir-bench/callbox.yaml capi $$cb 256 50000; done
+	@for cb in copy_f32 copy_f32_wasmtime; do for m in capi async; do printf "C API %s %s 1KiB " $$m $$cb; CALLBOX_LOG_LEVEL=error build/elixir-bench/cbench build/elixir-bench/callbox.yaml $$m $$cb 256 50000; done; done
 	cd elixir && MIX_HOME=$(CURDIR)/build/mix HEX_OFFLINE=1 MIX_ENV=prod CALLBOX_LOG_LEVEL=error ELIXIR_ERL_OPTIONS="$(ELIXIR_BENCH_ERL)" mix run bench/call_bench.exs $(CURDIR)/build/elixir-bench/callbox.yaml

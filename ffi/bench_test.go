@@ -274,3 +274,8 @@ func fastestCPU(n int, call func()) float64 {
 	}
 	return best
 }
+
+// BenchmarkTinyCAPIAsync is BenchmarkTinyCAPI through callbox_call_async,
+// the caller spinning until each call's done function has run: what the
+// hand-off to a worker thread and back costs (elixir/README.md).
+func BenchmarkTinyCAPIAsync(b *testing.B) { runCBench(b, "async") }

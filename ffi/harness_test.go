@@ -741,3 +741,40 @@ func TestHarnessLogCallback(t *testing.T) {
 	assert.Equal(t, "1", r.vals["log_lines_after_error_level"], "an info line is below the callback's error level")
 	assert.Equal(t, "1", r.vals["log_lines_after_clear"])
 }
+
+// TestHarnessAsync drives callbox_call_async from C threads: 400 calls on
+// both engines, each reported once with its own right output although the
+// caller freed its tensor structs and shapes when the call returned;
+// refusals that never call done; a guest error and a cancel through done,
+// with no output byte written; a host closed while a call is in flight
+// (close waits for it); a done function that closes its own host.
+func TestHarnessAsync(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "async")
+	r.ok(t, "async_many_err", "async_wrong_count_start", "async_fail_start", "async_cancel_new", "async_cancel_start",
+		"async_cancel_fire", "async_cancel_free", "async_open_2", "async_close_start", "async_close", "async_open_3",
+		"async_done_close_start", "async_close_in_done")
+	assert.Equal(t, "400 calls 0 wrong", r.vals["async_many"])
+	assert.NotContains(t, r.errs, "async_many_start")
+	r.fails(t, "async_unknown_callback", abi.UnknownCallback, "no_such")
+	r.fails(t, "async_bad_host", abi.InvalidArgument, "987654")
+	r.fails(t, "async_bad_token", abi.InvalidArgument, "unknown cancel token")
+	r.fails(t, "async_null_done", abi.InvalidArgument, "done")
+	r.fails(t, "async_bad_tensor", abi.InvalidArgument, "input 0")
+	r.fails(t, "async_wrong_count", abi.InvalidArgument, "")
+	assert.Equal(t, "1", r.vals["async_refused_done_calls"], "done was called only for the call that started")
+	r.fails(t, "async_fail", abi.GuestError, `callback "fail"`)
+	r.fails(t, "async_cancel", abi.Canceled, `callback "spin_long"`)
+	ms, err := strconv.Atoi(r.vals["async_cancel_ms"])
+	require.NoError(t, err)
+	assert.Less(t, ms, 2000, "canceled 100 ms in, not at its 5 s timeout")
+	r.fails(t, "async_in_flight_at_close", abi.Timeout, `callback "spin"`)
+	ms, err = strconv.Atoi(r.vals["async_close_ms"])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, ms, 200, "close waited for the call in flight (spin's 250 ms timeout)")
+	r.fails(t, "async_after_close", abi.FailedPrecondition, "closed")
+	assert.Equal(t, "1 0", r.vals["async_done_close_calls"])
+	r.fails(t, "async_after_done_close", abi.FailedPrecondition, "closed")
+}

@@ -1,54 +1,85 @@
-# A 1 KiB call (f32[256] through kit.wasm's copy) through the NIF, timed with
-# :timer.tc over 10,000 calls per round, fastest of five rounds after a
-# warm-up, per engine; compare with the C API on the same callback
-# (ffi/testdata/bench.c, `make elixir-bench` runs both).
+# A 1 KiB call (f32[256] through kit.wasm's copy) through the NIF beside
+# the same call through the C API, in the same VM, round by round:
+#   capi    callbox_call in a C loop inside this VM (Callbox.Native.bench_capi/4,
+#           on a dirty scheduler; what ffi/testdata/bench.c measures in its own process)
+#   call    Callbox.call/4 with async: true: callbox_call_async from a normal
+#           scheduler, which polls 20 us for the call's end before leaving the
+#           reply to a message
+#   message the same with no poll: every reply is a message
+#   dirty   Callbox.call/3 (the default): the whole call on a dirty CPU scheduler
+#   many    Callbox.call_many/3, 100 calls per dirty scheduler trip
+#   handoff no call: two threads of the VM handing a number back and forth
+#           as the async route's threads do (Callbox.Native.bench_handoff/1),
+#           the floor of any route that runs the call on another thread
+# Each round times 10,000 calls of every variant one after the other; the
+# report is the median over the rounds of each variant's ns per call and of
+# each round's ratio to capi (and the best round's, for reference). The
+# machine is shared and noisy: only the ratios within a round mean much.
 #   mix run bench/call_bench.exs CONFIG [CALLBACK...]
 [config | names] = System.argv()
 names = if names == [], do: ["copy_f32", "copy_f32_wasmtime"], else: names
 {:ok, host} = Callbox.open(config)
 x = Callbox.Tensor.from_list(Enum.map(0..255, &(&1 * 1.0)), {:f, 32})
+native = [{x.data, :f32, {256}}]
 n = 10_000
+rounds = String.to_integer(System.get_env("ROUNDS", "9"))
+batch = List.duplicate([x], 100)
+
+time = fn f ->
+  {t, _} = :timer.tc(f)
+  t * 1000 / n
+end
+
+median = fn list ->
+  s = Enum.sort(list)
+  k = length(s)
+  if rem(k, 2) == 1, do: Enum.at(s, div(k, 2)), else: (Enum.at(s, div(k, 2) - 1) + Enum.at(s, div(k, 2))) / 2
+end
 
 for name <- names do
   [^x] = Callbox.call!(host, name, [x])
+  [^x] = Callbox.call!(host, name, [x], async: true)
 
-  best =
-    for _round <- 0..5 do
-      {t, _} = :timer.tc(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end)
-      t * 1000 / n
+  run = %{
+    capi: fn ->
+      {:ok, ns} = Callbox.Native.bench_capi(host.ref, name, native, n)
+      ns
+    end,
+    call: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end) end,
+    message: fn ->
+      Callbox.Native.set_async_spin(0)
+      ns = time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end)
+      Callbox.Native.set_async_spin(20_000)
+      ns
+    end,
+    dirty: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end) end,
+    many: fn -> time.(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end) end,
+    handoff: fn -> Callbox.Native.bench_handoff(n) end
+  }
+
+  order = [:capi, :call, :message, :dirty, :many, :handoff]
+  for v <- order, do: run[v].()
+
+  results =
+    for _round <- 1..rounds do
+      Map.new(order, fn v -> {v, run[v].()} end)
     end
-    |> tl()
-    |> Enum.min()
 
-  IO.puts("elixir #{name} 1KiB ns_per_call #{Float.round(best, 1)}")
-end
+  for v <- order do
+    ns = Enum.map(results, & &1[v])
+    ratios = Enum.map(results, &(&1[v] / &1.capi))
 
-# The same calls 100 at a time with Callbox.call_many/4: one dirty
-# scheduler trip per 100 calls.
-batch = List.duplicate([x], 100)
-
-for name <- names do
-  best =
-    for _round <- 0..5 do
-      {t, _} = :timer.tc(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end)
-      t * 1000 / n
-    end
-    |> tl()
-    |> Enum.min()
-
-  IO.puts("elixir #{name} 1KiB call_many(100) ns_per_call #{Float.round(best, 1)}")
+    IO.puts(
+      "elixir #{name} 1KiB #{v} median_ns_per_call #{Float.round(median.(ns), 1)} " <>
+        "min #{Float.round(Enum.min(ns), 1)} ratio_to_capi median #{Float.round(median.(ratios), 2)} " <>
+        "best_round #{Float.round(Enum.min(ratios), 2)}"
+    )
+  end
 end
 
 # What the BEAM itself charges: a dirty CPU scheduler round trip that does
 # nothing (erts_debug's dirty_cpu/2 BIF), the floor of any dirty NIF call.
 if function_exported?(:erts_debug, :dirty_cpu, 2) do
-  best =
-    for _round <- 0..5 do
-      {t, _} = :timer.tc(fn -> for _ <- 1..n, do: :erts_debug.dirty_cpu(:wait, 0) end)
-      t * 1000 / n
-    end
-    |> tl()
-    |> Enum.min()
-
-  IO.puts("beam   empty dirty CPU scheduler round trip ns #{Float.round(best, 1)}")
+  ns = for _round <- 1..rounds, do: time.(fn -> for _ <- 1..n, do: :erts_debug.dirty_cpu(:wait, 0) end)
+  IO.puts("beam   empty dirty CPU scheduler round trip median ns #{Float.round(median.(ns), 1)}")
 end

@@ -1,13 +1,16 @@
 /*
  * callbox_nif.c - the NIF of the Elixir binding: Callbox.Native over
- * libcallbox's C API (ffi/include/callbox.h, version 1.2 or a later 1.x).
+ * libcallbox's C API (ffi/include/callbox.h, version 1.3 or a later 1.x).
  *
  * libcallbox is not linked: Callbox.Native finds it (CALLBOX_LIB, the priv
  * directory, the repository's build/) and this file dlopens it and looks up
  * every entry, so the NIF loads (and says what is missing) without it.
  *
- * Every entry that reaches a host runs on a dirty CPU scheduler: a guest
- * may run up to its timeout, and a normal scheduler must never block.
+ * A guest may run up to its timeout, and a normal scheduler must never
+ * block: every entry that reaches a host runs on a dirty CPU scheduler,
+ * except call_async/7 (Callbox.call with async: true), which hands the
+ * call to callbox_call_async from the normal scheduler so that the guest
+ * runs on a libcallbox worker thread (see call_async below).
  * Input binaries are passed to the library as they are (their data
  * pointers are the callbox_tensor data; libcallbox copies them into the
  * sandbox once); outputs are binaries allocated at the size
@@ -24,9 +27,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <erl_nif.h>
 
@@ -54,6 +60,7 @@
   X(callbox_chain_barrier)        \
   X(callbox_chain_reset)          \
   X(callbox_call_cancelable)      \
+  X(callbox_call_async)           \
   X(callbox_cancel_token_new)     \
   X(callbox_cancel_token_fire)    \
   X(callbox_cancel_token_free)    \
@@ -128,6 +135,10 @@ typedef struct {
   callbox_cancel_token token;
   int active; /* under guard_mu */
   int fired;
+  /* The process's own token for its asynchronous calls (call_async/6),
+   * made on its first one, and how many are in flight (under guard_mu). */
+  callbox_cancel_token async_token;
+  int async_active;
 } guard_res;
 
 static ErlNifMutex *guard_mu;
@@ -302,7 +313,22 @@ static void guard_down(ErlNifEnv *env, void *obj, ErlNifPid *pid, ErlNifMonitor 
     g->fired = 1;
     __atomic_add_fetch(&guards_fired, 1, __ATOMIC_RELAXED);
   }
+  if (g->async_active && !g->fired) {
+    callbox_error *e = p_callbox_cancel_token_fire(g->async_token);
+    if (e) p_callbox_error_free(e);
+    g->fired = 1;
+    __atomic_add_fetch(&guards_fired, 1, __ATOMIC_RELAXED);
+  }
   enif_mutex_unlock(guard_mu);
+}
+
+static void guard_dtor(ErlNifEnv *env, void *obj) {
+  (void)env;
+  guard_res *g = obj;
+  if (g->async_token && lib_ready) {
+    callbox_error *e = p_callbox_cancel_token_free(g->async_token);
+    if (e) p_callbox_error_free(e);
+  }
 }
 
 static void token_dtor(ErlNifEnv *env, void *obj) {
@@ -555,7 +581,7 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
   }
 #define LOOKUP(name)                                                                             \
   if ((p_##name = (__typeof__(name) *)dlsym(h, #name)) == NULL) {                                \
-    snprintf(lib_problem, sizeof lib_problem, "%s has no %s: not libcallbox 1.2 (rebuild it: make lib)", p, #name); \
+    snprintf(lib_problem, sizeof lib_problem, "%s has no %s: not libcallbox 1.3 (rebuild it: make lib)", p, #name); \
     return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));                             \
   }
   ENTRIES(LOOKUP)
@@ -921,6 +947,8 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   g->token = 0;
   g->active = 0;
   g->fired = 0;
+  g->async_token = 0;
+  g->async_active = 0;
   ERL_NIF_TERM t = enif_make_resource(env, g);
   if (enif_monitor_process(env, g, &self, &mon) != 0) t = a_nil;
   enif_release_resource(g);
@@ -1046,6 +1074,257 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
   if (has_chain) free_cstr(&chain);
   if (status < 0) return enif_make_badarg(env);
   return status ? enif_make_tuple2(env, a_ok, result) : result;
+}
+
+/* ---- asynchronous calls: callbox_call_async from a normal scheduler ----
+ *
+ * call_async/7 does on the calling (normal) scheduler what takes no guest
+ * time: read the inputs, derive the result types (cached), allocate the
+ * result binaries, and hand the call to callbox_call_async, which returns
+ * at once; the guest runs on a goroutine of the library's. When it is
+ * over, async_done (on that goroutine's thread) sends the caller
+ * {ref, {:ok, outputs} | {:error, e}}. What the call needs until then is
+ * the job's: the input terms copied into a process-independent env (a
+ * refc binary is shared, not copied, so its bytes stay where the tensors
+ * point even if the caller dies), the result binaries, and references on
+ * the host resource (its destructor must not close the host under the
+ * call) and on the caller's guard (whose monitor fires the guard's token
+ * when the caller dies, stopping the guest within milliseconds). */
+typedef struct {
+  ErlNifEnv *env; /* process-independent: the inputs, the ref, then the message */
+  ErlNifPid pid;
+  ERL_NIF_TERM ref;
+  host_res *host;
+  guard_res *guard;
+  int state; /* ASYNC_*, atomic: who replies */
+  callbox_error *err;
+  size_t n;
+  callbox_type *types; /* n, after the job */
+  ErlNifBinary *bins;  /* n, after the types */
+} async_job;
+
+/* Who replies. The NIF polls the job for async_spin_ns (a call that short
+ * then costs no message and no wake-up of the caller's scheduler) while
+ * the state is WAITING; done sets DONE if the NIF is still polling (and
+ * the NIF replies), else the NIF has set SEND and done sends a message. */
+#define ASYNC_WAITING 0
+#define ASYNC_SEND 1
+#define ASYNC_DONE 2
+static uint64_t async_spin_ns = 20000;
+
+static uint64_t async_started, async_finished, async_polled; /* async_stats/0 */
+
+/* The call's reply term in env: {:ok, outputs} or {:error, e}; the result
+ * binaries are the terms' (or released) afterwards. */
+static ERL_NIF_TERM async_reply(ErlNifEnv *env, async_job *j) {
+  if (j->err) {
+    for (size_t i = 0; i < j->n; i++) enif_release_binary(&j->bins[i]);
+    ERL_NIF_TERM e = error_term(env, j->err);
+    j->err = NULL;
+    return e;
+  }
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  for (size_t i = j->n; i-- > 0;) {
+    ERL_NIF_TERM bin = enif_make_binary(env, &j->bins[i]);
+    list = enif_make_list_cell(env,
+                               enif_make_tuple3(env, bin, dtype_by_dl(j->types[i].dtype)->atom,
+                                                shape_tuple(env, j->types[i].ndim, j->types[i].shape)),
+                               list);
+  }
+  return enif_make_tuple2(env, a_ok, list);
+}
+
+/* The caller's guard no longer covers the job's call: before the reply
+ * goes, so that a caller exiting right after it does not fire the guard. */
+static void async_unguard(async_job *j) {
+  if (j->guard) {
+    enif_mutex_lock(guard_mu);
+    j->guard->async_active--;
+    enif_mutex_unlock(guard_mu);
+  }
+}
+
+/* Frees a finished job and drops its references. */
+static void async_release(async_job *j) {
+  enif_free_env(j->env);
+  if (j->guard) enif_release_resource(j->guard);
+  enif_release_resource(j->host);
+  enif_free(j);
+  __atomic_add_fetch(&async_finished, 1, __ATOMIC_RELAXED);
+}
+
+static void async_done(void *user, callbox_error *err) {
+  async_job *j = user;
+  j->err = err;
+  int expected = ASYNC_WAITING;
+  if (__atomic_compare_exchange_n(&j->state, &expected, ASYNC_DONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; /* the NIF is still polling: it replies */
+  ErlNifEnv *env = j->env;
+  async_unguard(j);
+  /* A dead caller: the send fails and the env's terms are freed with it. */
+  enif_send(NULL, &j->pid, env, enif_make_tuple2(env, j->ref, async_reply(env, j)));
+  async_release(j);
+}
+
+static double mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Polls j until its call is done or async_spin_ns pass: 1 with the reply
+ * in *result (j freed), or 0 (the reply will come as a message). */
+static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
+  uint64_t spin = __atomic_load_n(&async_spin_ns, __ATOMIC_RELAXED);
+  double until = mono_ns() + (double)spin;
+  for (unsigned i = 1; __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == ASYNC_WAITING; i++) {
+    if (i < 128) { /* a short pure spin, then yield between looks (the worker may share this core) */
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (mono_ns() > until) {
+      int expected = ASYNC_WAITING;
+      if (__atomic_compare_exchange_n(&j->state, &expected, ASYNC_SEND, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 0;
+      break; /* done won the race */
+    }
+    sched_yield();
+  }
+  async_unguard(j);
+  *result = async_reply(env, j);
+  async_release(j);
+  __atomic_add_fetch(&async_polled, 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+/* call_async(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, ref)
+ *   -> {:ok, outputs} | {:error, e} (the call was refused, or was over within async_spin_ns)
+ *    | :ok (then {ref, {:ok, outputs} | {:error, e}} is sent to the caller) */
+static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  if (!enif_is_ref(env, argv[6])) return enif_make_badarg(env);
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+  ErlNifEnv *jenv = enif_alloc_env();
+  tensor_list in = {0}, out = {0};
+  callbox_type stack[STACK_TENSORS], *types = NULL;
+  async_job *j = NULL;
+  size_t n = 0, allocated = 0;
+  char msg[512];
+  ERL_NIF_TERM result = 0;
+  int bad = 0;
+  if (jenv == NULL) {
+    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the call");
+    goto done;
+  }
+  /* The inputs, read from their copies in the job's env: they live as long as it. */
+  int got = get_tensors(jenv, enif_make_copy(jenv, argv[3]), 1, &in, msg, sizeof msg);
+  if (got < 0) {
+    bad = 1;
+    goto done;
+  }
+  if (got == 0) {
+    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+    goto done;
+  }
+  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, &result)) goto done;
+  j = enif_alloc(sizeof *j + n * (sizeof(callbox_type) + sizeof(ErlNifBinary)));
+  if (j == NULL || !tensors_alloc(&out, n)) {
+    result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the results");
+    goto done;
+  }
+  j->types = (callbox_type *)(j + 1);
+  j->bins = (ErlNifBinary *)(j->types + n);
+  memcpy(j->types, types, n * sizeof *types);
+  for (size_t i = 0; i < n; i++) {
+    const dtype_entry *d = dtype_by_dl(types[i].dtype);
+    uint64_t size = d ? d->bytes : 0;
+    for (int32_t k = 0; k < types[i].ndim; k++) size *= (uint64_t)types[i].shape[k];
+    if (d == NULL || !enif_alloc_binary(size, &j->bins[i])) {
+      snprintf(msg, sizeof msg, "cannot allocate result %zu (%llu bytes)", i, (unsigned long long)size);
+      result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
+      goto done;
+    }
+    allocated++;
+    callbox_tensor *t = &out.t[i];
+    t->data = size ? j->bins[i].data : NULL;
+    t->device.device_type = CALLBOX_DEVICE_CPU;
+    t->ndim = types[i].ndim;
+    t->dtype = types[i].dtype;
+    t->shape = types[i].ndim ? j->types[i].shape : NULL;
+  }
+  j->env = jenv;
+  j->n = n;
+  j->host = r;
+  j->guard = NULL;
+  j->state = ASYNC_WAITING;
+  j->err = NULL;
+  j->ref = enif_make_copy(jenv, argv[6]);
+  if (!enif_self(env, &j->pid)) {
+    bad = 1;
+    goto done;
+  }
+  callbox_cancel_token token = tok ? tok->token : 0;
+  guard_res *g = NULL;
+  if (tok == NULL && __atomic_load_n(&guards_enabled, __ATOMIC_RELAXED) &&
+      enif_get_resource(env, argv[5], guard_type, (void **)&g)) {
+    enif_mutex_lock(guard_mu);
+    if (g->async_token == 0) {
+      callbox_error *e = p_callbox_cancel_token_new(&g->async_token);
+      if (e) {
+        p_callbox_error_free(e);
+        g->async_token = 0;
+      }
+    }
+    if (g->async_token) {
+      g->async_active++;
+      token = g->async_token;
+      j->guard = g;
+    }
+    enif_mutex_unlock(guard_mu);
+  }
+  enif_keep_resource(r);
+  if (j->guard) enif_keep_resource(j->guard);
+  __atomic_add_fetch(&async_started, 1, __ATOMIC_RELAXED);
+  callbox_error *e = p_callbox_call_async(r->handle, token, has_chain ? chain.s : NULL, cb.s, in.t, in.n, out.t, n,
+                                          async_done, j);
+  if (e) { /* refused: done will not be called */
+    __atomic_add_fetch(&async_finished, 1, __ATOMIC_RELAXED);
+    if (j->guard) {
+      enif_mutex_lock(guard_mu);
+      j->guard->async_active--;
+      enif_mutex_unlock(guard_mu);
+      enif_release_resource(j->guard);
+    }
+    enif_release_resource(r);
+    result = error_term(env, e);
+    goto done;
+  }
+  {
+    async_job *mine = j;
+    j = NULL; /* async_done's or async_poll's now */
+    jenv = NULL;
+    allocated = 0;
+    if (!async_poll(env, mine, &result)) result = a_ok;
+  }
+done:
+  if (j) {
+    for (size_t i = 0; i < allocated; i++) enif_release_binary(&j->bins[i]);
+    enif_free(j);
+  }
+  if (jenv) enif_free_env(jenv);
+  if (types && types != stack) enif_free(types);
+  tensors_free(&out);
+  tensors_free(&in);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  return bad ? enif_make_badarg(env) : result;
 }
 
 /* call_many(host, chain | nil, callback, [[{binary, dtype, shape}]], token | nil, guard | nil)
@@ -1185,6 +1464,148 @@ static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
   return e ? error_term(env, e) : a_ok;
 }
 
+/* bench_capi(host, callback, [{binary, dtype, shape}], iterations) -> {:ok, ns_per_call} | {:error, e}:
+ * the C API's own loop (callbox_call, one after another, on this dirty
+ * scheduler or a big-stack thread) inside this VM, so that the benchmark
+ * (bench/call_bench.exs) compares a call through the NIF with the same
+ * call from C in the same process, round by round. Not for use. */
+typedef struct {
+  callbox_host host;
+  const char *cb;
+  tensor_list *in, *out;
+  size_t n;
+  long iters;
+  double ns;
+  callbox_error *err;
+} bench_job;
+
+static void run_bench(void *p) {
+  bench_job *b = p;
+  double t0 = mono_ns();
+  for (long i = 0; i < b->iters && b->err == NULL; i++)
+    b->err = p_callbox_call(b->host, b->cb, b->in->t, b->in->n, b->out->t, b->n);
+  b->ns = (mono_ns() - t0) / (double)b->iters;
+}
+
+static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  host_res *r;
+  cstr cb;
+  long iters;
+  if (!get_host(env, argv[0], &r) || !enif_get_long(env, argv[3], &iters) || iters <= 0 || !get_cstr(env, argv[1], &cb))
+    return enif_make_badarg(env);
+  tensor_list in = {0}, out = {0};
+  callbox_type stack[STACK_TENSORS], *types = NULL;
+  void *bufs[STACK_TENSORS] = {0};
+  size_t n = 0;
+  int wasmtime = 0;
+  char msg[512];
+  ERL_NIF_TERM result;
+  int got = get_tensors(env, argv[2], 1, &in, msg, sizeof msg);
+  if (got <= 0) {
+    result = enif_make_badarg(env);
+  } else if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, &result)) {
+    if (n > STACK_TENSORS || !tensors_alloc(&out, n)) {
+      result = enif_make_badarg(env);
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        const dtype_entry *d = dtype_by_dl(types[i].dtype);
+        uint64_t size = d ? d->bytes : 1;
+        for (int32_t k = 0; k < types[i].ndim; k++) size *= (uint64_t)types[i].shape[k];
+        bufs[i] = enif_alloc(size ? size : 1);
+        callbox_tensor *t = &out.t[i];
+        t->data = size ? bufs[i] : NULL;
+        t->device.device_type = CALLBOX_DEVICE_CPU;
+        t->ndim = types[i].ndim;
+        t->dtype = types[i].dtype;
+        t->shape = types[i].ndim ? types[i].shape : NULL;
+      }
+      bench_job b = {r->handle, cb.s, &in, &out, n, iters, 0, NULL};
+      if (wasmtime)
+        run_on_big_stack(run_bench, &b);
+      else
+        run_bench(&b);
+      result = b.err ? error_term(env, b.err) : enif_make_tuple2(env, a_ok, enif_make_double(env, b.ns));
+      for (size_t i = 0; i < n; i++) enif_free(bufs[i]);
+    }
+    if (types && types != stack) enif_free(types);
+  }
+  tensors_free(&out);
+  tensors_free(&in);
+  free_cstr(&cb);
+  return result;
+}
+
+/* bench_handoff(iterations) -> ns per round trip: two threads of this
+ * process handing a number back and forth, each spinning as the async
+ * route's pollers do. The floor of any route that
+ * runs a call on another thread, on this machine at this moment; the
+ * benchmark prints it beside the calls. Not for use. */
+static int handoff_req, handoff_resp;
+static long handoff_iters;
+
+static void handoff_wait(int *flag, int want) {
+  for (unsigned i = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != want; i++) {
+    if (i < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+static void *handoff_peer(void *arg) {
+  (void)arg;
+  for (int i = 1; i <= (int)handoff_iters; i++) {
+    handoff_wait(&handoff_req, i);
+    __atomic_store_n(&handoff_resp, i, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static ERL_NIF_TERM nif_bench_handoff(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  long iters;
+  if (!enif_get_long(env, argv[0], &iters) || iters <= 0 || iters > 10000000) return enif_make_badarg(env);
+  handoff_req = handoff_resp = 0;
+  handoff_iters = iters;
+  pthread_t t;
+  if (pthread_create(&t, NULL, handoff_peer, NULL) != 0) return enif_make_badarg(env);
+  double t0 = mono_ns();
+  for (int i = 1; i <= (int)iters; i++) {
+    __atomic_store_n(&handoff_req, i, __ATOMIC_RELEASE);
+    handoff_wait(&handoff_resp, i);
+  }
+  double ns = (mono_ns() - t0) / (double)iters;
+  pthread_join(t, NULL);
+  return enif_make_double(env, ns);
+}
+
+/* async_stats() -> {started, finished, polled}: asynchronous calls handed
+ * to the library, those over (replied to, or refused), and those the NIF
+ * replied to itself (over within the poll). */
+static ERL_NIF_TERM nif_async_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  return enif_make_tuple3(env, enif_make_uint64(env, __atomic_load_n(&async_started, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&async_finished, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&async_polled, __ATOMIC_RELAXED)));
+}
+
+/* set_async_spin(ns): how long call_async polls for the call's end before
+ * it returns and lets the reply come as a message (default 20 us; 0: never
+ * poll). */
+static ERL_NIF_TERM nif_set_async_spin(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  ErlNifUInt64 ns;
+  if (!enif_get_uint64(env, argv[0], &ns) || ns > 1000000) return enif_make_badarg(env);
+  __atomic_store_n(&async_spin_ns, ns, __ATOMIC_RELAXED);
+  return a_ok;
+}
+
 /* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs, guards_fired} */
 static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
@@ -1264,7 +1685,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   a_false = enif_make_atom(env, "false");
   host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
   token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
-  ErlNifResourceTypeInit guard_init = {.dtor = NULL, .stop = NULL, .down = guard_down};
+  ErlNifResourceTypeInit guard_init = {.dtor = guard_dtor, .stop = NULL, .down = guard_down};
   guard_type = enif_open_resource_type_x(env, "callbox_call_guard", &guard_init, ERL_NIF_RT_CREATE, NULL);
   closer_mu = enif_mutex_create("callbox_closer");
   closer_cv = enif_cond_create("callbox_closer");
@@ -1299,6 +1720,7 @@ static ErlNifFunc funcs[] = {
     {"output_types", 3, nif_output_types, DIRTY},
     {"call", 6, nif_call, DIRTY},
     {"call_many", 6, nif_call_many, DIRTY},
+    {"call_async", 7, nif_call_async, 0},
     {"new_guard", 0, nif_new_guard, 0},
     {"tap", 4, nif_tap, DIRTY},
     {"barrier", 2, nif_barrier, DIRTY},
@@ -1307,6 +1729,10 @@ static ErlNifFunc funcs[] = {
     {"cancel_token", 0, nif_cancel_token, DIRTY},
     {"cancel", 1, nif_cancel, DIRTY},
     {"closer_stats", 0, nif_closer_stats, 0},
+    {"async_stats", 0, nif_async_stats, 0},
+    {"set_async_spin", 1, nif_set_async_spin, 0},
+    {"bench_capi", 4, nif_bench_capi, DIRTY},
+    {"bench_handoff", 1, nif_bench_handoff, DIRTY},
     {"set_guards", 1, nif_set_guards, 0},
     {"set_log_process", 2, nif_set_log_process, DIRTY},
 };

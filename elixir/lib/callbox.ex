@@ -149,8 +149,18 @@ defmodule Callbox do
   Calls a callback (a name or a content id) on `inputs` and returns its
   results: `{:ok, [%Callbox.Tensor{}]}` or `{:error, %Callbox.Error{}}`.
 
+  The call runs on a dirty CPU scheduler.
+
   Options: `:cancel`, a token from `cancel_token/0`: firing it with
   `cancel/1` stops the call within milliseconds (kind `:canceled`).
+  `async: true` runs the guest on a thread of libcallbox's instead
+  (`callbox_call_async`, C API 1.3): the NIF hands the call over from the
+  normal scheduler, polls up to 20 µs for its end, else the calling
+  process waits in `receive` for the reply (a message tagged with a fresh
+  reference, which the process never sees). It holds no scheduler while
+  the guest runs, so runaways cannot take the dirty schedulers; measured
+  on wazero it costs more per call than the dirty route, on wasmtime
+  (without `+sssdcpu 1024`) less (elixir/README.md, Performance).
   """
   @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
   def call(%Host{ref: ref}, callback, inputs, opts \\ []) do
@@ -216,7 +226,29 @@ defmodule Callbox do
 
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
-    case Native.call(ref, chain, callback, native_inputs(callback, inputs), token(opts), guard()) do
+    natives = native_inputs(callback, inputs)
+
+    reply =
+      if !opts[:async] do
+        Native.call(ref, chain, callback, natives, token(opts), guard())
+      else
+        # The call runs on a library thread (callbox_call_async); the NIF
+        # replies itself when the call is over within its short poll, else
+        # the reply arrives as {tag, reply}.
+        tag = make_ref()
+
+        case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
+          :ok ->
+            receive do
+              {^tag, reply} -> reply
+            end
+
+          reply ->
+            reply
+        end
+      end
+
+    case reply do
       {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
       {:error, e} -> {:error, Error.from_native(e)}
     end
@@ -291,7 +323,7 @@ defmodule Callbox do
   """
   def dtypes, do: Tensor.tables().infos
 
-  @doc "The loaded libcallbox's version, e.g. `\"1.2.0\"`."
+  @doc "The loaded libcallbox's version, e.g. `\"1.3.0\"`."
   def version do
     case Native.version() do
       {:ok, v} -> v

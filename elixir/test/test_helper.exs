@@ -120,6 +120,7 @@ defmodule Callbox.TestGuests do
       entry("ten", "kit.wasm", "copy", "(#{Enum.map_join(1..10, ", ", &"x#{&1}: f32[n]")}) -> f32[n]"),
       entry("bump", "kit.wasm", "bump", "(x: f32[n]) -> s32[]", "    max_instances: 1\n"),
       entry("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]"),
+      entry("copy_wasmtime", "kit.wasm", "copy", "(w: f32[m]) -> f32[m]", "    engine: wasmtime\n"),
       entry("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]"),
       entry("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]") |> String.replace("250ms", "1500ms"),
       entry("spin_wasmtime", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    engine: wasmtime\n")

@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.2.
+ * callbox.h - the C API of libcallbox, version 1.3.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -40,7 +40,8 @@
  *    scheduler's 320 KB does not, and overflowing it kills the process
  *    with SIGSEGV). wazero guests run on Go's own stacks. A call blocks its
  *    thread until it is done, or until a cancel token it was made with
- *    fires (callbox_call_cancelable).
+ *    fires (callbox_call_cancelable); callbox_call_async (since 1.3)
+ *    returns at once and runs the call on a thread of the library's.
  *  - fork(): the library contains the Go runtime, which does not survive
  *    fork() (its threads are not copied). In a child forked from a process
  *    that had loaded the library, every function returns at once, without
@@ -89,7 +90,14 @@ extern "C" {
  *        FFI API 0.2; a fork() child gets FAILED_PRECONDITION from every
  *        entry instead of hanging; cancel tokens (callbox_call_cancelable,
  *        callbox_cancel_on_signal); callbox_set_log_callback; a closed
- *        host releases everything */
+ *        host releases everything
+ *   1.3  callbox_call_batch (a batched call, split over pooled instances
+ *        for callbacks with batching "parallel"; callbox_error appends
+ *        batch_size and batch_element); the XLA handler's batched="true"
+ *        attribute; callbox_call_async: a call that returns at once and
+ *        reports to a done function from a thread of the library's (for
+ *        event loops and VMs whose threads must not block, e.g. an Erlang
+ *        NIF) */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 3
 #define CALLBOX_VERSION_PATCH 0
@@ -269,6 +277,10 @@ typedef struct callbox_callback_info {
   int32_t num_outputs;
 } callbox_callback_info;
 
+/* The function callbox_call_async reports to (since 1.3): err is NULL on
+ * success, else an error the function owns. */
+typedef void (*callbox_done_fn)(void *user, callbox_error *err);
+
 /* The XLA FFI call frame and error (opaque here; see callbox_xla_ffi). */
 struct callbox_xla_call_frame;
 struct callbox_xla_error;
@@ -389,6 +401,37 @@ callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum)
 callbox_error *callbox_call_batch(callbox_host host, callbox_cancel_token cancel, const char *chain,
                                   const char *callback, const callbox_tensor *inputs, size_t num_inputs,
                                   callbox_tensor *outputs, size_t num_outputs);
+
+/* ---- Asynchronous calls (since 1.3) ------------------------------------
+ *
+ * callbox_call_async is callbox_call_cancelable that does not wait: it
+ * checks the arguments it can (host, callback, names, tensors' dtypes,
+ * shapes and data pointers; a count or type the callback does not take is
+ * reported later, through done), copies the names and shapes, and
+ * returns. The call then runs on a worker thread of the library's (a pool
+ * that grows to as many threads as calls in flight at once, at most 1024,
+ * beyond which calls queue; 16 MiB stacks, enough for wasmtime guests;
+ * one worker done with a call polls for the next one for 20 us, yielding
+ * its core between looks, before it sleeps, so that calls made one after
+ * another find it awake), and when it is over the library calls
+ * done(user, err) once, from that thread: err is NULL on success, else
+ * an error that done owns (free it with callbox_error_free). A call refused at once returns its error and never
+ * calls done; NULL means done will be called, exactly once.
+ *
+ * The caller keeps the tensors' data (inputs readable, outputs writable
+ * and untouched) valid until done is called; the inputs and outputs arrays
+ * and their shape and strides arrays may be freed when this returns.
+ * cancel (0: none) and the token's later fire work as for
+ * callbox_call_cancelable; chain NULL is an unordered call, else the
+ * chain's next step (the step is taken in the order the calls start on the
+ * library's threads, which for calls made from different threads is not
+ * the order they were made: wait for one's done before making the next
+ * when the order matters). callbox_close waits for the calls in flight
+ * (not for their done functions): done may close the host. done must not
+ * block for long (it holds a library thread) and must be thread-safe. */
+callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs, callbox_done_fn done, void *user);
 
 /* Runs a callback for its side effect, asynchronously and unordered: the
  * inputs are copied before it returns, the outputs discarded. Its error

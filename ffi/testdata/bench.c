@@ -2,9 +2,16 @@
 // XLA FFI handler on the same callback, and the floor of any entry into
 // the library's Go half (callbox_callback_count: one C-to-Go crossing and
 // a handle lookup). Run by ffi/bench_test.go.
-//   bench CONFIG capi|xla|crossing CALLBACK ELEMENTS ITERATIONS
+//   bench CONFIG capi|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS
+// (async: callbox_call_async, the caller spinning on a flag its done
+// function sets, one call after another: the library's own cost of the
+// asynchronous route, without any event loop; phases: callbox_call and
+// callbox_call_async alternately, each call timed alone, printing the
+// medians of the sync call, of handing the async call over, and of the
+// time from its hand-over to its done function)
 // prints "ns_per_call <wall ns> cpu_ns_per_call <process CPU ns>", each
 // the fastest of five rounds.
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +27,24 @@ static void *fake_error_create(void *args) {
   return &e;
 }
 
+static int async_flag;
+static double async_done_at;
+static double clock_ns(clockid_t c);
+// async_wait spins a little, then yields between looks (the worker may
+// need this core), until the done function has run.
+static void async_wait(void) {
+  for (unsigned i = 1; !__atomic_load_n(&async_flag, __ATOMIC_ACQUIRE); i++) i < 128 ? __builtin_ia32_pause() : (void)sched_yield();
+}
+static void async_done(void *user, callbox_error *err) {
+  (void)user;
+  async_done_at = clock_ns(CLOCK_MONOTONIC);
+  if (err != NULL) {
+    fprintf(stderr, "async call: %s\n", err->text);
+    exit(1);
+  }
+  __atomic_store_n(&async_flag, 1, __ATOMIC_RELEASE);
+}
+
 static double clock_ns(clockid_t c) {
   struct timespec ts;
   clock_gettime(c, &ts);
@@ -29,9 +54,43 @@ static double clock_ns(clockid_t c) {
 static void put64(uint8_t *p, size_t off, uint64_t v) { memcpy(p + off, &v, 8); }
 static void putp(uint8_t *p, size_t off, const void *v) { memcpy(p + off, &v, 8); }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+// phases times callbox_call and callbox_call_async alternately, call by
+// call, and prints the medians: sync, handover (callbox_call_async's
+// return), to_done (from its return to its done function).
+static int phases(callbox_host host, const char *name, callbox_tensor *in, callbox_tensor *out, long iters) {
+  double *sync = calloc((size_t)iters, sizeof(double)), *hand = calloc((size_t)iters, sizeof(double)),
+         *done = calloc((size_t)iters, sizeof(double));
+  for (long i = 0; i < iters; i++) {
+    double t0 = clock_ns(CLOCK_MONOTONIC);
+    callbox_error *e = callbox_call(host, name, in, 1, out, 1);
+    sync[i] = clock_ns(CLOCK_MONOTONIC) - t0;
+    __atomic_store_n(&async_flag, 0, __ATOMIC_RELAXED);
+    t0 = clock_ns(CLOCK_MONOTONIC);
+    if (e == NULL) e = callbox_call_async(host, 0, NULL, name, in, 1, out, 1, async_done, NULL);
+    double t1 = clock_ns(CLOCK_MONOTONIC);
+    if (e != NULL) {
+      fprintf(stderr, "call: %s\n", e->text);
+      return 1;
+    }
+    async_wait();
+    hand[i] = t1 - t0;
+    done[i] = async_done_at - t1;  // may be negative: done before the hand-over returned
+  }
+  qsort(sync, (size_t)iters, sizeof(double), cmp_double);
+  qsort(hand, (size_t)iters, sizeof(double), cmp_double);
+  qsort(done, (size_t)iters, sizeof(double), cmp_double);
+  printf("sync_ns %.0f handover_ns %.0f to_done_ns %.0f\n", sync[iters / 2], hand[iters / 2], done[iters / 2]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: bench CONFIG capi|xla|crossing CALLBACK ELEMENTS ITERATIONS\n");
+    fprintf(stderr, "usage: bench CONFIG capi|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS\n");
     return 2;
   }
   const char *mode = argv[2], *name = argv[3];
@@ -88,8 +147,9 @@ int main(int argc, char **argv) {
 
   // Five timed rounds after a warm-up; the fastest round is reported
   // (the machine is shared: slower rounds measure the neighbours).
-  int xla = strcmp(mode, "xla") == 0, crossing = strcmp(mode, "crossing") == 0;
+  int xla = strcmp(mode, "xla") == 0, crossing = strcmp(mode, "crossing") == 0, async = strcmp(mode, "async") == 0;
   size_t count = 0;
+  if (strcmp(mode, "phases") == 0) return phases(host, name, &in, &out, iters);
   long per_round = iters / 5 + 1;
   double per = 0, cpu = 0;
   for (int round = -1; round < 5; round++) {
@@ -105,6 +165,13 @@ int main(int argc, char **argv) {
           fprintf(stderr, "xla call failed\n");
           return 1;
         }
+      } else if (async) {
+        __atomic_store_n(&async_flag, 0, __ATOMIC_RELAXED);
+        if ((e = callbox_call_async(host, 0, NULL, name, &in, 1, &out, 1, async_done, NULL)) != NULL) {
+          fprintf(stderr, "call_async: %s\n", e->text);
+          return 1;
+        }
+        async_wait();
       } else if ((e = callbox_call(host, name, &in, 1, &out, 1)) != NULL) {
         fprintf(stderr, "call: %s\n", e->text);
         return 1;

@@ -75,6 +75,13 @@ defmodule Callbox.Native do
   def output_types(_host, _callback, _types), do: nif!()
   def call(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
   def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
+  # call_async(...): the reply ({:ok, outs} | {:error, e}: refused, or over
+  # within the poll), or :ok, and then {ref, reply} arrives.
+  def call_async(_host, _chain, _callback, _inputs, _token, _guard, _ref), do: nif!()
+  def async_stats, do: nif!()
+  def set_async_spin(_ns), do: nif!()
+  def bench_capi(_host, _callback, _inputs, _iterations), do: nif!()
+  def bench_handoff(_iterations), do: nif!()
   def new_guard, do: nif!()
   def tap(_host, _chain, _callback, _inputs), do: nif!()
   def barrier(_host, _chain), do: nif!()

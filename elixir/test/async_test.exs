@@ -1,0 +1,143 @@
+defmodule Callbox.AsyncTest do
+  # Callbox.call(..., async: true), the route through callbox_call_async: the NIF returns on the
+  # normal scheduler, the guest runs on a libcallbox worker thread, and the
+  # reply comes back from the NIF's poll or as a message. Many callers at
+  # once, a caller killed mid-call, a host closed or dropped with a call in
+  # flight, and the default dirty-scheduler route giving the same results.
+  use ExUnit.Case, async: false
+
+  alias Callbox.{Error, Tensor, TestGuests}
+
+  setup_all do
+    {:ok, host} = Callbox.open(TestGuests.config_path())
+    %{host: host}
+  end
+
+  defp f32(list), do: Tensor.from_list(list, {:f, 32})
+
+  # Waits until every asynchronous call handed to the library is over.
+  defp settled(tries \\ 100) do
+    {started, finished, _} = Callbox.Native.async_stats()
+
+    cond do
+      started == finished -> :ok
+      tries == 0 -> flunk("#{started - finished} asynchronous calls still in flight")
+      true -> Process.sleep(20) && settled(tries - 1)
+    end
+  end
+
+  test "many processes calling at once each get their own results, polled or by message", %{host: host} do
+    {s0, _, _} = Callbox.Native.async_stats()
+
+    for spin <- [20_000, 0] do
+      Callbox.Native.set_async_spin(spin)
+
+      tasks =
+        for p <- 1..64 do
+          Task.async(fn ->
+            for i <- 1..20 do
+              x = f32(for k <- 1..(p + i), do: p * 1000.0 + i + k)
+              cb = if rem(p + i, 2) == 0, do: "copy_f32", else: "copy_wasmtime"
+              assert {:ok, [^x]} = Callbox.call(host, cb, [x], async: true)
+              assert {:error, %Error{kind: :guest_error}} = Callbox.call(host, "fail", [x], async: true)
+            end
+
+            :done
+          end)
+        end
+
+      assert Enum.map(tasks, &Task.await(&1, 60_000)) == List.duplicate(:done, 64)
+    end
+
+    Callbox.Native.set_async_spin(20_000)
+    settled()
+    {s1, f1, _} = Callbox.Native.async_stats()
+    assert s1 - s0 == 2 * 64 * 20 * 2
+    assert f1 == s1
+    # no reply is left behind in a caller's mailbox
+    assert {:messages, []} = Process.info(self(), :messages)
+  end
+
+  test "a refused call replies at once and starts nothing", %{host: host} do
+    {s0, _, _} = Callbox.Native.async_stats()
+    assert {:error, %Error{kind: :unknown_callback}} = Callbox.call(host, "no_such", [f32([1.0])], async: true)
+
+    assert {:error, %Error{kind: :invalid_argument}} =
+             Callbox.call(host, "copy_f32", [{<<1, 2, 3>>, {:f, 32}, {1}}], async: true)
+
+    {s1, _, _} = Callbox.Native.async_stats()
+    assert s1 == s0
+  end
+
+  test "the dirty-scheduler route (the default) gives the same results", %{host: host} do
+    x = f32([1.0, 2.0, 3.0])
+    assert Callbox.call(host, "copy_f32", [x]) == Callbox.call(host, "copy_f32", [x], async: true)
+    assert {:error, %Error{kind: :timeout}} = Callbox.call(host, "spin", [x], async: true)
+  end
+
+  test "a caller killed mid-call: the call is canceled, its reply dropped, the host serves", %{host: host} do
+    for cb <- ["spin_long", "spin_wasmtime"] do
+      settled()
+      parent = self()
+      {_, _, _, _, fired0} = Callbox.Native.closer_stats()
+
+      pid =
+        spawn(fn ->
+          send(parent, :calling) && Callbox.call(host, cb, [f32([1.0])], async: true) && send(parent, :returned)
+        end)
+
+      assert_receive :calling
+      Process.sleep(100)
+      {s, f, _} = Callbox.Native.async_stats()
+      assert s == f + 1, "the call is in flight"
+      {t, _} = :timer.tc(fn -> Process.exit(pid, :kill) && settled() end)
+      # canceled within milliseconds, not at its 1.5 s timeout
+      assert t < 1_000_000, "the killed call ran #{div(t, 1000)} ms more"
+      refute_received :returned
+      {_, _, _, _, fired1} = Callbox.Native.closer_stats()
+      assert fired1 == fired0 + 1
+      assert {:ok, [%{data: <<7.0::float-32-native>>}]} = Callbox.call(host, "copy_f32", [f32([7.0])], async: true)
+    end
+  end
+
+  test "a host closed while a call is in flight: close waits for it, then refuses calls" do
+    {:ok, h} = Callbox.open(TestGuests.config_path())
+    task = Task.async(fn -> Callbox.call(h, "spin", [f32([1.0])], async: true) end)
+    Process.sleep(50)
+    {t, :ok} = :timer.tc(fn -> Callbox.close(h) end)
+    assert {:error, %Error{kind: :timeout, callback: "spin"}} = Task.await(task, 5_000)
+    assert t > 100_000, "close returned after #{div(t, 1000)} ms, before the call's 250 ms timeout"
+    assert {:error, %Error{kind: :failed_precondition}} = Callbox.call(h, "copy_f32", [f32([1.0])], async: true)
+    settled()
+  end
+
+  test "a host dropped while a call is in flight stays open until the call is over" do
+    parent = self()
+    {_, closed0, _, _, _} = Callbox.Native.closer_stats()
+
+    # The host is referenced only by the caller; the caller is killed mid-call.
+    pid =
+      spawn(fn ->
+        {:ok, h} = Callbox.open(TestGuests.config_path())
+        send(parent, :calling)
+        Callbox.call(h, "spin_long", [f32([1.0])], async: true)
+      end)
+
+    assert_receive :calling, 10_000
+    Process.sleep(100)
+    Process.exit(pid, :kill)
+    settled()
+    :erlang.garbage_collect()
+    wait_closed(closed0, 100)
+  end
+
+  defp wait_closed(closed0, tries) do
+    {pending, closed, _, _, _} = Callbox.Native.closer_stats()
+
+    cond do
+      pending == 0 and closed > closed0 -> :ok
+      tries == 0 -> flunk("the dropped host was not closed")
+      true -> Process.sleep(50) && wait_closed(closed0, tries - 1)
+    end
+  end
+end
