@@ -53,7 +53,7 @@ import (
 
 // Version changes whenever the rewrite's output changes; caches of
 // rewritten or compiled modules include it in their keys.
-const Version = 4
+const Version = 5
 
 // Names of the injected imports and exports.
 const (
@@ -116,6 +116,10 @@ type Options struct {
 	// control instructions (block, loop, if, try, try_table) than this:
 	// wazero's compile time grows with their square (ErrTooManyBlocks).
 	MaxBlocks int
+
+	// inline keeps every loop's check inline (the shape before Version
+	// 5), for tests that compare the two shapes.
+	inline bool
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
@@ -208,6 +212,7 @@ type rewriter struct {
 	body   writer
 	points []int
 	costs  []int64
+	frames []int
 }
 
 // shift maps an original function index to its index after the rewrite.
@@ -810,7 +815,7 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	points := append(m.points[:0], code)
 	costs := append(m.costs[:0], 0)
 	defer func() { m.points, m.costs = points, costs }()
-	blocks, bulk := 0, false
+	blocks, bulk, handlers := 0, false, false
 	for r.pos < last && r.err == nil {
 		start := r.pos
 		op := r.b[r.pos]
@@ -826,6 +831,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 			if op == 0x03 { // loop: a new segment starts after its block type
 				points = append(points, r.pos)
 				costs = append(costs, 0)
+			}
+			if op == 0x06 || op == 0x1f {
+				handlers = true
 			}
 		case 0x40: // memory.grow
 			bulk = true
@@ -847,7 +855,16 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1}
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0]}
+	defer func() { m.frames = ins.frames }()
+	// Loops get the retry shape (inserter.copyControl) unless the function
+	// has exception handlers, whose labels (catch clauses, delegate,
+	// rethrow) the relabeling does not follow, or the shape's two extra
+	// blocks per loop would take it past MaxBlocks: wazero's compile time
+	// grows with the square of a function's blocks, and this keeps the
+	// rewrite's worst case where the inline shape had it.
+	loops := len(points) - 1
+	ins.retry = meter && !handlers && !m.opts.inline && (m.opts.MaxBlocks <= 0 || blocks+2*loops <= m.opts.MaxBlocks)
 	if meter && (len(points) > 1 || bulk) {
 		ins.local = int64(numLocals)
 		lr := &reader{b: fn}
@@ -882,6 +899,18 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r = &reader{b: fn, pos: code}
 	next := 1
 	for r.pos < last {
+		if ins.retry {
+			copied, checked, err := ins.copyControl(r, w, costs, next)
+			if err != nil {
+				return nil, err
+			}
+			if checked {
+				next++
+			}
+			if copied {
+				continue
+			}
+		}
 		if err := ins.copyInstr(r, w); err != nil {
 			return nil, err
 		}
@@ -904,6 +933,136 @@ type inserter struct {
 	frame int64
 	local int64 // the budget's local index, or -1 when the global is used directly
 	tmp   int64 // the first of two i32 scratch locals for bulk charges, or -1
+	// retry: loops get the retry shape, and branch labels are renumbered
+	// past the added loops.
+	retry bool
+	// frames holds, for each open block of the original code, the labels
+	// added around it (1 for a loop in the retry shape, else 0).
+	frames []int
+}
+
+// copyControl copies the instruction at r when it is a control
+// instruction whose labels the retry shape affects, and reports whether
+// it was a loop given that shape (whose check it emitted, charging
+// costs[next]). Other instructions are left for copyInstr.
+//
+// A loop with no parameters becomes
+//
+//	loop $retry (bt)                      ;; added, same block type
+//	  (if (i64.lt_s (local.get $b) (i64.const 0))
+//	    (local.set $b (i64.add (call $refill (local.get $b)) (i64.const cost))))
+//	  loop $l (bt)                         ;; the original
+//	    (local.set $b (i64.sub (local.get $b) (i64.const cost)))
+//	    (br_if $retry (i64.lt_s (local.get $b) (i64.const 0)))
+//	    ...body...
+//	  end
+//	end
+//
+// so the hot loop holds no call: compilers that spill every value live
+// across a call (wazero's register allocator) keep the loop's values in
+// registers. Leaving the loop at its header and entering it again is
+// exact — a loop without parameters carries its state in locals — and the
+// refilled budget gets the iteration's cost back, since the loop charges
+// it again: fuel counts are those of the inline shape.
+func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (copied, checked bool, err error) {
+	start := r.pos
+	switch op := r.b[r.pos]; op {
+	case 0x02, 0x04: // block, if
+		in.frames = append(in.frames, 0)
+	case 0x03: // loop
+		r.pos++
+		bt := r.pos
+		r.skipBlockType()
+		if r.err != nil {
+			return false, false, r.err
+		}
+		if in.local < 0 || next >= len(costs) || in.blockParams(r.b[bt:r.pos]) {
+			in.frames = append(in.frames, 0)
+			r.pos = start
+			return false, false, nil
+		}
+		cost := costs[next]
+		l := uint32(in.local)
+		w.byte(0x03)
+		w.raw(r.b[bt:r.pos])
+		w.raw([]byte{0x02, 0x40}) // block
+		w.byte(0x20)
+		w.u32(l)
+		w.raw([]byte{0x42, 0x00, 0x59, 0x0d, 0x00}) // i64.const 0; i64.ge_s; br_if 0
+		w.byte(0x20)
+		w.u32(l)
+		w.byte(0x10)
+		w.u32(in.m.refillFunc)
+		w.byte(0x42)
+		w.s64(cost)
+		w.byte(0x7c) // i64.add
+		w.byte(0x21)
+		w.u32(l)
+		w.byte(0x0b)
+		w.byte(0x03)
+		w.raw(r.b[bt:r.pos])
+		w.byte(0x20)
+		w.u32(l)
+		w.byte(0x42)
+		w.s64(cost)
+		w.byte(0x7d) // i64.sub
+		w.byte(0x22)
+		w.u32(l)                                                      // local.tee
+		w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40, 0x0c, 0x02, 0x0b}) // i64.const 0; i64.lt_s; if; br 2; end
+		in.frames = append(in.frames, 1)
+		return true, true, nil
+	case 0x0b: // end of a block (the function's own end is not copied here)
+		if len(in.frames) == 0 {
+			return false, false, unsupported("unbalanced end")
+		}
+		added := in.frames[len(in.frames)-1]
+		in.frames = in.frames[:len(in.frames)-1]
+		w.byte(0x0b)
+		for ; added > 0; added-- {
+			w.byte(0x0b)
+		}
+		r.pos++
+		return true, false, nil
+	case 0x0c, 0x0d: // br, br_if
+		r.pos++
+		d := r.u32()
+		w.byte(op)
+		w.u32(in.label(d))
+		return true, false, r.err
+	case 0x0e: // br_table
+		r.pos++
+		n := r.u32()
+		if r.err != nil {
+			return false, false, r.err
+		}
+		w.byte(op)
+		w.u32(n)
+		for k := uint64(0); k <= uint64(n) && r.err == nil; k++ {
+			w.u32(in.label(r.u32()))
+		}
+		return true, false, r.err
+	}
+	return false, false, nil
+}
+
+// label renumbers a branch's label depth past the labels added inside it.
+func (in *inserter) label(d uint32) uint32 {
+	out := d
+	for k := 0; k < int(d) && k < len(in.frames); k++ {
+		out += uint32(in.frames[len(in.frames)-1-k])
+	}
+	return out
+}
+
+// blockParams reports whether a block type (its encoding) takes
+// parameters.
+func (in *inserter) blockParams(bt []byte) bool {
+	if len(bt) == 1 && (bt[0] == 0x40 || bt[0] >= 0x6f) || len(bt) > 0 && (bt[0] == 0x63 || bt[0] == 0x64) {
+		return false
+	}
+	r := &reader{b: bt}
+	idx := int64(r.leb(5)) // s33, non-negative for a type index
+	return idx < 0 || int(idx) >= len(in.m.types) || in.m.types[idx].params > 0
 }
 
 // How a 0xfc-prefixed operation is charged beyond its one unit.
