@@ -49,6 +49,7 @@ package meter
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Version changes whenever the rewrite's output changes; caches of
@@ -158,6 +159,7 @@ type section struct {
 
 type funcType struct {
 	params  uint32
+	ptypes  []byte // each parameter's type's first byte
 	results []byte // raw value type encodings, one entry each
 }
 
@@ -213,6 +215,7 @@ type rewriter struct {
 	points []int
 	costs  []int64
 	frames []int
+	ltypes []byte
 }
 
 // shift maps an original function index to its index after the rewrite.
@@ -235,6 +238,9 @@ func (m *rewriter) scan(secs []section) error {
 				}
 				var t funcType
 				for k := r.u32(); k > 0 && r.err == nil; k-- {
+					if r.pos < len(r.b) {
+						t.ptypes = append(t.ptypes, r.b[r.pos])
+					}
 					r.skipValType()
 					t.params++
 				}
@@ -795,8 +801,16 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r := &reader{b: fn}
 	numLocals := uint64(typ.params)
 	groups := r.u32()
+	ltypes := append(m.ltypes[:0], typ.ptypes...)
+	defer func() { m.ltypes = ltypes }()
 	for n := groups; n > 0 && r.err == nil; n-- {
-		numLocals += uint64(r.u32())
+		k := r.u32()
+		numLocals += uint64(k)
+		if r.pos < len(r.b) && len(ltypes)+int(k) <= 1<<16 {
+			for c := r.b[r.pos]; k > 0; k-- {
+				ltypes = append(ltypes, c)
+			}
+		}
 		r.skipValType()
 	}
 	if r.err != nil {
@@ -855,7 +869,7 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0]}
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0], ltypes: ltypes}
 	defer func() { m.frames = ins.frames }()
 	// Loops get the retry shape (inserter.copyControl) unless the function
 	// has exception handlers, whose labels (catch clauses, delegate,
@@ -939,6 +953,9 @@ type inserter struct {
 	// frames holds, for each open block of the original code, the labels
 	// added around it (1 for a loop in the retry shape, else 0).
 	frames []int
+	// ltypes is the first byte of each local's type, parameters first
+	// (may be short for functions with more than 65,536 locals).
+	ltypes []byte
 }
 
 // copyControl copies the instruction at r when it is a control
@@ -999,6 +1016,9 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		w.byte(0x21)
 		w.u32(l)
 		w.byte(0x0b)
+		if !slices.Contains(in.frames, 1) {
+			in.touch(w, r.b, r.pos, l)
+		}
 		w.byte(0x03)
 		w.raw(r.b[bt:r.pos])
 		w.byte(0x20)
@@ -1043,6 +1063,74 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		return true, false, r.err
 	}
 	return false, false, nil
+}
+
+// maxTouched bounds the locals touch reads before one loop.
+const maxTouched = 12
+
+// touch emits, before a loop whose body starts at b[pos], a read of each
+// scalar local the loop reads (at most maxTouched, in order of first
+// read), folded into nothing: (local.set $b (i64.add (local.get $b)
+// (i64.extend_i32_u (i32.and (i32.or x...) (i32.const 0))))). It runs once
+// per entry into the loop, not per iteration. Its purpose is the register
+// allocator's: wazero's reloads a value that lives across a call (the
+// refill just before) at each use, and a loop header inherits the
+// registers of the block before it, so a value first used inside the loop
+// would be reloaded from the stack on every iteration; read once here, it
+// enters the loop in a register.
+func (in *inserter) touch(w *writer, b []byte, pos int, budget uint32) {
+	r := &reader{b: b, pos: pos}
+	var seen [maxTouched]uint32
+	n := 0
+	for depth := 1; depth > 0 && r.more() && n < maxTouched; {
+		op := r.b[r.pos]
+		start := r.pos
+		if r.skipInstr() != nil {
+			return
+		}
+		switch op {
+		case 0x02, 0x03, 0x04, 0x06, 0x1f:
+			depth++
+		case 0x0b:
+			depth--
+		case 0x20, 0x22: // local.get, local.tee
+			lr := &reader{b: b, pos: start + 1}
+			x := lr.u32()
+			if int(x) >= len(in.ltypes) || uint32(x) == budget || slices.Contains(seen[:n], x) {
+				continue
+			}
+			switch in.ltypes[x] {
+			case 0x7f, 0x7e, 0x7d, 0x7c:
+				seen[n] = x
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	for k, x := range seen[:n] {
+		w.byte(0x20)
+		w.u32(x)
+		switch in.ltypes[x] {
+		case 0x7e:
+			w.byte(0xa7) // i32.wrap_i64
+		case 0x7d:
+			w.byte(0xbc) // i32.reinterpret_f32
+		case 0x7c:
+			w.byte(0xbd) // i64.reinterpret_f64
+			w.byte(0xa7)
+		}
+		if k > 0 {
+			w.byte(0x72) // i32.or
+		}
+	}
+	w.raw([]byte{0x41, 0x00, 0x71, 0xad}) // i32.const 0; i32.and; i64.extend_i32_u
+	w.byte(0x20)
+	w.u32(budget)
+	w.byte(0x7c) // i64.add
+	w.byte(0x21)
+	w.u32(budget)
 }
 
 // label renumbers a branch's label depth past the labels added inside it.

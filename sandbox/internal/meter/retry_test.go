@@ -100,12 +100,12 @@ func TestRetryShapeLoops(t *testing.T) {
 	src := `(module (func (export "run") (param i32) (loop $l (br_if $l (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))))`
 	out, err := Instrument(wat.Must(src), Options{Meter: true, StackLimit: 1 << 20})
 	require.NoError(t, err)
-	// Two loops now: the retry loop, then the original, whose body starts
-	// with the charge and the exit to the retry loop, and holds no call.
+	// Two loops now: the retry loop (its refill, then the reads of the
+	// loop's locals), then the original, which holds no call.
 	code := string(out)
 	i := indexAfter(code, "\x03\x40\x02\x40") // loop; block
 	require.GreaterOrEqual(t, i, 0, "retry loop and its refill block")
-	j := indexAfter(code[i:], "\x0b\x03\x40") // end of the refill block; loop
+	j := indexAfter(code[i:], "\x03\x40") // the next loop: the original
 	require.GreaterOrEqual(t, j, 0, "the original loop")
 	inner := code[i+j:]
 	k := indexAfter(inner, "\x0b\x0b") // the loop's end and the retry loop's
