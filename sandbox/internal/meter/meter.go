@@ -14,7 +14,10 @@
 //     grants another slice. Every path that can run long passes a check — a
 //     loop iterates through its header, recursion through function entries —
 //     so the host gets control at least once per slice, on the guest's
-//     thread, with no goroutine, signal or scheduler involved.
+//     thread, with no goroutine, signal or scheduler involved. A loop's
+//     check leaves the loop for an added outer loop that calls the refill
+//     and enters it again (inserter.copyControl), so the loop itself holds
+//     no call.
 //
 //   - the stack counter (StackExport) starts at minus the stack limit in
 //     bytes. Each function adds an estimate of its frame size on entry
