@@ -76,6 +76,16 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("metered module charged %d", used)
 		}
 
+		// The inline shape (every check inside its loop) charges the same.
+		inline, err := Instrument(plain, Options{Meter: true, StackLimit: 1 << 20, GrowHook: true, inline: true})
+		if err != nil {
+			t.Fatalf("Instrument inline: %v\n%s", err, src)
+		}
+		m.reset(1 << 62)
+		if got, err := run(ctx, rt, inline, arg, m); err != nil || got.result != want.result || m.used(got.budget) != used {
+			t.Fatalf("inline shape: err %v, %+v (want %+v), used %d (retry shape %d)\n%s", err, got.result, want.result, m.used(got.budget), used, src)
+		}
+
 		// Exactly that budget: no refill, nothing left.
 		m.reset(0)
 		m.grant = used

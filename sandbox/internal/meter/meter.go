@@ -14,7 +14,10 @@
 //     grants another slice. Every path that can run long passes a check — a
 //     loop iterates through its header, recursion through function entries —
 //     so the host gets control at least once per slice, on the guest's
-//     thread, with no goroutine, signal or scheduler involved.
+//     thread, with no goroutine, signal or scheduler involved. A loop's
+//     check leaves the loop for an added outer loop that calls the refill
+//     and enters it again (inserter.copyControl), so the loop itself holds
+//     no call.
 //
 //   - the stack counter (StackExport) starts at minus the stack limit in
 //     bytes. Each function adds an estimate of its frame size on entry
@@ -49,11 +52,12 @@ package meter
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Version changes whenever the rewrite's output changes; caches of
 // rewritten or compiled modules include it in their keys.
-const Version = 4
+const Version = 5
 
 // Names of the injected imports and exports.
 const (
@@ -116,6 +120,10 @@ type Options struct {
 	// control instructions (block, loop, if, try, try_table) than this:
 	// wazero's compile time grows with their square (ErrTooManyBlocks).
 	MaxBlocks int
+
+	// inline keeps every loop's check inline (the shape before Version
+	// 5), for tests that compare the two shapes.
+	inline bool
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.
@@ -154,6 +162,7 @@ type section struct {
 
 type funcType struct {
 	params  uint32
+	ptypes  []byte // each parameter's type's first byte
 	results []byte // raw value type encodings, one entry each
 }
 
@@ -208,6 +217,8 @@ type rewriter struct {
 	body   writer
 	points []int
 	costs  []int64
+	frames []int
+	ltypes []byte
 }
 
 // shift maps an original function index to its index after the rewrite.
@@ -230,6 +241,9 @@ func (m *rewriter) scan(secs []section) error {
 				}
 				var t funcType
 				for k := r.u32(); k > 0 && r.err == nil; k-- {
+					if r.pos < len(r.b) {
+						t.ptypes = append(t.ptypes, r.b[r.pos])
+					}
 					r.skipValType()
 					t.params++
 				}
@@ -790,8 +804,16 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r := &reader{b: fn}
 	numLocals := uint64(typ.params)
 	groups := r.u32()
+	ltypes := append(m.ltypes[:0], typ.ptypes...)
+	defer func() { m.ltypes = ltypes }()
 	for n := groups; n > 0 && r.err == nil; n-- {
-		numLocals += uint64(r.u32())
+		k := r.u32()
+		numLocals += uint64(k)
+		if r.pos < len(r.b) && len(ltypes)+int(k) <= 1<<16 {
+			for c := r.b[r.pos]; k > 0; k-- {
+				ltypes = append(ltypes, c)
+			}
+		}
 		r.skipValType()
 	}
 	if r.err != nil {
@@ -810,7 +832,7 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	points := append(m.points[:0], code)
 	costs := append(m.costs[:0], 0)
 	defer func() { m.points, m.costs = points, costs }()
-	blocks, bulk := 0, false
+	blocks, bulk, handlers := 0, false, false
 	for r.pos < last && r.err == nil {
 		start := r.pos
 		op := r.b[r.pos]
@@ -826,6 +848,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 			if op == 0x03 { // loop: a new segment starts after its block type
 				points = append(points, r.pos)
 				costs = append(costs, 0)
+			}
+			if op == 0x06 || op == 0x1f {
+				handlers = true
 			}
 		case 0x40: // memory.grow
 			bulk = true
@@ -847,7 +872,16 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1}
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0], ltypes: ltypes}
+	defer func() { m.frames = ins.frames }()
+	// Loops get the retry shape (inserter.copyControl) unless the function
+	// has exception handlers, whose labels (catch clauses, delegate,
+	// rethrow) the relabeling does not follow, or the shape's two extra
+	// blocks per loop would take it past MaxBlocks: wazero's compile time
+	// grows with the square of a function's blocks, and this keeps the
+	// rewrite's worst case where the inline shape had it.
+	loops := len(points) - 1
+	ins.retry = meter && !handlers && !m.opts.inline && (m.opts.MaxBlocks <= 0 || blocks+2*loops <= m.opts.MaxBlocks)
 	if meter && (len(points) > 1 || bulk) {
 		ins.local = int64(numLocals)
 		lr := &reader{b: fn}
@@ -882,6 +916,18 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	r = &reader{b: fn, pos: code}
 	next := 1
 	for r.pos < last {
+		if ins.retry {
+			copied, checked, err := ins.copyControl(r, w, costs, next)
+			if err != nil {
+				return nil, err
+			}
+			if checked {
+				next++
+			}
+			if copied {
+				continue
+			}
+		}
 		if err := ins.copyInstr(r, w); err != nil {
 			return nil, err
 		}
@@ -904,6 +950,210 @@ type inserter struct {
 	frame int64
 	local int64 // the budget's local index, or -1 when the global is used directly
 	tmp   int64 // the first of two i32 scratch locals for bulk charges, or -1
+	// retry: loops get the retry shape, and branch labels are renumbered
+	// past the added loops.
+	retry bool
+	// frames holds, for each open block of the original code, the labels
+	// added around it (1 for a loop in the retry shape, else 0).
+	frames []int
+	// ltypes is the first byte of each local's type, parameters first
+	// (may be short for functions with more than 65,536 locals).
+	ltypes []byte
+}
+
+// copyControl copies the instruction at r when it is a control
+// instruction whose labels the retry shape affects, and reports whether
+// it was a loop given that shape (whose check it emitted, charging
+// costs[next]). Other instructions are left for copyInstr.
+//
+// A loop with no parameters becomes
+//
+//	loop $retry (bt)                      ;; added, same block type
+//	  (if (i64.lt_s (local.get $b) (i64.const 0))
+//	    (local.set $b (i64.add (call $refill (local.get $b)) (i64.const cost))))
+//	  loop $l (bt)                         ;; the original
+//	    (local.set $b (i64.sub (local.get $b) (i64.const cost)))
+//	    (br_if $retry (i64.lt_s (local.get $b) (i64.const 0)))
+//	    ...body...
+//	  end
+//	end
+//
+// so the hot loop holds no call: compilers that spill every value live
+// across a call (wazero's register allocator) keep the loop's values in
+// registers. Leaving the loop at its header and entering it again is
+// exact — a loop without parameters carries its state in locals — and the
+// refilled budget gets the iteration's cost back, since the loop charges
+// it again: fuel counts are those of the inline shape.
+func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (copied, checked bool, err error) {
+	start := r.pos
+	switch op := r.b[r.pos]; op {
+	case 0x02, 0x04: // block, if
+		in.frames = append(in.frames, 0)
+	case 0x03: // loop
+		r.pos++
+		bt := r.pos
+		r.skipBlockType()
+		if r.err != nil {
+			return false, false, r.err
+		}
+		if in.local < 0 || next >= len(costs) || in.blockParams(r.b[bt:r.pos]) {
+			in.frames = append(in.frames, 0)
+			r.pos = start
+			return false, false, nil
+		}
+		cost := costs[next]
+		l := uint32(in.local)
+		w.byte(0x03)
+		w.raw(r.b[bt:r.pos])
+		w.raw([]byte{0x02, 0x40}) // block
+		w.byte(0x20)
+		w.u32(l)
+		w.raw([]byte{0x42, 0x00, 0x59, 0x0d, 0x00}) // i64.const 0; i64.ge_s; br_if 0
+		w.byte(0x20)
+		w.u32(l)
+		w.byte(0x10)
+		w.u32(in.m.refillFunc)
+		w.byte(0x42)
+		w.s64(cost)
+		w.byte(0x7c) // i64.add
+		w.byte(0x21)
+		w.u32(l)
+		w.byte(0x0b)
+		if !slices.Contains(in.frames, 1) {
+			in.touch(w, r.b, r.pos, l)
+		}
+		w.byte(0x03)
+		w.raw(r.b[bt:r.pos])
+		w.byte(0x20)
+		w.u32(l)
+		w.byte(0x42)
+		w.s64(cost)
+		w.byte(0x7d) // i64.sub
+		w.byte(0x22)
+		w.u32(l)                                                      // local.tee
+		w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40, 0x0c, 0x02, 0x0b}) // i64.const 0; i64.lt_s; if; br 2; end
+		in.frames = append(in.frames, 1)
+		return true, true, nil
+	case 0x0b: // end of a block (the function's own end is not copied here)
+		if len(in.frames) == 0 {
+			return false, false, unsupported("unbalanced end")
+		}
+		added := in.frames[len(in.frames)-1]
+		in.frames = in.frames[:len(in.frames)-1]
+		w.byte(0x0b)
+		for ; added > 0; added-- {
+			w.byte(0x0b)
+		}
+		r.pos++
+		return true, false, nil
+	case 0x0c, 0x0d: // br, br_if
+		r.pos++
+		d := r.u32()
+		w.byte(op)
+		w.u32(in.label(d))
+		return true, false, r.err
+	case 0x0e: // br_table
+		r.pos++
+		n := r.u32()
+		if r.err != nil {
+			return false, false, r.err
+		}
+		w.byte(op)
+		w.u32(n)
+		for k := uint64(0); k <= uint64(n) && r.err == nil; k++ {
+			w.u32(in.label(r.u32()))
+		}
+		return true, false, r.err
+	}
+	return false, false, nil
+}
+
+// maxTouched bounds the locals touch reads before one loop.
+const maxTouched = 12
+
+// touch emits, before a loop whose body starts at b[pos], a read of each
+// scalar local the loop reads (at most maxTouched, in order of first
+// read), folded into nothing: (local.set $b (i64.add (local.get $b)
+// (i64.extend_i32_u (i32.and (i32.or x...) (i32.const 0))))). It runs once
+// per entry into the loop, not per iteration. Its purpose is the register
+// allocator's: wazero's reloads a value that lives across a call (the
+// refill just before) at each use, and a loop header inherits the
+// registers of the block before it, so a value first used inside the loop
+// would be reloaded from the stack on every iteration; read once here, it
+// enters the loop in a register.
+func (in *inserter) touch(w *writer, b []byte, pos int, budget uint32) {
+	r := &reader{b: b, pos: pos}
+	var seen [maxTouched]uint32
+	n := 0
+	for depth := 1; depth > 0 && r.more() && n < maxTouched; {
+		op := r.b[r.pos]
+		start := r.pos
+		if r.skipInstr() != nil {
+			return
+		}
+		switch op {
+		case 0x02, 0x03, 0x04, 0x06, 0x1f:
+			depth++
+		case 0x0b:
+			depth--
+		case 0x20, 0x22: // local.get, local.tee
+			lr := &reader{b: b, pos: start + 1}
+			x := lr.u32()
+			if int(x) >= len(in.ltypes) || uint32(x) == budget || slices.Contains(seen[:n], x) {
+				continue
+			}
+			switch in.ltypes[x] {
+			case 0x7f, 0x7e, 0x7d, 0x7c:
+				seen[n] = x
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	for k, x := range seen[:n] {
+		w.byte(0x20)
+		w.u32(x)
+		switch in.ltypes[x] {
+		case 0x7e:
+			w.byte(0xa7) // i32.wrap_i64
+		case 0x7d:
+			w.byte(0xbc) // i32.reinterpret_f32
+		case 0x7c:
+			w.byte(0xbd) // i64.reinterpret_f64
+			w.byte(0xa7)
+		}
+		if k > 0 {
+			w.byte(0x72) // i32.or
+		}
+	}
+	w.raw([]byte{0x41, 0x00, 0x71, 0xad}) // i32.const 0; i32.and; i64.extend_i32_u
+	w.byte(0x20)
+	w.u32(budget)
+	w.byte(0x7c) // i64.add
+	w.byte(0x21)
+	w.u32(budget)
+}
+
+// label renumbers a branch's label depth past the labels added inside it.
+func (in *inserter) label(d uint32) uint32 {
+	out := d
+	for k := 0; k < int(d) && k < len(in.frames); k++ {
+		out += uint32(in.frames[len(in.frames)-1-k])
+	}
+	return out
+}
+
+// blockParams reports whether a block type (its encoding) takes
+// parameters.
+func (in *inserter) blockParams(bt []byte) bool {
+	if len(bt) == 1 && (bt[0] == 0x40 || bt[0] >= 0x6f) || len(bt) > 0 && (bt[0] == 0x63 || bt[0] == 0x64) {
+		return false
+	}
+	r := &reader{b: bt}
+	idx := int64(r.leb(5)) // s33, non-negative for a type index
+	return idx < 0 || int(idx) >= len(in.m.types) || in.m.types[idx].params > 0
 }
 
 // How a 0xfc-prefixed operation is charged beyond its one unit.

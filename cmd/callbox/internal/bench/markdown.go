@@ -206,7 +206,7 @@ func (r *Report) reading() []string {
 	if len(inst) > 0 {
 		s := "**Fresh instances:** instantiating (and closing) a module costs about the same whatever its initial memory (" + strings.Join(inst, "; ") + "): both engines reserve linear memory lazily, so nothing is zeroed or committed up front."
 		if f, p := r.result("tiny-1KiB", "callbox-wazero:fresh"), r.result("tiny-1KiB", "callbox-wazero"); f != nil && p != nil {
-			s += fmt.Sprintf(" A whole fresh-isolation call on wazero costs %s (pooled: %s): besides instantiation it runs `_initialize`, calls `callbox_abi_version`, resolves five exports (each wazero `ExportedFunction` allocates a call engine with a 10 KiB stack), asks the guest for a scratch region, and closes the instance.", formatNs(f.Cost()), formatNs(p.Cost()))
+			s += fmt.Sprintf(" A whole fresh-isolation call on wazero costs %s (pooled: %s): besides instantiation it resolves three exports (`_initialize`, the callback and `callbox_alloc`; each wazero `ExportedFunction` allocates a call engine with a 10 KiB stack), runs `_initialize`, asks the guest for a scratch region, and closes the instance, which unmaps its memory (the ABI version is checked once, on the instance made at load, and `callbox_free` is resolved only when a call needs it).", formatNs(f.Cost()), formatNs(p.Cost()))
 		}
 		if f, p := r.result("scale-32MiB", "callbox-wazero:fresh"), r.result("scale-32MiB", "callbox-wazero"); f != nil && p != nil {
 			s += fmt.Sprintf(" The floor where memory is larger is the first touch: a fresh instance's memory is new, so a 32 MiB call (64 MiB of frame) pays its page faults and zeroing every time — %s against %s pooled on wazero, %s per MiB of frame.",
