@@ -243,6 +243,10 @@ func (r *Report) evaluate() []Target {
 	ts = append(ts, t)
 
 	ts = append(ts, r.doorTarget(), r.batchTarget(), r.simdTarget())
+
+	t = Target{N: 12, Title: "wazero metering: the metered module's matmul <= 1.2x the plain module's, called by hand"}
+	t.Checks = append(t.Checks, r.roundCheck("wazero matmul-256: metered / plain", "matmul-256", "raw-wazero-metered", "raw-wazero", 1.2, true))
+	ts = append(ts, t)
 	return ts
 }
 
