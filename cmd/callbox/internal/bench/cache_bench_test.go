@@ -45,3 +45,25 @@ func BenchmarkCacheHit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCacheHitLoad is the target's host LoadModule on a warm cache
+// (a fresh host per op, made outside the timer as far as hostLoad allows:
+// host.New and Close are timed here, LoadModule alone by hostLoad).
+func BenchmarkCacheHitLoad(b *testing.B) {
+	ctx := context.Background()
+	wasm := CacheModule()
+	for _, e := range []string{config.EngineWasmtime} {
+		b.Run(e, func(b *testing.B) {
+			dir := b.TempDir()
+			_, _, err := hostLoad(ctx, e, dir, wasm)
+			require.NoError(b, err)
+			var total time.Duration
+			for range b.N {
+				wall, _, err := hostLoad(ctx, e, dir, wasm)
+				require.NoError(b, err)
+				total += wall
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "load-ns/op")
+		})
+	}
+}
