@@ -26,6 +26,7 @@ func newBenchCmd() *cobra.Command {
 		quiet     bool
 		accuracyN int
 		cacheReps int
+		targets   string
 		since     int64
 		goBench   string
 	)
@@ -46,6 +47,13 @@ func newBenchCmd() *cobra.Command {
 				SkipTargets:  noTargets,
 				AccuracyRuns: accuracyN,
 				CacheReps:    cacheReps,
+			}
+			if targets != "" {
+				re, err := regexp.Compile(targets)
+				if err != nil {
+					return usageErr(fmt.Errorf("--targets: %w", err))
+				}
+				opts.Targets = re
 			}
 			if filter != "" {
 				re, err := regexp.Compile(filter)
@@ -112,6 +120,7 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.IntVar(&accuracyN, "accuracy-runs", 200, "runaway calls timed for the timeout-accuracy target")
 	f.IntVar(&cacheReps, "cache-reps", 5, "warm-cache compiles timed for the module-cache target")
+	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache) matches this regexp")
 	f.Int64Var(&since, "since", 0, "unix time the enclosing run (make bench) started, to report its duration")
 	f.StringVar(&goBench, "go-bench", "", "a file of `go test -bench` output to include in the report")
 	return cmd

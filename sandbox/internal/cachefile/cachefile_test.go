@@ -2,6 +2,9 @@ package cachefile
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +52,71 @@ func TestRawEntries(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, b, 0o600))
 	_, ok = d.GetRaw("k")
 	assert.False(t, ok, "a corrupt file is not handed out")
+}
+
+// The recorded checksum is XXH3-64 (the published test vector of the empty
+// input), and the chunked reader the non-mapping path uses agrees with the
+// one-shot sum on a payload of several chunks and a ragged tail.
+func TestChecksum(t *testing.T) {
+	assert.Equal(t, uint64(0x2D06800538D394C2), checksum(nil))
+	payload := make([]byte, 3<<20+12345)
+	for i := range payload {
+		payload[i] = byte(i*131 + i>>9)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, payload, 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	streamed, err := streamChecksum(f)
+	require.NoError(t, err)
+	mapped, err := fileChecksum(path)
+	require.NoError(t, err)
+	assert.Equal(t, checksum(payload), streamed)
+	assert.Equal(t, checksum(payload), mapped)
+}
+
+// A large raw entry (the size of a compiled artifact's sections) misses
+// when any part of it changes: its first byte, one in the middle, its last,
+// a truncation, or an appended byte; so does a sidecar of the previous
+// format (v2, CRC-32C).
+func TestLargeRawEntryCorruption(t *testing.T) {
+	d, err := Open(t.TempDir())
+	require.NoError(t, err)
+	payload := make([]byte, 5<<20+77)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	d.PutRaw("k", payload)
+	path, ok := d.GetRaw("k")
+	require.True(t, ok)
+	for _, c := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"first byte", func(b []byte) []byte { b[0] ^= 0x80; return b }},
+		{"middle byte", func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+		{"last byte", func(b []byte) []byte { b[len(b)-1] ^= 0x10; return b }},
+		{"swapped words", func(b []byte) []byte { copy(b[4096:4104], b[8192:8200]); b[8192] ^= 0xff; return b }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }},
+		{"extended", func(b []byte) []byte { return append(b, 0) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(path, c.edit(slices.Clone(payload)), 0o600))
+			_, ok := d.GetRaw("k")
+			assert.False(t, ok, "a corrupt artifact is not handed out")
+		})
+	}
+	require.NoError(t, os.WriteFile(path, payload, 0o600))
+	_, ok = d.GetRaw("k")
+	require.True(t, ok, "the restored artifact is used again")
+
+	meta := strings.TrimSuffix(path, ".raw") + ".meta"
+	b, err := os.ReadFile(meta)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), magic))
+	old := append([]byte("callbox-cache-v2\n"), b[len(magic):]...)
+	require.NoError(t, os.WriteFile(meta, old, 0o600))
+	_, ok = d.GetRaw("k")
+	assert.False(t, ok, "an entry of the previous format is a miss")
 }

@@ -4,8 +4,8 @@ package cachefile
 
 import "os"
 
-// fileChecksum is the CRC-32C of a file.
-func fileChecksum(path string) (uint32, error) {
+// fileChecksum is the checksum of a file.
+func fileChecksum(path string) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err

@@ -3,15 +3,14 @@
 package cachefile
 
 import (
-	"hash/crc32"
 	"os"
 	"syscall"
 )
 
-// fileChecksum is the CRC-32C of a file, computed over a read-only mapping
+// fileChecksum is the checksum of a file, computed over a read-only mapping
 // (pre-faulted where the OS can: mmapFlags) so a large artifact is neither
 // copied through a buffer nor faulted in a page at a time.
-func fileChecksum(path string) (uint32, error) {
+func fileChecksum(path string) (uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -22,12 +21,12 @@ func fileChecksum(path string) (uint32, error) {
 		return 0, err
 	}
 	if fi.Size() == 0 {
-		return crc32.Checksum(nil, castagnoli), nil
+		return checksum(nil), nil
 	}
 	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, mmapFlags)
 	if err != nil {
 		return streamChecksum(f)
 	}
 	defer syscall.Munmap(data)
-	return crc32.Checksum(data, castagnoli), nil
+	return checksum(data), nil
 }

@@ -258,7 +258,7 @@ func (r *Report) reading() []string {
 		}
 		add("**Module cache (%s):** a %.1f MB module compiles cold in %s; a fresh engine compiling it again from the warm cache takes %s (a whole host `LoadModule`, %s). A hit hashes the original module (the key covers its sha256, the rewrite's version, the engine's version and every setting that changes compiled code) and skips the rewrite%s.",
 			c.Engine, float64(c.ModuleBytes)/1e6, formatDuration(c.Cold), formatDuration(c.Hit), formatDuration(c.HitLoad),
-			map[bool]string{true: "; it then checksums the whole compiled artifact (CRC-32C over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
+			map[bool]string{true: "; it then checksums the whole compiled artifact (XXH3-64 over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
 	}
 	out = append(out, r.simdReading()...)
 	return out

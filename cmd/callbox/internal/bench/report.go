@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -52,6 +53,14 @@ type SuiteOptions struct {
 	CacheReps int
 	// SkipTargets runs the table only.
 	SkipTargets bool
+	// Targets, when set, keeps the targets' measurements whose name
+	// ("instantiate", "accuracy", "cache") it matches.
+	Targets *regexp.Regexp
+}
+
+// runTarget reports whether the suite runs the named target measurement.
+func (o SuiteOptions) runTarget(name string) bool {
+	return !o.SkipTargets && (o.Targets == nil || o.Targets.MatchString(name))
 }
 
 // RunSuite runs the table and the target measurements.
@@ -84,19 +93,23 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if !opts.SkipTargets {
+	if opts.runTarget("instantiate") {
 		for _, e := range Engines() {
 			progress("target: fresh instantiate on %s", e)
 			for _, m := range InstantiateMemories {
 				rep.Instantiate = append(rep.Instantiate, MeasureInstantiate(ctx, e, m))
 			}
 		}
+	}
+	if opts.runTarget("accuracy") {
 		for _, e := range Engines() {
 			// The baseline (no other guests) tells this machine's own
 			// scheduling delays from what busy Go threads add.
 			progress("target: timeout accuracy on %s (%d runs idle, %d with %d burners)", e, opts.AccuracyRuns, opts.AccuracyRuns, runtime.GOMAXPROCS(0))
 			rep.Accuracy = append(rep.Accuracy, MeasureTimeoutAccuracy(ctx, e, opts.AccuracyRuns, opts.AccuracyTimeout, runtime.GOMAXPROCS(0))...)
 		}
+	}
+	if opts.runTarget("cache") {
 		wasm := CacheModule()
 		for _, e := range Engines() {
 			progress("target: module cache on %s (%.1f MB module)", e, float64(len(wasm))/1e6)
