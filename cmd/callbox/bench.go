@@ -71,19 +71,19 @@ func newBenchCmd() *cobra.Command {
 					chartPath = filepath.Join(filepath.Dir(writePath), "performance.png")
 				}
 			}
+			if goBench != "" {
+				b, rerr := os.ReadFile(goBench)
+				if rerr != nil {
+					return usageErr(rerr)
+				}
+				opts.GoBench = string(b)
+			}
 			rep, err := bench.RunSuite(cmd.Context(), opts)
 			if rep == nil {
 				return err
 			}
 			if since > 0 {
 				rep.MakeDuration = time.Since(time.Unix(since, 0))
-			}
-			if goBench != "" {
-				b, rerr := os.ReadFile(goBench)
-				if rerr != nil {
-					return usageErr(rerr)
-				}
-				rep.GoBench = string(b)
 			}
 			out := cmd.OutOrStdout()
 			rep.WriteText(out)
@@ -120,7 +120,7 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.IntVar(&accuracyN, "accuracy-runs", 200, "runaway calls timed for the timeout-accuracy target")
 	f.IntVar(&cacheReps, "cache-reps", 5, "warm-cache compiles timed for the module-cache target")
-	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache) matches this regexp")
+	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache, batch) matches this regexp")
 	f.Int64Var(&since, "since", 0, "unix time the enclosing run (make bench) started, to report its duration")
 	f.StringVar(&goBench, "go-bench", "", "a file of `go test -bench` output to include in the report")
 	return cmd

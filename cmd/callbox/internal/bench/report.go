@@ -54,8 +54,11 @@ type SuiteOptions struct {
 	// SkipTargets runs the table only.
 	SkipTargets bool
 	// Targets, when set, keeps the targets' measurements whose name
-	// ("instantiate", "accuracy", "cache") it matches.
+	// ("instantiate", "accuracy", "cache", "batch") it matches.
 	Targets *regexp.Regexp
+	// GoBench is the output of the micro-benchmarks run before (make
+	// bench), for the report and the targets read from it (9).
+	GoBench string
 }
 
 // runTarget reports whether the suite runs the named target measurement.
@@ -115,6 +118,8 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 			progress("target: module cache on %s (%.1f MB module)", e, float64(len(wasm))/1e6)
 			rep.Cache = append(rep.Cache, MeasureCache(ctx, e, wasm, opts.CacheReps))
 		}
+	}
+	if opts.runTarget("batch") {
 		for _, e := range Engines() {
 			progress("target: parallel batch of %d x %s on %s", BatchSize, config.FormatSize(BatchElemBytes), e)
 			rep.Batch = append(rep.Batch, MeasureBatch(ctx, e, rep.Reps, 4*rep.BenchTime)...)
@@ -122,6 +127,7 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 	}
 	rep.Machine.LoadAfter = readLoad()
 	rep.Duration = time.Since(rep.Started)
+	rep.GoBench = opts.GoBench
 	rep.Targets = rep.evaluate()
 	return rep, ctx.Err()
 }
