@@ -13,21 +13,7 @@ import (
 // or Chain.InvokeBatchInto when chain is not nil) on DLPack tensors with a
 // leading batch dimension, viewed in place.
 func callBatchDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
-	bh, name, chainName, err := callSetup(h, chain, callback)
-	if err != nil {
-		return err
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(nIn), int(nOut))
-	in, err := fromDLs("input", inputs, nIn, sc.in[:])
-	if err != nil {
-		return forCallback(err, name)
-	}
-	out, err := fromDLs("output", outputs, nOut, sc.out[:])
-	if err != nil {
-		return forCallback(err, name)
-	}
-	return bh.callBatch(ctx, chainName, name, in, out)
+	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, true)
 }
 
 // callBatch runs a batched call of a callback (name or content id), as

@@ -249,6 +249,12 @@ func callSetup(h uint64, chain, callback *byte) (bh *bridgeHost, name, chainName
 // chain is not nil) with its arguments as they come from C: NUL-terminated
 // names and arrays of DLPack tensors, viewed in place, never copied.
 func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
+	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, false)
+}
+
+// dlCall is callDL, or callBatchDL when batch is set: the C API's
+// arguments checked and viewed, then the call or the batched call.
+func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr, batch bool) error {
 	bh, name, chainName, err := callSetup(h, chain, callback)
 	if err != nil {
 		return err
@@ -262,6 +268,9 @@ func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	out, err := fromDLs("output", outputs, nOut, sc.out[:])
 	if err != nil {
 		return forCallback(err, name)
+	}
+	if batch {
+		return bh.callBatch(ctx, chainName, name, in, out)
 	}
 	return bh.call(ctx, chainName, name, in, out)
 }

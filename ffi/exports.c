@@ -44,16 +44,17 @@ static callbox_error cbx_oom_error = {
     sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 13, 0, 0, "HostPanic", "", "", "out of memory", "",
     "HostPanic: out of memory", "", 0, ""};
 
-static callbox_error *cbx_fork_error(const char *where) {
-  char msg[1024], text[1100];
-  cbx_fork_message(where, msg, sizeof msg);
-  snprintf(text, sizeof text, "FailedPrecondition: %s", msg);
+// cbx_c_error is an error made in C, with no callback or chain: kind and
+// code (abi.Kind.Code's) and the kind's name, then the message.
+static callbox_error *cbx_c_error(int32_t kind, int32_t code, const char *kind_name, const char *msg) {
+  char text[1200];
+  snprintf(text, sizeof text, "%s: %s", kind_name, msg);
   callbox_error *e = calloc(1, sizeof *e);
   if (e == NULL) return &cbx_oom_error;
   e->struct_size = sizeof *e;
-  e->kind = CALLBOX_KIND_FAILED_PRECONDITION;
-  e->code = 9;  // FAILED_PRECONDITION: the kind's code (abi.Kind.Code)
-  e->kind_name = strdup("FailedPrecondition");
+  e->kind = kind;
+  e->code = code;
+  e->kind_name = strdup(kind_name);
   e->callback = strdup("");
   e->chain = strdup("");
   e->message = strdup(msg);
@@ -62,6 +63,12 @@ static callbox_error *cbx_fork_error(const char *where) {
   e->failed_callback = strdup("");
   e->failed_message = strdup("");
   return e;
+}
+
+static callbox_error *cbx_fork_error(const char *where) {
+  char msg[1024];
+  cbx_fork_message(where, msg, sizeof msg);
+  return cbx_c_error(CALLBOX_KIND_FAILED_PRECONDITION, 9 /* FAILED_PRECONDITION */, "FailedPrecondition", msg);
 }
 
 void callbox_error_free(callbox_error *e) {
@@ -249,22 +256,7 @@ static int cbx_async_queue(cbx_async_job *j) {
 
 // cbx_local_error is an INVALID_ARGUMENT error made in C.
 static callbox_error *cbx_local_error(const char *msg) {
-  char text[1100];
-  snprintf(text, sizeof text, "InvalidArgument: %s", msg);
-  callbox_error *e = calloc(1, sizeof *e);
-  if (e == NULL) return &cbx_oom_error;
-  e->struct_size = sizeof *e;
-  e->kind = CALLBOX_KIND_INVALID_ARGUMENT;
-  e->code = 3;
-  e->kind_name = strdup("InvalidArgument");
-  e->callback = strdup("");
-  e->chain = strdup("");
-  e->message = strdup(msg);
-  e->guest_message = strdup("");
-  e->text = strdup(text);
-  e->failed_callback = strdup("");
-  e->failed_message = strdup("");
-  return e;
+  return cbx_c_error(CALLBOX_KIND_INVALID_ARGUMENT, 3 /* INVALID_ARGUMENT */, "InvalidArgument", msg);
 }
 
 // ---- the entries ----
