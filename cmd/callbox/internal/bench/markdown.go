@@ -147,8 +147,14 @@ func (r *Report) reading() []string {
 		add("Extism's cost is in how data moves, not in the kernel: its guest reads the input from the Extism kernel's memory 8 bytes per `input_load_u64` host call and writes the output back 8 bytes per `store_u64` call, the SDK copies input and output once more each way, and every internal kernel call (`reset`, `alloc`, `input_set`, `output_offset`, …) goes through wazero's `ExportedFunction`, which allocates a fresh call engine with a 10 KiB stack (%d allocations per tiny call here). A 1 KiB call costs %s, %s callbox's on the same engine.", ext.AllocsPerOp, formatNs(ext.Cost()), fmtRatio(x))
 	}
 	if x := r.ratio("matmul-256", "callbox-"+config.EngineWazero, "extism"); x > 1 {
-		add("Where Extism wins — matmul on wazero, %s — it runs the plain wazero module, while callbox on wazero runs the load-time metered module (budget checks at every loop header, for timeouts, fuel and the stack limit): the kernel's inner loop pays the meter, and a 256³ matmul is almost all inner loop. On wasmtime, whose epoch checks are cheap, callbox is %s Extism's time.",
-			fmtRatio(x), fmtRatio(r.ratio("matmul-256", "callbox-"+config.EngineWasmtime, "extism")))
+		lo, hi, n := r.ratioRange("matmul-256", "callbox-"+config.EngineWazero, "extism")
+		meter := r.ratio("matmul-256", "raw-wazero-metered", "raw-wazero")
+		why := "the kernel's inner loop pays the meter, and a 256³ matmul is almost all inner loop"
+		if meter <= 1.1 {
+			why = "but the meter is not the gap: the rounds varied more than it costs"
+		}
+		add("Where Extism wins — matmul on wazero, %s (median of %d rounds, which ranged %s to %s) — it runs the plain wazero module, while callbox on wazero runs the load-time metered module (budget checks at every loop header, for timeouts, fuel and the stack limit). Called by hand, the metered matmul costs %s of the plain one in this run: %s. On wasmtime callbox is %s Extism's time.",
+			fmtRatio(x), n, fmtRatio(lo), fmtRatio(hi), fmtRatio(meter), why, fmtRatio(r.ratio("matmul-256", "callbox-"+config.EngineWasmtime, "extism")))
 	}
 
 	// Per-call overhead.
