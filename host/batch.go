@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -185,7 +184,9 @@ func (c *Callback) checkBatchOutputs(b *batch, outs []Tensor) *CallbackError {
 	}
 	for j, s := range b.p.specs {
 		o := outs[j]
-		if o.DType != s.DType || len(o.Shape) != len(s.Shape)+1 || o.Shape[0] != int64(b.size) || !o.Shape[1:].Equal(s.Shape) {
+		// The per-element rule is abi's (OutputSpec.Fits), under a leading
+		// batch dimension of the batch's size.
+		if len(o.Shape) == 0 || o.Shape[0] != int64(b.size) || !s.Fits(o.DType, o.Shape[1:]) {
 			want := abi.OutputSpec{DType: s.DType, Shape: append(abi.Shape{int64(b.size)}, s.Shape...), Alias: s.Alias}
 			err := abi.OutputMismatchError(j, o.DType, o.Shape, want)
 			return c.fail(InvalidArgument, err.Error(), nil)
@@ -224,7 +225,7 @@ func (c *Callback) invokeBatchAlloc(ctx context.Context, inputs []Tensor, worker
 // guarded set, elements write into scratch, published only when all
 // succeeded.
 func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, workers int, guarded bool) (Stats, *CallbackError) {
-	began := time.Now()
+	began := c.h.clock.now()
 	b, cerr := c.bindBatch(inputs)
 	if cerr != nil {
 		return Stats{}, cerr
@@ -233,7 +234,7 @@ func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, wo
 		return Stats{}, cerr
 	}
 	if b.size == 0 {
-		return Stats{Wall: time.Since(began)}, nil
+		return Stats{Wall: c.sinceUnlessUntimed(began)}, nil
 	}
 	// One element's call already never writes partial output: it needs no
 	// scratch.
@@ -258,7 +259,7 @@ func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, wo
 		return st, cerr
 	}
 	publish(outputs, staged, min(workers, b.size))
-	st.Wall = time.Since(began)
+	st.Wall = c.sinceUnlessUntimed(began)
 	return st, nil
 }
 
@@ -336,7 +337,7 @@ type inflight struct {
 // runBatch runs b's elements on up to workers goroutines (the caller's
 // included), writing element i's results into outputs' i-th slices.
 func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Tensor, workers int) (Stats, *CallbackError) {
-	began := time.Now()
+	began := c.h.clock.now()
 	workers = max(1, min(workers, b.size))
 	r := &batchRun{c: c, b: b, inputs: inputs, outputs: outputs, failedAt: b.size}
 	if workers == 1 {
@@ -357,7 +358,7 @@ func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Ten
 		r.worker(ctx, 0)
 		wg.Wait()
 	}
-	r.st.Wall = time.Since(began)
+	r.st.Wall = c.sinceUnlessUntimed(began)
 	if r.err != nil {
 		r.err.Element, r.err.BatchSize = r.failedAt, b.size
 		return r.st, r.err

@@ -404,9 +404,7 @@ func (cl *call) finish(ctx context.Context) {
 		cl.c.pool.discard(ctx, cl.g)
 	}
 	cl.g = nil
-	if !cl.c.h.untimed {
-		cl.st.Wall = time.Since(cl.began)
-	}
+	cl.st.Wall = cl.c.sinceUnlessUntimed(cl.began)
 }
 
 // callPlan is everything about a call that depends only on its input types:

@@ -22,3 +22,12 @@ func newMonoClock() monoClock { return monoClock{epoch: time.Now()} }
 // time.Now only by wall-clock steps since the host opened; nothing that
 // uses it reads the wall clock.
 func (k monoClock) now() time.Time { return k.epoch.Add(time.Since(k.epoch)) }
+
+// sinceUnlessUntimed is the time since began, or zero on a host opened
+// WithoutCallTiming (whose Stats leave Wall unmeasured).
+func (c *Callback) sinceUnlessUntimed(began time.Time) time.Duration {
+	if c.h.untimed {
+		return 0
+	}
+	return time.Since(began)
+}

@@ -136,9 +136,7 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 		s.g.inst.SetDeadline(sandbox.Deadline(cl.began, s.c.spec.Limits.Timeout))
 		cerr = s.runGuarded(ctx, &cl, &r)
 	}
-	if !s.c.h.untimed {
-		cl.st.Wall = time.Since(cl.began)
-	}
+	cl.st.Wall = s.c.sinceUnlessUntimed(cl.began)
 	if cerr != nil {
 		if !cl.kept {
 			s.broken = true
