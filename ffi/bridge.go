@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
@@ -250,6 +252,31 @@ func callSetup(h uint64, chain, callback *byte) (bh *bridgeHost, name, chainName
 // names and arrays of DLPack tensors, viewed in place, never copied.
 func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
 	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, false)
+}
+
+// maxBudget bounds callbox_call_within's budget: a longer one is refused
+// as a mistake (no callback's timeout may exceed config.MaxTimeout).
+const maxBudget = uint64(config.MaxTimeout)
+
+// callWithin is callbox_call_within: an unordered call that gives up when
+// budgetNs of wall time pass before it is over. It reports gaveUp (and no
+// error) only when the budget ended the call: the caller's context (its
+// cancel token) still live, the budget's deadline passed, and the call's
+// error caused by it (the host wraps the context's error in a Timeout, or
+// returns it while waiting for an instance). The callback's own timeout
+// shorter than the budget is a Timeout like any other; the instance the
+// abandoned attempt ran on is discarded, as after every interrupt.
+func callWithin(parent context.Context, budgetNs, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) (gaveUp bool, err error) {
+	if budgetNs == 0 || budgetNs > maxBudget {
+		return false, badArg(arg("budget_ns"), "%d: give 1 ns to %d ns (%s); callbox_call_cancelable has no budget", budgetNs, maxBudget, config.MaxTimeout)
+	}
+	ctx, stop := context.WithTimeout(parent, time.Duration(budgetNs))
+	err = callDL(ctx, h, nil, callback, inputs, nIn, outputs, nOut)
+	stop()
+	if err != nil && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded) {
+		return true, nil
+	}
+	return false, err
 }
 
 // dlCall is callDL, or callBatchDL when batch is set: the C API's

@@ -351,6 +351,25 @@ func cbxgo_call_cancelable(h C.callbox_host, cancel C.callbox_cancel_token, chai
 	})
 }
 
+//export cbxgo_call_within
+func cbxgo_call_within(h C.callbox_host, cancel C.callbox_cancel_token, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t, budgetNs C.uint64_t, expired *C.int32_t) *C.callbox_error {
+	return entry("callbox_call_within", func() error {
+		if err := outArg(expired, "expired"); err != nil {
+			return err
+		}
+		*expired = 0
+		tok, err := lookupCancel(uint64(cancel))
+		if err != nil {
+			return err
+		}
+		gaveUp, err := callWithin(tok.context(), uint64(budgetNs), uint64(h), cbytes(callback), dlTensors(inputs), uintptr(nIn), dlTensors(outputs), uintptr(nOut))
+		if gaveUp {
+			*expired = 1
+		}
+		return err
+	})
+}
+
 //export cbxgo_call_batch
 func cbxgo_call_batch(h C.callbox_host, cancel C.callbox_cancel_token, chain, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_tensor, nOut C.size_t) *C.callbox_error {
 	return entry("callbox_call_batch", func() error {

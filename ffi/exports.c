@@ -99,6 +99,8 @@ extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callb
 extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_call_cancelable(callbox_host, callbox_cancel_token, const char *, const char *,
                                             const callbox_tensor *, size_t, callbox_tensor *, size_t);
+extern callbox_error *cbxgo_call_within(callbox_host, callbox_cancel_token, const char *, const callbox_tensor *, size_t,
+                                         callbox_tensor *, size_t, uint64_t, int32_t *);
 extern callbox_error *cbxgo_call_batch(callbox_host, callbox_cancel_token, const char *, const char *,
                                        const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_tap(callbox_host, const char *, const callbox_tensor *, size_t);
@@ -320,6 +322,14 @@ callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token c
                                        callbox_tensor *outputs, size_t num_outputs) {
   CBX_GUARD("callbox_call_cancelable");
   return cbxgo_call_cancelable(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs);
+}
+
+callbox_error *callbox_call_within(callbox_host host, callbox_cancel_token cancel, const char *callback,
+                                   const callbox_tensor *inputs, size_t num_inputs, callbox_tensor *outputs,
+                                   size_t num_outputs, uint64_t budget_ns, int32_t *expired) {
+  if (expired != NULL) *expired = 0;
+  CBX_GUARD("callbox_call_within");
+  return cbxgo_call_within(host, cancel, callback, inputs, num_inputs, outputs, num_outputs, budget_ns, expired);
 }
 
 callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,

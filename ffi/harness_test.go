@@ -144,6 +144,7 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	cb("nonneg_par", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "    batching: parallel\n    max_instances: 4\n")
 	cb("nonneg_seq", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "")
 	cb("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    timeout: 5s\n")
+	cb("spin_wasmtime", "kit.wasm", "spin", "(v: f32[n]) -> f32[n]", "    timeout: 5s\n    engine: wasmtime\n")
 	cb("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]", "")
 	cb("copy_wasmtime", "kit.wasm", "copy", "(w: f32[m]) -> f32[m]", "    engine: wasmtime\n") // its own content id: another signature text
 	if hostile {
@@ -286,7 +287,7 @@ func TestHarnessCAPI(t *testing.T) {
 	cfg := writeConfig(t, dir, false)
 	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.3.0 10300", r.vals["version"])
+	assert.Equal(t, "1.4.0 10400", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -302,13 +303,13 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "handle_zero", abi.InvalidArgument, "handle 0 is not a host")
 
 	// Listing and types.
-	assert.Equal(t, "26", r.vals["count"])
+	assert.Equal(t, "27", r.vals["count"])
 	r.fails(t, "count_null", abi.InvalidArgument, "out: NULL")
 	info := strings.Split(r.vals["info_copy_f32"], "|")
 	require.Len(t, info, 6)
 	assert.True(t, abi.IsCallbackID(info[0]), info[0])
 	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
-	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 26 is out of range")
+	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 27 is out of range")
 	r.ok(t, "find_name", "find_id")
 	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "the module changed or is not loaded")
 	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
@@ -740,6 +741,42 @@ func TestHarnessLogCallback(t *testing.T) {
 	assert.Equal(t, "1 user|0|say|hello from kit", r.vals["log_seen"])
 	assert.Equal(t, "1", r.vals["log_lines_after_error_level"], "an info line is below the callback's error level")
 	assert.Equal(t, "1", r.vals["log_lines_after_clear"])
+}
+
+// TestHarnessWithin drives callbox_call_within: a call within its budget
+// runs; a 5 s spinner on either engine is given up 20 ms in, with no
+// error, no output byte written, and the host serving the next call; the
+// callback's own shorter timeout and a fired cancel token are errors as
+// for callbox_call_cancelable, not budgets given up; bad arguments are
+// refused naming them.
+func TestHarnessWithin(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "within")
+	r.ok(t, "within_quick", "within_gave_up_spin_long", "within_gave_up_spin_wasmtime", "within_after",
+		"within_cancel_new", "within_cancel_fire", "within_cancel_free")
+	assert.Equal(t, "0 1 4", r.vals["within_quick"])
+	for _, label := range []string{"within_gave_up_spin_long", "within_gave_up_spin_wasmtime"} {
+		var expired, ms int
+		_, err := fmt.Sscanf(r.vals[label], "%d %d", &expired, &ms)
+		require.NoError(t, err, label)
+		assert.Equal(t, 1, expired, label)
+		assert.Less(t, ms, 2000, "%s: given up 20 ms in, not at its 5 s timeout", label)
+	}
+	assert.Equal(t, "0 4", r.vals["within_after"])
+	r.fails(t, "within_timeout", abi.Timeout, "timeout after 250ms")
+	assert.Equal(t, "0", r.vals["within_timeout"])
+	r.fails(t, "within_cancel", abi.Canceled, `callback "spin_long"`)
+	var expired, ms int
+	_, err := fmt.Sscanf(r.vals["within_cancel"], "%d %d", &expired, &ms)
+	require.NoError(t, err)
+	assert.Equal(t, 0, expired, "a fired token is not a budget given up")
+	assert.Less(t, ms, 2000, "canceled 100 ms in, not at its 3 s budget")
+	r.fails(t, "within_zero_budget", abi.InvalidArgument, "budget_ns: 0")
+	r.fails(t, "within_null_expired", abi.InvalidArgument, "expired: NULL")
+	r.fails(t, "within_bad_token", abi.InvalidArgument, "unknown cancel token")
+	r.fails(t, "within_unknown", abi.UnknownCallback, "no_such")
 }
 
 // TestHarnessAsync drives callbox_call_async from C threads: 400 calls on

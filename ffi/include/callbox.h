@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.3.
+ * callbox.h - the C API of libcallbox, version 1.4.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -97,9 +97,12 @@ extern "C" {
  *        attribute; callbox_call_async: a call that returns at once and
  *        reports to a done function from a thread of the library's (for
  *        event loops and VMs whose threads must not block, e.g. an Erlang
- *        NIF) */
+ *        NIF)
+ *   1.4  callbox_call_within: an unordered call that gives up, as if never
+ *        made, when a budget of wall time runs out (for threads that may
+ *        be held only briefly, e.g. an Erlang normal scheduler) */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 3
+#define CALLBOX_VERSION_MINOR 4
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -401,6 +404,33 @@ callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum)
 callbox_error *callbox_call_batch(callbox_host host, callbox_cancel_token cancel, const char *chain,
                                   const char *callback, const callbox_tensor *inputs, size_t num_inputs,
                                   callbox_tensor *outputs, size_t num_outputs);
+
+/* ---- Calls within a budget (since 1.4) ---------------------------------
+ *
+ * callbox_call_within is callbox_call_cancelable for an unordered call
+ * (no chain) that gives up when budget_ns nanoseconds of wall time (1 ns
+ * to one hour) pass before the call is over: the guest is interrupted
+ * (within the engine's interrupt latency), no output byte is written, the
+ * instance it ran on is discarded (as after any interrupt: a pooled
+ * instance's state from earlier calls is lost with it), and the function
+ * returns NULL with *expired set to 1. Otherwise *expired is 0 and the
+ * result is callbox_call_cancelable's: NULL with the outputs written, or
+ * the call's error (a callback whose own timeout is shorter than the
+ * budget fails with TIMEOUT, as always; a fired cancel token with
+ * CANCELED). Waiting for a free instance counts against the budget.
+ *
+ * It is for callers that may hold their thread only briefly and can run
+ * the call again elsewhere when it does not finish in time, as the Erlang
+ * NIF does: a call first runs on the caller's normal scheduler within a
+ * short budget and, if it gave up, again from the start on a dirty
+ * scheduler. Running a call again is only right for a callback whose
+ * effects a repeat does not change (a pure function of its inputs; JAX's
+ * pure_callback makes the same assumption): the abandoned attempt may
+ * have logged lines, and its instance's state is gone. Ordered calls
+ * must run exactly once, so there is no chain argument. */
+callbox_error *callbox_call_within(callbox_host host, callbox_cancel_token cancel, const char *callback,
+                                   const callbox_tensor *inputs, size_t num_inputs, callbox_tensor *outputs,
+                                   size_t num_outputs, uint64_t budget_ns, int32_t *expired);
 
 /* ---- Asynchronous calls (since 1.3) ------------------------------------
  *

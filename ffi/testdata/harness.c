@@ -939,6 +939,66 @@ static void group_fork(const char *cfg) {
   CHECK(y[3] == 4, "the parent's call after the fork");
 }
 
+// group_within drives callbox_call_within: a quick call within its budget;
+// a 5 s spinner on each engine given up 20 ms in (nothing written, the
+// host then serving the callback's next call); a callback whose own 250 ms
+// timeout is shorter than the budget (TIMEOUT, not given up); a cancel
+// token fired 100 ms in (CANCELED); refused arguments.
+static void *within_cancel_thread(void *p) {
+  callbox_cancel_token tok = *(callbox_cancel_token *)p;
+  struct timespec d = {0, 100 * 1000 * 1000};
+  nanosleep(&d, NULL);
+  report("within_cancel_fire", callbox_cancel_token_fire(tok));
+  return NULL;
+}
+
+static void group_within(void) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {9, 9, 9, 9};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  int32_t expired = -1;
+  report("within_quick", callbox_call_within(host, 0, "copy_f32", &ti, 1, &to, 1, 1000000000ull, &expired));
+  val("within_quick", "%d %g %g", expired, y[0], y[3]);
+  const char *spinners[2] = {"spin_long", "spin_wasmtime"};
+  for (int e = 0; e < 2; e++) {
+    char label[64];
+    y[0] = y[3] = 9;
+    expired = -1;
+    double t0 = now_ms();
+    snprintf(label, sizeof label, "within_gave_up_%s", spinners[e]);
+    report(label, callbox_call_within(host, 0, spinners[e], &ti, 1, &to, 1, 20000000ull, &expired));
+    double ms = now_ms() - t0;
+    val(label, "%d %.0f", expired, ms);
+    CHECK(y[0] == 9 && y[3] == 9, "a call given up wrote its output");
+  }
+  // The host serves the next call (on a new instance).
+  expired = -1;
+  report("within_after", callbox_call_within(host, 0, "copy_wasmtime", &ti, 1, &to, 1, 1000000000ull, &expired));
+  val("within_after", "%d %g", expired, y[3]);
+  // The callback's own timeout (250 ms) first: a TIMEOUT like any other.
+  y[0] = y[3] = 9;
+  expired = -1;
+  report("within_timeout", callbox_call_within(host, 0, "spin", &ti, 1, &to, 1, 3000000000ull, &expired));
+  val("within_timeout", "%d", expired);
+  CHECK(y[0] == 9 && y[3] == 9, "a call that timed out wrote its output");
+  // A token fired 100 ms in: CANCELED.
+  callbox_cancel_token tok = 0;
+  report("within_cancel_new", callbox_cancel_token_new(&tok));
+  pthread_t th;
+  pthread_create(&th, NULL, within_cancel_thread, &tok);
+  expired = -1;
+  double t0 = now_ms();
+  report("within_cancel", callbox_call_within(host, tok, "spin_long", &ti, 1, &to, 1, 3000000000ull, &expired));
+  val("within_cancel", "%d %.0f", expired, now_ms() - t0);
+  pthread_join(th, NULL);
+  report("within_cancel_free", callbox_cancel_token_free(tok));
+  // Refused.
+  report("within_zero_budget", callbox_call_within(host, 0, "copy_f32", &ti, 1, &to, 1, 0, &expired));
+  report("within_null_expired", callbox_call_within(host, 0, "copy_f32", &ti, 1, &to, 1, 1000000ull, NULL));
+  report("within_bad_token", callbox_call_within(host, 424242, "copy_f32", &ti, 1, &to, 1, 1000000ull, &expired));
+  report("within_unknown", callbox_call_within(host, 0, "no_such", &ti, 1, &to, 1, 1000000ull, &expired));
+}
+
 typedef struct {
   callbox_cancel_token tok;
   const char *chain;
@@ -1340,6 +1400,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "cancel")) group_cancel();
     else if (!strcmp(g, "log")) group_log();
     else if (!strcmp(g, "async")) group_async(argv[1]);
+    else if (!strcmp(g, "within")) group_within();
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;
