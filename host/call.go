@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -208,6 +209,8 @@ type call struct {
 	kept bool
 	// ok: the guest ran and every check passed; outputs may be read.
 	ok bool
+	// byCaller: the call's deadline is its context's (pool.get).
+	byCaller bool
 }
 
 // start is the acquire phase: an instance, its scratch region large enough
@@ -217,12 +220,26 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	if cl.began.IsZero() {
 		cl.began = c.h.clock.now()
 	}
-	g, created, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout)
+	g, created, byCaller, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, true)
+	cl.byCaller = byCaller
 	if err != nil {
-		return c.acquireError(ctx, err)
+		return cl.callerTimeout(c.acquireError(ctx, err))
 	}
 	cl.g, cl.kept, cl.st.NewInstance = g, true, created
-	return cl.prepare(ctx)
+	return cl.callerTimeout(cl.prepare(ctx))
+}
+
+// callerTimeout words a Timeout of a call whose deadline was its
+// context's (earlier than the callback's timeout) as the caller's, and
+// makes it wrap context.DeadlineExceeded, as when the engine saw the
+// context end first; other errors pass unchanged.
+func (cl *call) callerTimeout(e *CallbackError) *CallbackError {
+	if e == nil || !cl.byCaller || e.kind != Timeout || errors.Is(e.Err, context.DeadlineExceeded) {
+		return e
+	}
+	e.Message = "timeout: the caller's deadline passed"
+	e.Err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, e.Err)
+	return e
 }
 
 // prepare makes the instance's scratch region large enough for the plan's
@@ -304,7 +321,7 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	state := g.inst.State()
 	if callErr != nil {
 		cl.kept = false
-		e := c.callError(callErr, "")
+		e := cl.callerTimeout(c.callError(callErr, ""))
 		if state.ErrorMessage != "" && e.kind != ABIViolation && e.kind != HostPanic {
 			e.GuestMessage = state.ErrorMessage
 			if e.kind == Unreachable {

@@ -105,3 +105,59 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
 		})
 	}
 }
+
+// deadlineOnly is a context that reports a deadline and never ends by
+// itself (ffi's callbox_call_within passes one): the host must enforce the
+// deadline without the context's help.
+type deadlineOnly struct {
+	context.Context
+	at time.Time
+}
+
+func (d deadlineOnly) Deadline() (time.Time, bool) { return d.at, true }
+
+// A context's deadline earlier than the callback's timeout is the call's
+// deadline, enforced by the engine itself: a context that never ends by
+// itself still stops the guest, the error is the caller's Timeout
+// (wrapping context.DeadlineExceeded), the instance is replaced, and the
+// next call runs. The wait for a free instance is bounded by it too.
+func TestContextDeadlineIsTheCallsDeadline(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := loadSpin(t, engine, func(cb *config.Callback) {
+			cb.Limits.Timeout = 30 * time.Second
+			cb.MaxInstances = 1
+		})
+		x := abi.From([]float32{1, 2})
+		start := time.Now()
+		_, err := h.Invoke(deadlineOnly{context.Background(), time.Now().Add(50 * time.Millisecond)}, "spin", x)
+		require.Error(t, err)
+		assert.Less(t, time.Since(start), 10*time.Second, "stopped at the context's deadline, not the 30 s timeout")
+		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "the caller's deadline passed")
+
+		// The one instance busy: the wait for it ends at the deadline.
+		busy := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+			defer cancel()
+			_, err := h.Invoke(ctx, "spin", x)
+			busy <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		_, err = h.Invoke(deadlineOnly{context.Background(), time.Now().Add(20 * time.Millisecond)}, "spin", x)
+		require.Error(t, err)
+		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "while waiting for an instance")
+		assert.ErrorIs(t, <-busy, context.DeadlineExceeded)
+
+		// The callback's own timeout, when it comes first, is reported as
+		// its own.
+		h2 := loadSpin(t, engine, withTimeout(50*time.Millisecond))
+		_, err = h2.Invoke(deadlineOnly{context.Background(), time.Now().Add(time.Hour)}, "spin", x)
+		require.ErrorIs(t, err, host.Timeout)
+		assert.False(t, errors.Is(err, context.DeadlineExceeded), "error: %v", err)
+		assert.Contains(t, err.Error(), "timeout after 50ms")
+	})
+}

@@ -8,7 +8,11 @@
 // check. Every failure is a *CallbackError with a Kind from one taxonomy
 // (Timeout, MemoryLimit, Unreachable, GuestError, ABIViolation, ...) that
 // errors.Is matches; an instance that trapped is discarded, and the host
-// keeps serving. A module refused at load is a *LoadError, with a Kind too.
+// keeps serving. A call's context bounds it: canceling it stops the guest
+// (Canceled), and its deadline, when earlier than the callback's timeout,
+// is the call's deadline (Timeout wrapping context.DeadlineExceeded),
+// enforced by the engine as timeouts are, the wait for an instance
+// included. A module refused at load is a *LoadError, with a Kind too.
 // docs/SECURITY.md gives the threat model and every limit.
 //
 // Calls can be made directly (Invoke, InvokeInto), in strict order on a

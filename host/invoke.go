@@ -132,6 +132,9 @@ func (c *Callback) acquireError(ctx context.Context, err error) *CallbackError {
 		e.Message = "instantiation: " + e.Message
 		return e
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return c.fail(Timeout, "timeout: the caller's deadline passed while waiting for an instance", err)
+	}
 	if ctx.Err() != nil {
 		return c.fail(Canceled, "canceled while waiting for an instance", ctx.Err())
 	}

@@ -236,25 +236,34 @@ func newPool(c *Callback, max int) *pool {
 // now is the caller's reading of the clock when the call began: a slot
 // free at once starts the deadline from it (no clock read on the hot
 // path); after a wait the clock is read again.
-func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration) (g *guest, created bool, err error) {
+//
+// With bounded set (a call, not a session), ctx's deadline, when it is
+// earlier, is the call's deadline instead (byCaller reports it): the
+// engines enforce it as they enforce timeouts, and it bounds the wait for
+// a slot too, so a context that carries a deadline without a timer of its
+// own (ffi's callbox_call_within) is held to it.
+func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration, bounded bool) (g *guest, created, byCaller bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
+		if err := p.waitSlot(ctx, bounded); err != nil {
+			return nil, false, false, err
 		}
 		now = p.c.h.clock.now()
 	}
 	deadline := sandbox.Deadline(now, timeout)
+	if bounded {
+		if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+			deadline, byCaller = d, true
+		}
+	}
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		g = p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		g.inst.SetDeadline(deadline)
-		return g, false, nil
+		return g, false, byCaller, nil
 	}
 	p.live++
 	p.mu.Unlock()
@@ -264,10 +273,29 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration) (g
 		p.live--
 		p.mu.Unlock()
 		<-p.slots
-		return nil, false, err
+		return nil, false, byCaller, err
 	}
 	p.created.Add(1)
-	return g, true, nil
+	return g, true, byCaller, nil
+}
+
+// waitSlot waits for a free slot until ctx is done or, when bounded, its
+// deadline passes (context.DeadlineExceeded).
+func (p *pool) waitSlot(ctx context.Context, bounded bool) error {
+	var expired <-chan time.Time
+	if d, ok := ctx.Deadline(); ok && bounded {
+		t := time.NewTimer(time.Until(d))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return context.DeadlineExceeded
+	}
 }
 
 // release returns a healthy instance after a call.

@@ -1719,6 +1719,7 @@ static ErlNifFunc funcs[] = {
     {"callback", 2, nif_callback, DIRTY},
     {"output_types", 3, nif_output_types, DIRTY},
     {"call", 6, nif_call, DIRTY},
+    {"call_inline", 6, nif_call, 0},
     {"call_many", 6, nif_call_many, DIRTY},
     {"call_async", 7, nif_call_async, 0},
     {"new_guard", 0, nif_new_guard, 0},

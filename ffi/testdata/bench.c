@@ -2,7 +2,9 @@
 // XLA FFI handler on the same callback, and the floor of any entry into
 // the library's Go half (callbox_callback_count: one C-to-Go crossing and
 // a handle lookup). Run by ffi/bench_test.go.
-//   bench CONFIG capi|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS
+//   bench CONFIG capi|within|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS
+// (within: callbox_call_within with a 100 us budget, which the call never
+// reaches: what the budget's deadline costs beside capi)
 // (async: callbox_call_async, the caller spinning on a flag its done
 // function sets, one call after another: the library's own cost of the
 // asynchronous route, without any event loop; phases: callbox_call and
@@ -90,7 +92,7 @@ static int phases(callbox_host host, const char *name, callbox_tensor *in, callb
 
 int main(int argc, char **argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: bench CONFIG capi|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS\n");
+    fprintf(stderr, "usage: bench CONFIG capi|within|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS\n");
     return 2;
   }
   const char *mode = argv[2], *name = argv[3];
@@ -148,6 +150,8 @@ int main(int argc, char **argv) {
   // Five timed rounds after a warm-up; the fastest round is reported
   // (the machine is shared: slower rounds measure the neighbours).
   int xla = strcmp(mode, "xla") == 0, crossing = strcmp(mode, "crossing") == 0, async = strcmp(mode, "async") == 0;
+  int within = strcmp(mode, "within") == 0;
+  int32_t expired = 0;
   size_t count = 0;
   if (strcmp(mode, "phases") == 0) return phases(host, name, &in, &out, iters);
   long per_round = iters / 5 + 1;
@@ -172,6 +176,11 @@ int main(int argc, char **argv) {
           return 1;
         }
         async_wait();
+      } else if (within) {
+        if ((e = callbox_call_within(host, 0, name, &in, 1, &out, 1, 100000, &expired)) != NULL || expired) {
+          fprintf(stderr, "call_within: %s\n", e ? e->text : "gave up");
+          return 1;
+        }
       } else if ((e = callbox_call(host, name, &in, 1, &out, 1)) != NULL) {
         fprintf(stderr, "call: %s\n", e->text);
         return 1;

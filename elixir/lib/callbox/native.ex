@@ -74,6 +74,7 @@ defmodule Callbox.Native do
   def callback(_host, _name), do: nif!()
   def output_types(_host, _callback, _types), do: nif!()
   def call(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
+  def call_inline(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
   def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
   # call_async(...): the reply ({:ok, outs} | {:error, e}: refused, or over
   # within the poll), or :ok, and then {ref, reply} arrives.
