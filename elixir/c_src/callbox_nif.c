@@ -61,6 +61,7 @@
   X(callbox_chain_reset)          \
   X(callbox_call_cancelable)      \
   X(callbox_call_async)           \
+  X(callbox_call_within)          \
   X(callbox_cancel_token_new)     \
   X(callbox_cancel_token_fire)    \
   X(callbox_cancel_token_free)    \
@@ -78,6 +79,8 @@ static char lib_problem[4608] = "libcallbox is not loaded (Callbox.Native.init/1
 #define MAX_DTYPES 64
 typedef struct {
   ERL_NIF_TERM atom; /* :f32 */
+  ERL_NIF_TERM kind; /* Nx's type {kind, bits}: :f of {:f, 32} */
+  int bits;          /* 32 of {:f, 32} */
   callbox_dtype dl;
   uint32_t bytes;
   int32_t xla;
@@ -89,6 +92,8 @@ static size_t num_dtypes;
 /* ---- atoms ---- */
 
 static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
+/* %Callbox.Tensor{}'s keys and module */
+static ERL_NIF_TERM a_struct, a_tensor_mod, a_data, a_type, a_shape;
 
 /* ---- resources ---- */
 
@@ -107,6 +112,9 @@ typedef struct {
   int64_t key[CACHE_KEY];
   size_t n;
   int wasmtime;
+  /* Calls of this entry's key still to send straight to a dirty
+   * scheduler: set to INLINE_BACKOFF when one outran its inline slice. */
+  unsigned dirty_left;
   callbox_type types[CACHE_OUTS];
 } cache_entry;
 
@@ -438,6 +446,24 @@ static const dtype_entry *dtype_by_atom(ERL_NIF_TERM atom) {
   return NULL;
 }
 
+static const dtype_entry *dtype_by_type(ErlNifEnv *env, ERL_NIF_TERM type) {
+  const ERL_NIF_TERM *el;
+  int arity, bits;
+  if (!enif_get_tuple(env, type, &arity, &el) || arity != 2 || !enif_get_int(env, el[1], &bits)) return NULL;
+  for (size_t i = 0; i < num_dtypes; i++)
+    if (dtypes[i].bits == bits && enif_is_identical(dtypes[i].kind, el[0])) return &dtypes[i];
+  return NULL;
+}
+
+/* %Callbox.Tensor{data: bin, type: {kind, bits}, shape: tuple} */
+static ERL_NIF_TERM tensor_struct(ErlNifEnv *env, ERL_NIF_TERM bin, const dtype_entry *d, ERL_NIF_TERM shape) {
+  ERL_NIF_TERM keys[4] = {a_struct, a_data, a_shape, a_type};
+  ERL_NIF_TERM vals[4] = {a_tensor_mod, bin, shape, enif_make_tuple2(env, d->kind, enif_make_int(env, d->bits))};
+  ERL_NIF_TERM map;
+  if (!enif_make_map_from_arrays(env, keys, vals, 4, &map)) return enif_make_badarg(env);
+  return map;
+}
+
 static const dtype_entry *dtype_by_dl(callbox_dtype dl) {
   for (size_t i = 0; i < num_dtypes; i++)
     if (dtypes[i].dl.code == dl.code && dtypes[i].dl.bits == dl.bits) return &dtypes[i];
@@ -482,6 +508,14 @@ static int tensors_alloc(tensor_list *l, size_t n) {
   return 1;
 }
 
+/* An empty list, without zeroing its stack arrays (4 KiB a call for the
+ * two lists of a call, measurable beside a 1 us call). */
+static void tensors_init(tensor_list *l) {
+  l->n = 0;
+  l->t = NULL;
+  l->shapes = NULL;
+}
+
 static void tensors_free(tensor_list *l) {
   if (l->t && l->t != l->t_stack) {
     enif_free(l->t);
@@ -504,10 +538,26 @@ static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_
   for (unsigned i = 0; i < len; i++) {
     enif_get_list_cell(env, tail, &head, &tail);
     const ERL_NIF_TERM *el;
+    ERL_NIF_TERM fields[3], mod;
     int arity;
-    if (!enif_get_tuple(env, head, &arity, &el) || arity != (with_data ? 3 : 2)) return -1;
+    const dtype_entry *d;
+    if (with_data && enif_is_map(env, head)) {
+      /* a %Callbox.Tensor{} */
+      if (!enif_get_map_value(env, head, a_struct, &mod) || !enif_is_identical(mod, a_tensor_mod) ||
+          !enif_get_map_value(env, head, a_data, &fields[0]) || !enif_get_map_value(env, head, a_type, &fields[1]) ||
+          !enif_get_map_value(env, head, a_shape, &fields[2]))
+        return -1;
+      el = fields;
+      d = dtype_by_type(env, fields[1]);
+      if (d == NULL) {
+        snprintf(msg, msg_cap, "input %u: its type is not one of libcallbox's dtypes", i);
+        return 0;
+      }
+    } else {
+      if (!enif_get_tuple(env, head, &arity, &el) || arity != (with_data ? 3 : 2)) return -1;
+      d = dtype_by_atom(el[with_data ? 1 : 0]);
+    }
     ERL_NIF_TERM dt = el[with_data ? 1 : 0], sh = el[with_data ? 2 : 1];
-    const dtype_entry *d = dtype_by_atom(dt);
     if (d == NULL) {
       char name[64] = "?";
       enif_get_atom(env, dt, name, sizeof name, ERL_NIF_LATIN1);
@@ -581,7 +631,7 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
   }
 #define LOOKUP(name)                                                                             \
   if ((p_##name = (__typeof__(name) *)dlsym(h, #name)) == NULL) {                                \
-    snprintf(lib_problem, sizeof lib_problem, "%s has no %s: not libcallbox 1.3 (rebuild it: make lib)", p, #name); \
+    snprintf(lib_problem, sizeof lib_problem, "%s has no %s: not libcallbox 1.4 (rebuild it: make lib)", p, #name); \
     return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));                             \
   }
   ENTRIES(LOOKUP)
@@ -604,6 +654,17 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     dtypes[i].bytes = infos[i].bytes;
     dtypes[i].xla = infos[i].xla;
     dtypes[i].name = infos[i].name; /* static storage */
+    /* Nx's type, as Callbox.Tensor names it: pred -> {:pred, 8},
+     * bf16 -> {:bf, 16}, f32 -> {:f, 32}. */
+    const char *nm = infos[i].name;
+    char kind[8] = {0};
+    size_t k = 0;
+    while (nm[k] && (nm[k] < '0' || nm[k] > '9') && k < sizeof kind - 1) {
+      kind[k] = nm[k];
+      k++;
+    }
+    dtypes[i].kind = enif_make_atom(env, kind);
+    dtypes[i].bits = nm[k] ? atoi(nm + k) : (int)infos[i].bytes * 8;
   }
   num_dtypes = n;
   if (!start_thread(closer_main, NULL)) {
@@ -780,7 +841,7 @@ static size_t cache_key(const tensor_list *in, int64_t *key) {
 }
 
 static int cache_get(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
-                     size_t cap, size_t *n, int *wasmtime) {
+                     size_t cap, size_t *n, int *wasmtime, int *dirty) {
   int hit = 0;
   if (!r->mu) return 0;
   enif_mutex_lock(r->mu);
@@ -791,6 +852,10 @@ static int cache_get(host_res *r, const char *callback, const int64_t *key, size
       memcpy(types, c->types, c->n * sizeof *types);
       *n = c->n;
       *wasmtime = c->wasmtime;
+      if (dirty && c->dirty_left > 0) {
+        c->dirty_left--;
+        *dirty = 1;
+      }
       hit = 1;
       break;
     }
@@ -813,16 +878,35 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
     memcpy(c->types, types, n * sizeof *types);
     c->n = n;
     c->wasmtime = wasmtime;
+    c->dirty_left = 0;
   }
   enif_mutex_unlock(r->mu);
 }
 
+/* After a call of key outran its inline slice: send the next
+ * INLINE_BACKOFF calls of it straight to a dirty scheduler. */
+#define INLINE_BACKOFF 1024
+static void cache_mark_slow(host_res *r, const char *callback, const int64_t *key, size_t key_len) {
+  if (!r->mu || key_len == 0) return;
+  enif_mutex_lock(r->mu);
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    cache_entry *c = r->cache[i];
+    if (c && c->key_len == key_len && strcmp(c->name, callback) == 0 && memcmp(c->key, key, key_len * sizeof *key) == 0) {
+      c->dirty_left = INLINE_BACKOFF;
+      break;
+    }
+  }
+  enif_mutex_unlock(r->mu);
+}
+
+/* dirty (optional): set when the (callback, types) pair is one whose
+ * calls go straight to a dirty scheduler for now (cache_mark_slow). */
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
-                  callbox_type **types_out, size_t *n_out, int *wasmtime, ERL_NIF_TERM *err) {
+                  callbox_type **types_out, size_t *n_out, int *wasmtime, int *dirty, ERL_NIF_TERM *err) {
   int64_t key[CACHE_KEY];
   size_t key_len = in->t ? cache_key(in, key) : 0;
   int wt = 0;
-  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &wt)) {
+  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &wt, dirty)) {
     *types_out = stack;
     if (wasmtime) *wasmtime = wt;
     return 1;
@@ -863,7 +947,8 @@ static ERL_NIF_TERM nif_output_types(ErlNifEnv *env, int argc, const ERL_NIF_TER
   host_res *r;
   cstr cb;
   if (!get_host(env, argv[0], &r) || !get_cstr(env, argv[1], &cb)) return enif_make_badarg(env);
-  tensor_list in = {0};
+  tensor_list in;
+  tensors_init(&in);
   char msg[512];
   ERL_NIF_TERM result;
   int got = get_tensors(env, argv[2], 0, &in, msg, sizeof msg);
@@ -874,7 +959,7 @@ static ERL_NIF_TERM nif_output_types(ErlNifEnv *env, int argc, const ERL_NIF_TER
   } else {
     callbox_type stack[STACK_TENSORS], *types;
     size_t n;
-    if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, &result)) {
+    if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, NULL, &result)) {
       ERL_NIF_TERM list = enif_make_list(env, 0);
       for (size_t i = n; i-- > 0;) {
         const dtype_entry *d = dtype_by_dl(types[i].dtype);
@@ -915,8 +1000,6 @@ static void run_call(void *p) {
     j->err = p_callbox_call(j->host, j->callback, j->in->t, j->in->n, j->out->t, j->n);
 }
 
-/* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
- * 0 with *result an error tuple, -1 for a malformed term (badarg). */
 /* The guard a call runs under: the process's guard resource (argument
  * guard, or nil), when the caller passed no token of its own and the
  * thread has a token; NULL otherwise. */
@@ -955,15 +1038,31 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   return t;
 }
 
+/* Counters of the routes calls took (call_stats/0). */
+static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns;
+
+static double mono_ns(void);
+
+/* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
+ * 0 with *result an error tuple, -1 for a malformed term (badarg), 2 when
+ * the call is to run (again) on a dirty scheduler. budget_ns 0 runs the
+ * call here, whatever it takes (on a dirty scheduler, under guard g);
+ * else the call runs here within budget_ns (callbox_call_within) when it
+ * may: not when its callback is on wasmtime and this thread's stack is
+ * too small for it, nor for a while after a call of the same callback and
+ * input types outran its budget; otherwise, or when it outran it, 2.
+ * structs: the outputs as %Callbox.Tensor{}s (else as tuples). */
 static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
-                    ERL_NIF_TERM inputs, ERL_NIF_TERM *result) {
-  tensor_list in = {0}, out = {0};
+                    ERL_NIF_TERM inputs, uint64_t budget_ns, int structs, ERL_NIF_TERM *result) {
+  tensor_list in, out;
+  tensors_init(&in);
+  tensors_init(&out);
   char msg[512];
   int status = 0;
   callbox_type stack[STACK_TENSORS], *types = NULL;
   ErlNifBinary bins_stack[STACK_TENSORS], *bins = bins_stack;
   size_t n = 0, allocated = 0;
-  int wasmtime = 0;
+  int wasmtime = 0, dirty = 0;
   int got = get_tensors(env, inputs, 1, &in, msg, sizeof msg);
   if (got < 0) {
     status = -1;
@@ -973,7 +1072,12 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
     goto done;
   }
-  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, result)) goto done;
+  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, budget_ns ? &dirty : NULL, result))
+    goto done;
+  if (budget_ns && (dirty || (wasmtime && !stack_is_big()))) {
+    status = 2;
+    goto done;
+  }
   if (n > STACK_TENSORS && (bins = enif_alloc(n * sizeof *bins)) == NULL) {
     bins = bins_stack;
     *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, "out of memory for the results");
@@ -1000,8 +1104,33 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     t->dtype = types[i].dtype;
     t->shape = types[i].ndim ? types[i].shape : NULL;
   }
-  {
+  if (budget_ns) {
+    int32_t expired = 0;
+    double t0 = mono_ns();
+    callbox_error *e = p_callbox_call_within(r->handle, tok ? tok->token : 0, cb, in.t, in.n, out.t, n, budget_ns, &expired);
+    uint64_t took = (uint64_t)(mono_ns() - t0);
+    /* A timeslice is about 1 ms: report the share this call used. */
+    int pct = (int)(took / 10000);
+    enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
+    uint64_t max = __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED);
+    while (took > max && !__atomic_compare_exchange_n(&stat_inline_max_ns, &max, took, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    if (e) {
+      *result = error_term(env, e);
+      goto done;
+    }
+    if (expired) {
+      int64_t key[CACHE_KEY];
+      size_t key_len = cache_key(&in, key);
+      cache_mark_slow(r, cb, key, key_len);
+      __atomic_add_fetch(&stat_gave_up, 1, __ATOMIC_RELAXED);
+      status = 2;
+      goto done;
+    }
+    __atomic_add_fetch(&stat_inline, 1, __ATOMIC_RELAXED);
+  } else {
     call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
+    __atomic_add_fetch(&stat_dirty, 1, __ATOMIC_RELAXED);
     if (g) {
       j.token = thread_token;
       enif_mutex_lock(guard_mu);
@@ -1027,9 +1156,10 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     ERL_NIF_TERM list = enif_make_list(env, 0);
     for (size_t i = n; i-- > 0;) {
       ERL_NIF_TERM bin = enif_make_binary(env, &bins[i]);
-      list = enif_make_list_cell(
-          env, enif_make_tuple3(env, bin, dtype_by_dl(types[i].dtype)->atom, shape_tuple(env, types[i].ndim, types[i].shape)),
-          list);
+      const dtype_entry *d = dtype_by_dl(types[i].dtype);
+      ERL_NIF_TERM shape = shape_tuple(env, types[i].ndim, types[i].shape);
+      list = enif_make_list_cell(env, structs ? tensor_struct(env, bin, d, shape) : enif_make_tuple3(env, bin, d->atom, shape),
+                                 list);
     }
     allocated = 0; /* owned by the terms now */
     *result = list;
@@ -1058,22 +1188,66 @@ static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, to
   return 1;
 }
 
-/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil)
- *   -> {:ok, [{binary, dtype, shape}]} | {:error, e} */
+/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, inline_ns)
+ *   -> {:ok, [%Callbox.Tensor{}]} | {:error, e}
+ * inputs: {binary, dtype, shape} tuples or %Callbox.Tensor{}s.
+ * On the caller's normal scheduler: an unordered call with inline_ns > 0
+ * runs here within inline_ns (one_call); every other call, and one that
+ * outran its slice (from the start: the abandoned attempt wrote nothing),
+ * continues on a dirty CPU scheduler (call_dirty). */
+static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+
 static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-  (void)argc;
   REQUIRE_LIB(env);
+  ErlNifUInt64 inline_ns;
+  if (!enif_get_uint64(env, argv[6], &inline_ns)) return enif_make_badarg(env);
+  if (inline_ns > 0 && enif_is_identical(argv[1], a_nil)) {
+    host_res *r;
+    token_res *tok;
+    cstr chain, cb;
+    int has_chain;
+    if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
+    ERL_NIF_TERM result;
+    int status = one_call(env, r, tok, NULL, NULL, cb.s, argv[3], inline_ns, 1, &result);
+    free_cstr(&cb);
+    if (status < 0) return enif_make_badarg(env);
+    if (status < 2) return status ? enif_make_tuple2(env, a_ok, result) : result;
+  }
+  return enif_schedule_nif(env, "call", ERL_NIF_DIRTY_JOB_CPU_BOUND, nif_call_dirty, argc, argv);
+}
+
+/* The dirty half of call/7: the whole call here, under the caller's guard. */
+static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
   host_res *r;
   token_res *tok;
   cstr chain, cb;
   int has_chain;
   if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ERL_NIF_TERM result;
-  int status = one_call(env, r, tok, guard_for(env, argv[5], tok), has_chain ? chain.s : NULL, cb.s, argv[3], &result);
+  int status = one_call(env, r, tok, guard_for(env, argv[5], tok), has_chain ? chain.s : NULL, cb.s, argv[3], 0, 1, &result);
   free_cstr(&cb);
   if (has_chain) free_cstr(&chain);
   if (status < 0) return enif_make_badarg(env);
   return status ? enif_make_tuple2(env, a_ok, result) : result;
+}
+
+/* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns}:
+ * how calls ran since the NIF loaded (calls finished on a normal
+ * scheduler; inline attempts that outran their slice; calls run on a
+ * dirty scheduler) and the longest inline attempt. */
+static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  (void)argv;
+  ERL_NIF_TERM keys[4] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
+                          enif_make_atom(env, "inline_max_ns")};
+  ERL_NIF_TERM vals[4] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED))};
+  ERL_NIF_TERM map;
+  enif_make_map_from_arrays(env, keys, vals, 4, &map);
+  return map;
 }
 
 /* ---- asynchronous calls: callbox_call_async from a normal scheduler ----
@@ -1212,7 +1386,9 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   if (!enif_is_ref(env, argv[6])) return enif_make_badarg(env);
   if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ErlNifEnv *jenv = enif_alloc_env();
-  tensor_list in = {0}, out = {0};
+  tensor_list in, out;
+  tensors_init(&in);
+  tensors_init(&out);
   callbox_type stack[STACK_TENSORS], *types = NULL;
   async_job *j = NULL;
   size_t n = 0, allocated = 0;
@@ -1233,7 +1409,7 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, msg);
     goto done;
   }
-  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, &result)) goto done;
+  if (!derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, NULL, &result)) goto done;
   j = enif_alloc(sizeof *j + n * (sizeof(callbox_type) + sizeof(ErlNifBinary)));
   if (j == NULL || !tensors_alloc(&out, n)) {
     result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb.s, "out of memory for the results");
@@ -1350,7 +1526,7 @@ static ERL_NIF_TERM nif_call_many(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
       bad = 1;
       break;
     }
-    int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, head, &outs[i]);
+    int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, head, 0, 0, &outs[i]);
     if (status < 0) {
       bad = 1;
       break;
@@ -1385,7 +1561,8 @@ static ERL_NIF_TERM nif_tap(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     if (has_chain) free_cstr(&chain);
     return enif_make_badarg(env);
   }
-  tensor_list in = {0};
+  tensor_list in;
+  tensors_init(&in);
   char msg[512];
   ERL_NIF_TERM result;
   int got = get_tensors(env, argv[3], 1, &in, msg, sizeof msg);
@@ -1495,7 +1672,9 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   long iters;
   if (!get_host(env, argv[0], &r) || !enif_get_long(env, argv[3], &iters) || iters <= 0 || !get_cstr(env, argv[1], &cb))
     return enif_make_badarg(env);
-  tensor_list in = {0}, out = {0};
+  tensor_list in, out;
+  tensors_init(&in);
+  tensors_init(&out);
   callbox_type stack[STACK_TENSORS], *types = NULL;
   void *bufs[STACK_TENSORS] = {0};
   size_t n = 0;
@@ -1505,7 +1684,7 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   int got = get_tensors(env, argv[2], 1, &in, msg, sizeof msg);
   if (got <= 0) {
     result = enif_make_badarg(env);
-  } else if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, &result)) {
+  } else if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, NULL, &result)) {
     if (n > STACK_TENSORS || !tensors_alloc(&out, n)) {
       result = enif_make_badarg(env);
     } else {
@@ -1683,6 +1862,11 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   a_nil = enif_make_atom(env, "nil");
   a_true = enif_make_atom(env, "true");
   a_false = enif_make_atom(env, "false");
+  a_struct = enif_make_atom(env, "__struct__");
+  a_tensor_mod = enif_make_atom(env, "Elixir.Callbox.Tensor");
+  a_data = enif_make_atom(env, "data");
+  a_type = enif_make_atom(env, "type");
+  a_shape = enif_make_atom(env, "shape");
   host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
   token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
   ErlNifResourceTypeInit guard_init = {.dtor = guard_dtor, .stop = NULL, .down = guard_down};
@@ -1718,7 +1902,8 @@ static ErlNifFunc funcs[] = {
     {"callbacks", 1, nif_callbacks, DIRTY},
     {"callback", 2, nif_callback, DIRTY},
     {"output_types", 3, nif_output_types, DIRTY},
-    {"call", 6, nif_call, DIRTY},
+    {"call", 7, nif_call, 0},
+    {"call_stats", 0, nif_call_stats, 0},
     {"call_inline", 6, nif_call, 0},
     {"call_many", 6, nif_call_many, DIRTY},
     {"call_async", 7, nif_call_async, 0},

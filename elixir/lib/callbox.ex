@@ -49,6 +49,10 @@ defmodule Callbox do
   @type tensor :: Tensor.t() | {binary(), Tensor.type(), tuple()} | struct()
   @type result(t) :: {:ok, t} | {:error, Error.t()}
 
+  # How long a call may run on the caller's scheduler before it moves to a
+  # dirty one (call/4: inline_us), in microseconds.
+  @default_inline_us 100
+
   # ---- hosts ----
 
   @doc """
@@ -149,10 +153,23 @@ defmodule Callbox do
   Calls a callback (a name or a content id) on `inputs` and returns its
   results: `{:ok, [%Callbox.Tensor{}]}` or `{:error, %Callbox.Error{}}`.
 
-  The call runs on a dirty CPU scheduler.
+  Where the call runs: it starts on the caller's own (normal) scheduler,
+  held to a slice of `inline_us` microseconds (default
+  #{@default_inline_us}); a call that finishes within it costs no
+  scheduler hand-off. One that outruns it is stopped and run again from
+  the start on a dirty CPU scheduler, where it may use its whole timeout
+  (the stopped attempt wrote nothing, but its instance is replaced, so
+  state a pooled instance kept from earlier calls is lost, and guest log
+  lines it wrote may appear twice); later calls of the same callback and
+  input types then go straight to a dirty scheduler for a while (1024
+  calls). A callback on wasmtime goes straight there unless the normal
+  schedulers' stacks can hold its guests (`+sss 1024` or more). Chain
+  calls, which must run exactly once, always run on a dirty scheduler, as
+  every call does with `inline_us: 0`.
 
-  Options: `:cancel`, a token from `cancel_token/0`: firing it with
-  `cancel/1` stops the call within milliseconds (kind `:canceled`).
+  Options: `:inline_us`, the slice above (0: always dirty); `:cancel`, a
+  token from `cancel_token/0`: firing it with `cancel/1` stops the call
+  within milliseconds (kind `:canceled`).
   `async: true` runs the guest on a thread of libcallbox's instead
   (`callbox_call_async`, C API 1.3): the NIF hands the call over from the
   normal scheduler, polls up to 20 µs for its end, else the calling
@@ -217,6 +234,17 @@ defmodule Callbox do
     end
   end
 
+  # The inline slice in ns: none for chain calls (an ordered step must
+  # run exactly once, and a slice may run it twice).
+  defp inline_ns(nil, opts) do
+    case Keyword.get(opts, :inline_us, @default_inline_us) do
+      us when is_integer(us) and us >= 0 and us <= 1_000_000 -> us * 1000
+      us -> raise ArgumentError, "inline_us: #{inspect(us)} (give microseconds, 0 to 1000000)"
+    end
+  end
+
+  defp inline_ns(_chain, _opts), do: 0
+
   defp token(opts) do
     case opts[:cancel] do
       nil -> nil
@@ -226,34 +254,47 @@ defmodule Callbox do
 
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
-    natives = native_inputs(callback, inputs)
+    if !opts[:async] do
+      # Callbox.Tensor structs go to the NIF as they are, which returns
+      # structs; other tensors are converted first.
+      natives = if all_tensors?(inputs), do: inputs, else: native_inputs(callback, inputs)
+
+      case Native.call(ref, chain, callback, natives, token(opts), guard(), inline_ns(chain, opts)) do
+        {:ok, _} = ok -> ok
+        {:error, e} -> {:error, Error.from_native(e)}
+      end
+    else
+      do_call_async(ref, chain, callback, native_inputs(callback, inputs), opts)
+    end
+  catch
+    :throw, {:callbox_bad_input, e} -> {:error, e}
+  end
+
+  defp all_tensors?([%Tensor{} | rest]), do: all_tensors?(rest)
+  defp all_tensors?([]), do: true
+  defp all_tensors?(_), do: false
+
+  # The call runs on a library thread (callbox_call_async); the NIF replies
+  # itself when the call is over within its short poll, else the reply
+  # arrives as {tag, reply}.
+  defp do_call_async(ref, chain, callback, natives, opts) do
+    tag = make_ref()
 
     reply =
-      if !opts[:async] do
-        Native.call(ref, chain, callback, natives, token(opts), guard())
-      else
-        # The call runs on a library thread (callbox_call_async); the NIF
-        # replies itself when the call is over within its short poll, else
-        # the reply arrives as {tag, reply}.
-        tag = make_ref()
+      case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
+        :ok ->
+          receive do
+            {^tag, reply} -> reply
+          end
 
-        case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
-          :ok ->
-            receive do
-              {^tag, reply} -> reply
-            end
-
-          reply ->
-            reply
-        end
+        reply ->
+          reply
       end
 
     case reply do
       {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
       {:error, e} -> {:error, Error.from_native(e)}
     end
-  catch
-    :throw, {:callbox_bad_input, e} -> {:error, e}
   end
 
   @doc """

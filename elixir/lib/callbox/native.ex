@@ -73,7 +73,10 @@ defmodule Callbox.Native do
   def callbacks(_host), do: nif!()
   def callback(_host, _name), do: nif!()
   def output_types(_host, _callback, _types), do: nif!()
-  def call(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
+  # call(...): on the caller's scheduler within inline_ns, else (and for
+  # chain calls, or inline_ns 0) on a dirty one.
+  def call(_host, _chain, _callback, _inputs, _token, _guard, _inline_ns), do: nif!()
+  def call_stats, do: nif!()
   def call_inline(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
   def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
   # call_async(...): the reply ({:ok, outs} | {:error, e}: refused, or over
