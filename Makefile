@@ -167,7 +167,7 @@ ELIXIR_BENCH_ERL ?=
 elixir-bench: lib
 	@mkdir -p build/elixir-bench
 	wat2wasm ffi/testdata/kit.wat -o build/elixir-bench/kit.wasm
-	printf 'callbacks:\n  copy_f32:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n  copy_f32_wasmtime:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n    engine: wasmtime\n' > build/elixir-bench/callbox.yaml
+	printf 'callbacks:\n  copy_f32:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n  copy_f32_wasmtime:\n    module: kit.wasm\n    export: copy\n    signature: "(x: f32[n]) -> f32[n]"\n    engine: wasmtime\n  spin:\n    module: kit.wasm\n    export: spin\n    signature: "(x: f32[n]) -> f32[n]"\n    timeout: 250ms\n' > build/elixir-bench/callbox.yaml
 	cc -O2 -o build/elixir-bench/cbench ffi/testdata/bench.c -Ibuild -Lbuild -lcallbox -Wl,-rpath,$(CURDIR)/build
-	@for cb in copy_f32 copy_f32_wasmtime; do for m in capi async; do printf "C API %s %s 1KiB " $$m $$cb; CALLBOX_LOG_LEVEL=error build/elixir-bench/cbench build/elixir-bench/callbox.yaml $$m $$cb 256 50000; done; done
+	@for cb in copy_f32 copy_f32_wasmtime; do for m in capi within async; do printf "C API %s %s 1KiB " $$m $$cb; CALLBOX_LOG_LEVEL=error build/elixir-bench/cbench build/elixir-bench/callbox.yaml $$m $$cb 256 50000; done; done
 	cd elixir && MIX_HOME=$(CURDIR)/build/mix HEX_OFFLINE=1 MIX_ENV=prod CALLBOX_LOG_LEVEL=error ELIXIR_ERL_OPTIONS="$(ELIXIR_BENCH_ERL)" mix run bench/call_bench.exs $(CURDIR)/build/elixir-bench/callbox.yaml

@@ -2,11 +2,13 @@
 # the same call through the C API, in the same VM, round by round:
 #   capi    callbox_call in a C loop inside this VM (Callbox.Native.bench_capi/4,
 #           on a dirty scheduler; what ffi/testdata/bench.c measures in its own process)
-#   call    Callbox.call/4 with async: true: callbox_call_async from a normal
+#   call    Callbox.call/3, the default: callbox_call_within on the caller's
+#           normal scheduler within a 100 us slice (a wasmtime callback goes
+#           to a dirty scheduler unless the normal schedulers' stacks hold it)
+#   dirty   Callbox.call/4 with inline_us: 0: the whole call on a dirty CPU scheduler
+#   async   Callbox.call/4 with async: true: callbox_call_async from a normal
 #           scheduler, which polls 20 us for the call's end before leaving the
 #           reply to a message
-#   message the same with no poll: every reply is a message
-#   dirty   Callbox.call/3 (the default): the whole call on a dirty CPU scheduler
 #   many    Callbox.call_many/3, 100 calls per dirty scheduler trip
 #   handoff no call: two threads of the VM handing a number back and forth
 #           as the async route's threads do (Callbox.Native.bench_handoff/1),
@@ -15,6 +17,11 @@
 # report is the median over the rounds of each variant's ns per call and of
 # each round's ratio to capi (and the best round's, for reference). The
 # machine is shared and noisy: only the ratios within a round mean much.
+# Last, how long a runaway holds a normal scheduler: spin (kit.wasm's
+# endless loop, 250 ms timeout) called at 20 input shapes, each first tried
+# within the slice: the longest attempt given up (slice plus the engine's
+# interrupt latency), beside the longest call that finished inline in the
+# whole run (which includes the OS descheduling the thread).
 #   mix run bench/call_bench.exs CONFIG [CALLBACK...]
 [config | names] = System.argv()
 names = if names == [], do: ["copy_f32", "copy_f32_wasmtime"], else: names
@@ -25,8 +32,15 @@ n = 10_000
 rounds = String.to_integer(System.get_env("ROUNDS", "9"))
 batch = List.duplicate([x], 100)
 
-time = fn f ->
-  {t, _} = :timer.tc(f)
+# ns per call of `count` calls of f, each result dropped as it comes (as
+# the C loop reuses its output buffer), not kept in a list.
+repeat = fn
+  _f, 0, _again -> :ok
+  f, k, again -> f.() && again.(f, k - 1, again)
+end
+
+time = fn f, count ->
+  {t, _} = :timer.tc(fn -> repeat.(f, count, repeat) end)
   t * 1000 / n
 end
 
@@ -45,19 +59,14 @@ for name <- names do
       {:ok, ns} = Callbox.Native.bench_capi(host.ref, name, native, n)
       ns
     end,
-    call: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end) end,
-    message: fn ->
-      Callbox.Native.set_async_spin(0)
-      ns = time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x], async: true) end)
-      Callbox.Native.set_async_spin(20_000)
-      ns
-    end,
-    dirty: fn -> time.(fn -> for _ <- 1..n, do: {:ok, [_]} = Callbox.call(host, name, [x]) end) end,
-    many: fn -> time.(fn -> for _ <- 1..div(n, 100), do: {:ok, _} = Callbox.call_many(host, name, batch) end) end,
+    call: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x]) end, n) end,
+    dirty: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], inline_us: 0) end, n) end,
+    async: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], async: true) end, n) end,
+    many: fn -> time.(fn -> {:ok, _} = Callbox.call_many(host, name, batch) end, div(n, 100)) end,
     handoff: fn -> Callbox.Native.bench_handoff(n) end
   }
 
-  order = [:capi, :call, :message, :dirty, :many, :handoff]
+  order = [:capi, :call, :dirty, :async, :many, :handoff]
   for v <- order, do: run[v].()
 
   results =
@@ -77,9 +86,24 @@ for name <- names do
   end
 end
 
+{:ok, callbacks} = Callbox.callbacks(host)
+
+if Enum.any?(callbacks, &(&1.name == "spin")) do
+  for k <- 1..20 do
+    {:error, %Callbox.Error{kind: :timeout}} = Callbox.call(host, "spin", [Callbox.Tensor.from_list(List.duplicate(0.0, k), {:f, 32})])
+  end
+
+  stats = Callbox.Native.call_stats()
+
+  IO.puts(
+    "elixir spin slice 100 us: #{stats.gave_up} attempts given up, the longest #{Float.round(stats.gave_up_max_ns / 1000, 1)} us; " <>
+      "the longest call finished inline in the run #{Float.round(stats.inline_max_ns / 1000, 1)} us"
+  )
+end
+
 # What the BEAM itself charges: a dirty CPU scheduler round trip that does
 # nothing (erts_debug's dirty_cpu/2 BIF), the floor of any dirty NIF call.
 if function_exported?(:erts_debug, :dirty_cpu, 2) do
-  ns = for _round <- 1..rounds, do: time.(fn -> for _ <- 1..n, do: :erts_debug.dirty_cpu(:wait, 0) end)
+  ns = for _round <- 1..rounds, do: time.(fn -> :erts_debug.dirty_cpu(:wait, 0) end, n)
   IO.puts("beam   empty dirty CPU scheduler round trip median ns #{Float.round(median.(ns), 1)}")
 end

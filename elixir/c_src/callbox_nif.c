@@ -1039,7 +1039,13 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 }
 
 /* Counters of the routes calls took (call_stats/0). */
-static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns;
+static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns;
+
+static void stat_max(uint64_t *max, uint64_t v) {
+  uint64_t m = __atomic_load_n(max, __ATOMIC_RELAXED);
+  while (v > m && !__atomic_compare_exchange_n(max, &m, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
 
 static double mono_ns(void);
 
@@ -1112,9 +1118,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     /* A timeslice is about 1 ms: report the share this call used. */
     int pct = (int)(took / 10000);
     enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
-    uint64_t max = __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED);
-    while (took > max && !__atomic_compare_exchange_n(&stat_inline_max_ns, &max, took, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    stat_max(expired ? &stat_gave_up_max_ns : &stat_inline_max_ns, took);
     if (e) {
       *result = error_term(env, e);
       goto done;
@@ -1232,21 +1236,24 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   return status ? enif_make_tuple2(env, a_ok, result) : result;
 }
 
-/* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns}:
- * how calls ran since the NIF loaded (calls finished on a normal
- * scheduler; inline attempts that outran their slice; calls run on a
- * dirty scheduler) and the longest inline attempt. */
+/* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns,
+ * gave_up_max_ns: ns}: how calls ran since the NIF loaded (calls finished
+ * on a normal scheduler; inline attempts that outran their slice; calls
+ * run on a dirty scheduler), the longest inline attempt that finished and
+ * the longest one given up (its slice and the engine's interrupt
+ * latency: what a runaway holds a normal scheduler). */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
-  ERL_NIF_TERM keys[4] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
-                          enif_make_atom(env, "inline_max_ns")};
-  ERL_NIF_TERM vals[4] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+  ERL_NIF_TERM keys[5] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
+                          enif_make_atom(env, "inline_max_ns"), enif_make_atom(env, "gave_up_max_ns")};
+  ERL_NIF_TERM vals[5] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
-                          enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED))};
+                          enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED))};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 4, &map);
+  enif_make_map_from_arrays(env, keys, vals, 5, &map);
   return map;
 }
 

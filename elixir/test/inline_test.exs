@@ -1,0 +1,96 @@
+defmodule Callbox.InlineTest do
+  # The default route of Callbox.call/4: a call starts on the caller's
+  # normal scheduler within a slice (inline_us) through callbox_call_within,
+  # and moves to a dirty scheduler, from the start, only when it outruns
+  # it. Callbox.Native.call_stats/0 counts the routes calls took; this
+  # module runs alone (async: false), so the counts are this test's.
+  use ExUnit.Case, async: false
+
+  alias Callbox.{Error, Tensor, TestGuests}
+
+  setup_all do
+    {:ok, host} = Callbox.open(TestGuests.config_path())
+    %{host: host}
+  end
+
+  defp f32(list), do: Tensor.from_list(list, {:f, 32})
+
+  # The change in call_stats/0 over f's run, and f's result.
+  defp routes(f) do
+    before = Callbox.Native.call_stats()
+    result = f.()
+    later = Callbox.Native.call_stats()
+    {Map.new([:inline, :gave_up, :dirty], &{&1, later[&1] - before[&1]}), result}
+  end
+
+  test "a short call finishes on the caller's scheduler, with the dirty route's result", %{host: host} do
+    x = f32([1.0, -2.5, 3.0])
+    {counts, inline} = routes(fn -> Callbox.call(host, "copy_f32", [x]) end)
+    assert counts == %{inline: 1, gave_up: 0, dirty: 0}
+    assert {:ok, [^x]} = inline
+    {counts, dirty} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 0) end)
+    assert counts == %{inline: 0, gave_up: 0, dirty: 1}
+    assert dirty == inline
+    # Tensors given as {binary, type, shape} take the same route.
+    {counts, tuple} = routes(fn -> Callbox.call(host, "copy_f32", [{x.data, {:f, 32}, {3}}]) end)
+    assert counts.inline == 1
+    assert tuple == inline
+  end
+
+  test "a call that outruns its slice runs again from the start on a dirty scheduler", %{host: host} do
+    # 4 MiB copied in and out: far more than a 1 us slice.
+    x = f32(Enum.map(1..1_048_576, &(&1 * 0.5)))
+    {counts, result} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 1) end)
+    assert counts == %{inline: 0, gave_up: 1, dirty: 1}
+    assert {:ok, [^x]} = result
+    # For a while, that callback at those types goes straight to a dirty
+    # scheduler: no slice spent on it.
+    {counts, result} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 1) end)
+    assert counts == %{inline: 0, gave_up: 0, dirty: 1}
+    assert {:ok, [^x]} = result
+  end
+
+  test "a runaway is stopped at the end of its slice and then at its own timeout", %{host: host} do
+    x = f32([1.0, 2.0])
+    {counts, result} = routes(fn -> Callbox.call(host, "spin", [x]) end)
+    assert counts == %{inline: 0, gave_up: 1, dirty: 1}
+    assert {:error, %Error{kind: :timeout, callback: "spin", message: message}} = result
+    assert message =~ "timeout after 250ms", "the callback's own timeout, not the slice: #{message}"
+    {counts, _} = routes(fn -> Callbox.call(host, "spin", [x]) end)
+    assert counts == %{inline: 0, gave_up: 0, dirty: 1}
+    # Other input shapes are tried on the caller's scheduler again.
+    {counts, _} = routes(fn -> Callbox.call(host, "spin", [f32([1.0, 2.0, 3.0])]) end)
+    assert counts.gave_up == 1
+    # The slice stopped the attempts well before the 250 ms timeout.
+    assert Callbox.Native.call_stats().gave_up_max_ns < 200_000_000
+    # The host serves the callback's neighbours as before.
+    assert {:ok, [^x]} = Callbox.call(host, "copy_f32", [x])
+  end
+
+  test "chain calls always run on a dirty scheduler", %{host: host} do
+    chain = Callbox.chain(host, "inline_test")
+    x = f32([4.0])
+    {counts, result} = routes(fn -> Callbox.Chain.call(chain, "copy_f32", [x]) end)
+    assert counts == %{inline: 0, gave_up: 0, dirty: 1}
+    assert {:ok, [^x]} = result
+  end
+
+  test "wasmtime guests run where their stack fits: never given up for want of one", %{host: host} do
+    x = f32([7.0, 8.0])
+    {counts, result} = routes(fn -> Callbox.call(host, "copy_wasmtime", [x]) end)
+    assert counts.gave_up == 0
+    assert counts.inline + counts.dirty == 1
+    assert {:ok, [^x]} = result
+  end
+
+  test "a bad inline_us is refused", %{host: host} do
+    x = f32([1.0])
+    assert_raise ArgumentError, ~r/inline_us/, fn -> Callbox.call(host, "copy_f32", [x], inline_us: -1) end
+    assert_raise ArgumentError, ~r/inline_us/, fn -> Callbox.call(host, "copy_f32", [x], inline_us: :fast) end
+  end
+
+  test "a struct with a type callbox lacks is refused naming the input", %{host: host} do
+    bad = %Tensor{data: <<0::32>>, type: {:f, 7}, shape: {1}}
+    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [bad])
+  end
+end
