@@ -1911,7 +1911,6 @@ static ErlNifFunc funcs[] = {
     {"output_types", 3, nif_output_types, DIRTY},
     {"call", 7, nif_call, 0},
     {"call_stats", 0, nif_call_stats, 0},
-    {"call_inline", 6, nif_call, 0},
     {"call_many", 6, nif_call_many, DIRTY},
     {"call_async", 7, nif_call_async, 0},
     {"new_guard", 0, nif_new_guard, 0},

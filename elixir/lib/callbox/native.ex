@@ -77,7 +77,6 @@ defmodule Callbox.Native do
   # chain calls, or inline_ns 0) on a dirty one.
   def call(_host, _chain, _callback, _inputs, _token, _guard, _inline_ns), do: nif!()
   def call_stats, do: nif!()
-  def call_inline(_host, _chain, _callback, _inputs, _token, _guard), do: nif!()
   def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
   # call_async(...): the reply ({:ok, outs} | {:error, e}: refused, or over
   # within the poll), or :ok, and then {ref, reply} arrives.
