@@ -258,12 +258,78 @@ static int stack_is_big(void) {
   return thread_stack >= BIG_STACK_NEED;
 }
 
-/* Runs fn(arg) on a thread with a big stack: this one if it has one. */
+/* ---- a big stack on this thread: a switch instead of a hand-off ----
+ *
+ * On x86-64 a thread whose own stack is too small switches its stack
+ * pointer to a stack of its own (WORKER_STACK bytes, reserved when first
+ * needed, with a guard page below; pages are committed only as they are
+ * touched), runs fn there and switches back: no other thread, no wake-up.
+ * The Go runtime accepts a cgo callback on a stack it did not record
+ * (since Go 1.21 it re-reads a non-Go thread's stack bounds when the stack
+ * pointer is outside them), at about 1 us a call for that re-reading,
+ * against 20-100 us for a hand-off to a worker on a busy 2-core machine.
+ * Elsewhere, or when the reservation fails, the worker pool below. */
+#if defined(__x86_64__)
+#include <sys/mman.h>
+#define HAVE_STACK_SWITCH 1
+static __thread char *own_stack;
+static __thread int on_own_stack;
+
+/* Calls fn(arg) with the stack pointer at top, then restores it. Every
+ * register the ABI lets fn change is declared clobbered; rbx (saved by
+ * fn, as the ABI requires) holds the caller's stack pointer meanwhile. */
+static void call_on_stack(void (*fn)(void *), void *arg, char *top) {
+  __asm__ volatile(
+      "mov %%rsp, %%rbx\n\t"
+      "mov %2, %%rsp\n\t"
+      "and $-16, %%rsp\n\t"
+      "mov %1, %%rdi\n\t"
+      "call *%0\n\t"
+      "mov %%rbx, %%rsp\n\t"
+      : "+r"(fn), "+r"(arg), "+r"(top)
+      :
+      : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2",
+        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+/* Runs fn(arg) on this thread's own big stack; 0 if there is none. */
+static int switch_to_own_stack(void (*fn)(void *), void *arg) {
+  if (on_own_stack) { /* already on it */
+    fn(arg);
+    return 1;
+  }
+  if (own_stack == NULL) {
+    char *p = mmap(NULL, WORKER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                   -1, 0);
+    if (p == MAP_FAILED) return 0;
+    if (mprotect(p, 4096, PROT_NONE) != 0) {
+      munmap(p, WORKER_STACK);
+      return 0;
+    }
+    own_stack = p;
+  }
+  on_own_stack = 1;
+  call_on_stack(fn, arg, own_stack + WORKER_STACK);
+  on_own_stack = 0;
+  return 1;
+}
+#else
+#define HAVE_STACK_SWITCH 0
+static int switch_to_own_stack(void (*fn)(void *), void *arg) {
+  (void)fn;
+  (void)arg;
+  return 0;
+}
+#endif
+
+/* Runs fn(arg) on a big stack: this thread's if it is big, else this
+ * thread's own big stack where it can switch to one, else a worker's. */
 static void run_on_big_stack(void (*fn)(void *), void *arg) {
   if (stack_is_big()) {
     fn(arg);
     return;
   }
+  if (switch_to_own_stack(fn, arg)) return;
   job j = {fn, arg, 0, NULL};
   enif_mutex_lock(pool_mu);
   if (pool_tail) pool_tail->next = &j;
@@ -1038,6 +1104,23 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   return t;
 }
 
+typedef struct {
+  callbox_host host;
+  callbox_cancel_token token;
+  const char *callback;
+  tensor_list *in, *out;
+  size_t n;
+  uint64_t budget_ns;
+  int32_t expired;
+  callbox_error *err;
+} within_job;
+
+static void run_within(void *p) {
+  within_job *w = p;
+  w->err = p_callbox_call_within(w->host, w->token, w->callback, w->in->t, w->in->n, w->out->t, w->n, w->budget_ns,
+                                 &w->expired);
+}
+
 /* Counters of the routes calls took (call_stats/0). */
 static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns;
 
@@ -1080,7 +1163,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   }
   if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, budget_ns ? &dirty : NULL, result))
     goto done;
-  if (budget_ns && (dirty || (wasmtime && !stack_is_big()))) {
+  if (budget_ns && (dirty || (wasmtime && !stack_is_big() && !HAVE_STACK_SWITCH))) {
     status = 2;
     goto done;
   }
@@ -1111,10 +1194,15 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     t->shape = types[i].ndim ? types[i].shape : NULL;
   }
   if (budget_ns) {
-    int32_t expired = 0;
+    within_job w = {r->handle, tok ? tok->token : 0, cb, &in, &out, n, budget_ns, 0, NULL};
     double t0 = mono_ns();
-    callbox_error *e = p_callbox_call_within(r->handle, tok ? tok->token : 0, cb, in.t, in.n, out.t, n, budget_ns, &expired);
+    if (wasmtime)
+      run_on_big_stack(run_within, &w);
+    else
+      run_within(&w);
     uint64_t took = (uint64_t)(mono_ns() - t0);
+    callbox_error *e = w.err;
+    int32_t expired = w.expired;
     /* A timeslice is about 1 ms: report the share this call used. */
     int pct = (int)(took / 10000);
     enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
