@@ -113,8 +113,9 @@ typedef struct {
   size_t n;
   int wasmtime;
   /* Calls of this entry's key still to send straight to a dirty
-   * scheduler: set to INLINE_BACKOFF when one outran its inline slice. */
-  unsigned dirty_left;
+   * scheduler, and how many inline attempts in a row outran their slice
+   * (cache_mark). */
+  unsigned dirty_left, strikes;
   callbox_type types[CACHE_OUTS];
 } cache_entry;
 
@@ -322,6 +323,8 @@ static int switch_to_own_stack(void (*fn)(void *), void *arg) {
 }
 #endif
 
+static void run_on_worker(void (*fn)(void *), void *arg);
+
 /* Runs fn(arg) on a big stack: this thread's if it is big, else this
  * thread's own big stack where it can switch to one, else a worker's. */
 static void run_on_big_stack(void (*fn)(void *), void *arg) {
@@ -330,6 +333,12 @@ static void run_on_big_stack(void (*fn)(void *), void *arg) {
     return;
   }
   if (switch_to_own_stack(fn, arg)) return;
+  run_on_worker(fn, arg);
+}
+
+/* Runs fn(arg) on a worker thread of the pool (16 MiB stacks), this
+ * thread waiting. */
+static void run_on_worker(void (*fn)(void *), void *arg) {
   job j = {fn, arg, 0, NULL};
   enif_mutex_lock(pool_mu);
   if (pool_tail) pool_tail->next = &j;
@@ -921,6 +930,8 @@ static int cache_get(host_res *r, const char *callback, const int64_t *key, size
       if (dirty && c->dirty_left > 0) {
         c->dirty_left--;
         *dirty = 1;
+      } else if (dirty && c->strikes > 0) {
+        *dirty = -1; /* to try inline, with strikes to clear if it fits */
       }
       hit = 1;
       break;
@@ -944,29 +955,41 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
     memcpy(c->types, types, n * sizeof *types);
     c->n = n;
     c->wasmtime = wasmtime;
-    c->dirty_left = 0;
+    c->dirty_left = c->strikes = 0;
   }
   enif_mutex_unlock(r->mu);
 }
 
-/* After a call of key outran its inline slice: send the next
- * INLINE_BACKOFF calls of it straight to a dirty scheduler. */
+/* After a call of key outran its inline slice (slow set) or fit in it
+ * after earlier ones had not: the k-th attempt in a row that outran it
+ * sends the next 2^k calls, at most INLINE_BACKOFF, straight to a dirty
+ * scheduler; one that fits clears the count. So a callback that is slow
+ * at those types spends a slice once per 1024 calls, and one slow only
+ * once (its first call instantiating the module, say) returns to the
+ * inline route two calls later. */
 #define INLINE_BACKOFF 1024
-static void cache_mark_slow(host_res *r, const char *callback, const int64_t *key, size_t key_len) {
+static void cache_mark(host_res *r, const char *callback, const int64_t *key, size_t key_len, int slow) {
   if (!r->mu || key_len == 0) return;
   enif_mutex_lock(r->mu);
   for (int i = 0; i < CACHE_SLOTS; i++) {
     cache_entry *c = r->cache[i];
     if (c && c->key_len == key_len && strcmp(c->name, callback) == 0 && memcmp(c->key, key, key_len * sizeof *key) == 0) {
-      c->dirty_left = INLINE_BACKOFF;
+      if (slow) {
+        if (c->strikes < 10) c->strikes++;
+        c->dirty_left = 1u << c->strikes;
+        if (c->dirty_left > INLINE_BACKOFF) c->dirty_left = INLINE_BACKOFF;
+      } else {
+        c->strikes = 0;
+      }
       break;
     }
   }
   enif_mutex_unlock(r->mu);
 }
 
-/* dirty (optional): set when the (callback, types) pair is one whose
- * calls go straight to a dirty scheduler for now (cache_mark_slow). */
+/* dirty (optional): 1 when the (callback, types) pair is one whose calls
+ * go straight to a dirty scheduler for now, -1 when it may run inline
+ * after attempts that outran their slice (cache_mark). */
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
                   callbox_type **types_out, size_t *n_out, int *wasmtime, int *dirty, ERL_NIF_TERM *err) {
   int64_t key[CACHE_KEY];
@@ -1137,9 +1160,9 @@ static double mono_ns(void);
  * the call is to run (again) on a dirty scheduler. budget_ns 0 runs the
  * call here, whatever it takes (on a dirty scheduler, under guard g);
  * else the call runs here within budget_ns (callbox_call_within) when it
- * may: not when its callback is on wasmtime and this thread's stack is
- * too small for it, nor for a while after a call of the same callback and
- * input types outran its budget; otherwise, or when it outran it, 2.
+ * may: not when its callback is on wasmtime and no big stack is at hand
+ * here, nor for a while after calls of the same callback and input types
+ * outran their budget (cache_mark); otherwise, or when it outran it, 2.
  * structs: the outputs as %Callbox.Tensor{}s (else as tuples). */
 static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
                     ERL_NIF_TERM inputs, uint64_t budget_ns, int structs, ERL_NIF_TERM *result) {
@@ -1163,7 +1186,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   }
   if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, budget_ns ? &dirty : NULL, result))
     goto done;
-  if (budget_ns && (dirty || (wasmtime && !stack_is_big() && !HAVE_STACK_SWITCH))) {
+  if (budget_ns && (dirty > 0 || (wasmtime && !stack_is_big() && !HAVE_STACK_SWITCH))) {
     status = 2;
     goto done;
   }
@@ -1211,10 +1234,11 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       *result = error_term(env, e);
       goto done;
     }
-    if (expired) {
+    if (expired || dirty < 0) {
       int64_t key[CACHE_KEY];
-      size_t key_len = cache_key(&in, key);
-      cache_mark_slow(r, cb, key, key_len);
+      cache_mark(r, cb, key, cache_key(&in, key), expired);
+    }
+    if (expired) {
       __atomic_add_fetch(&stat_gave_up, 1, __ATOMIC_RELAXED);
       status = 2;
       goto done;
@@ -1329,19 +1353,22 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
  * on a normal scheduler; inline attempts that outran their slice; calls
  * run on a dirty scheduler), the longest inline attempt that finished and
  * the longest one given up (its slice and the engine's interrupt
- * latency: what a runaway holds a normal scheduler). */
+ * latency: what a runaway holds a normal scheduler), and whether this
+ * build switches stacks for wasmtime guests (x86-64). */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
-  ERL_NIF_TERM keys[5] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
-                          enif_make_atom(env, "inline_max_ns"), enif_make_atom(env, "gave_up_max_ns")};
-  ERL_NIF_TERM vals[5] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+  ERL_NIF_TERM keys[6] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
+                          enif_make_atom(env, "inline_max_ns"), enif_make_atom(env, "gave_up_max_ns"),
+                          enif_make_atom(env, "stack_switch")};
+  ERL_NIF_TERM vals[6] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
-                          enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED))};
+                          enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
+                          HAVE_STACK_SWITCH ? a_true : a_false};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 5, &map);
+  enif_make_map_from_arrays(env, keys, vals, 6, &map);
   return map;
 }
 
@@ -1738,7 +1765,9 @@ static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 
 /* bench_capi(host, callback, [{binary, dtype, shape}], iterations) -> {:ok, ns_per_call} | {:error, e}:
  * the C API's own loop (callbox_call, one after another, on this dirty
- * scheduler or a big-stack thread) inside this VM, so that the benchmark
+ * scheduler, or for a wasmtime callback on a worker thread of the pool,
+ * whose own 16 MiB stack spares the loop the Go runtime's re-reading of
+ * a switched stack's bounds) inside this VM, so that the benchmark
  * (bench/call_bench.exs) compares a call through the NIF with the same
  * call from C in the same process, round by round. Not for use. */
 typedef struct {
@@ -1797,7 +1826,7 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
       }
       bench_job b = {r->handle, cb.s, &in, &out, n, iters, 0, NULL};
       if (wasmtime)
-        run_on_big_stack(run_bench, &b);
+        run_on_worker(run_bench, &b); /* a plain thread with a big stack, as a C program's */
       else
         run_bench(&b);
       result = b.err ? error_term(env, b.err) : enif_make_tuple2(env, a_ok, enif_make_double(env, b.ns));

@@ -75,11 +75,31 @@ defmodule Callbox.InlineTest do
     assert {:ok, [^x]} = result
   end
 
-  test "wasmtime guests run where their stack fits: never given up for want of one", %{host: host} do
+  test "wasmtime guests run on the caller's scheduler too, on a big stack of the thread's own", %{host: host} do
     x = f32([7.0, 8.0])
+    # Warm the pool: a first call instantiates the module within its slice
+    # and may outrun it (then the next two calls go dirty).
+    for _ <- 1..4, do: assert({:ok, [^x]} = Callbox.call(host, "copy_wasmtime", [x]))
     {counts, result} = routes(fn -> Callbox.call(host, "copy_wasmtime", [x]) end)
-    assert counts.gave_up == 0
-    assert counts.inline + counts.dirty == 1
+    assert {:ok, [^x]} = result
+
+    if Callbox.Native.call_stats().stack_switch do
+      assert counts == %{inline: 1, gave_up: 0, dirty: 0}
+    else
+      assert counts.inline + counts.dirty == 1
+    end
+  end
+
+  test "one slow call sends only the next two to a dirty scheduler", %{host: host} do
+    # 4 MiB copied in and out (a shape no other test uses): a 1 us slice
+    # is outrun, a 1 s one is not.
+    x = f32(Enum.map(1..1_048_573, &(&1 * 0.25)))
+    {counts, _} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 1) end)
+    assert counts.gave_up == 1
+    {counts, _} = routes(fn -> for _ <- 1..2, do: Callbox.call(host, "copy_f32", [x], inline_us: 1_000_000) end)
+    assert counts == %{inline: 0, gave_up: 0, dirty: 2}
+    {counts, result} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 1_000_000) end)
+    assert counts == %{inline: 1, gave_up: 0, dirty: 0}
     assert {:ok, [^x]} = result
   end
 
