@@ -270,13 +270,18 @@ func callWithin(parent context.Context, budgetNs, h uint64, callback *byte, inpu
 	if budgetNs == 0 || budgetNs > maxBudget {
 		return false, badArg(arg("budget_ns"), "%d: give 1 ns to %d ns (%s); callbox_call_cancelable has no budget", budgetNs, maxBudget, config.MaxTimeout)
 	}
-	ctx := &budgetContext{Context: parent, deadline: time.Now().Add(time.Duration(budgetNs))}
+	ctx := &budgetContext{Context: parent, deadline: budgetEpoch.Add(time.Since(budgetEpoch) + time.Duration(budgetNs))}
 	err = callDL(ctx, h, nil, callback, inputs, nIn, outputs, nOut)
 	if err != nil && parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return true, nil
 	}
 	return false, err
 }
+
+// budgetEpoch is what callWithin reads the clock against: one monotonic
+// read (time.Since) instead of time.Now's wall and monotonic pair, as
+// package host's clock does. Process-wide, read-only after init.
+var budgetEpoch = time.Now()
 
 // budgetContext is its parent with a deadline that it reports and does
 // not enforce: no timer, and Done is the parent's. The host makes a
