@@ -1144,6 +1144,8 @@ static void run_within(void *p) {
                                  &w->expired);
 }
 
+static __thread ErlNifEnv *thread_call_env;
+
 /* Counters of the routes calls took (call_stats/0). */
 static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns;
 
@@ -1219,10 +1221,12 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   if (budget_ns) {
     within_job w = {r->handle, tok ? tok->token : 0, cb, &in, &out, n, budget_ns, 0, NULL};
     double t0 = mono_ns();
+    thread_call_env = env;
     if (wasmtime)
       run_on_big_stack(run_within, &w);
     else
       run_within(&w);
+    thread_call_env = NULL;
     uint64_t took = (uint64_t)(mono_ns() - t0);
     callbox_error *e = w.err;
     int32_t expired = w.expired;
@@ -1254,10 +1258,12 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       g->active = 1;
       enif_mutex_unlock(guard_mu);
     }
+    thread_call_env = env;
     if (wasmtime)
       run_on_big_stack(run_call, &j);
     else
       run_call(&j);
+    thread_call_env = NULL;
     if (g) {
       enif_mutex_lock(guard_mu);
       g->active = 0;
@@ -1945,6 +1951,11 @@ static ErlNifMutex *log_mu;
 static ErlNifPid log_pid;
 static int log_set;
 
+/* thread_call_env (declared above one_call) is the environment of the
+ * NIF call running on this thread, if any: the caller_env enif_send wants
+ * from a scheduler thread (one_call sets it around the library call; it
+ * is NULL on the pool's own threads, as enif_send wants there). */
+
 static void on_log(void *user, int32_t level, const char *callback, const char *message) {
   (void)user;
   enif_mutex_lock(log_mu);
@@ -1955,7 +1966,7 @@ static void on_log(void *user, int32_t level, const char *callback, const char *
   ErlNifEnv *env = enif_alloc_env();
   ERL_NIF_TERM msg = enif_make_tuple4(env, enif_make_atom(env, "callbox_log"), enif_make_int(env, level),
                                       bin_of(env, callback), bin_of(env, message));
-  enif_send(NULL, &pid, env, msg);
+  enif_send(thread_call_env, &pid, env, msg);
   enif_free_env(env);
 }
 
