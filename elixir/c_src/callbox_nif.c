@@ -1,16 +1,19 @@
 /*
  * callbox_nif.c - the NIF of the Elixir binding: Callbox.Native over
- * libcallbox's C API (ffi/include/callbox.h, version 1.3 or a later 1.x).
+ * libcallbox's C API (ffi/include/callbox.h, version 1.4 or a later 1.x).
  *
  * libcallbox is not linked: Callbox.Native finds it (CALLBOX_LIB, the priv
  * directory, the repository's build/) and this file dlopens it and looks up
  * every entry, so the NIF loads (and says what is missing) without it.
  *
  * A guest may run up to its timeout, and a normal scheduler must never
- * block: every entry that reaches a host runs on a dirty CPU scheduler,
- * except call_async/7 (Callbox.call with async: true), which hands the
- * call to callbox_call_async from the normal scheduler so that the guest
- * runs on a libcallbox worker thread (see call_async below).
+ * be held for long: every entry that reaches a host runs on a dirty CPU
+ * scheduler, except call/7 and call_async/7. call/7 (Callbox.call) runs
+ * an unordered call on the caller's normal scheduler within a slice
+ * (callbox_call_within) and, when the call outruns it, again from the
+ * start on a dirty scheduler (see nif_call). call_async/7 (async: true)
+ * hands the call to callbox_call_async from the normal scheduler so that
+ * the guest runs on a libcallbox worker thread (see call_async below).
  * Input binaries are passed to the library as they are (their data
  * pointers are the callbox_tensor data; libcallbox copies them into the
  * sandbox once); outputs are binaries allocated at the size
