@@ -1073,18 +1073,25 @@ static int get_chain(ErlNifEnv *env, ERL_NIF_TERM t, cstr *c, int *has) {
   return get_cstr(env, t, c);
 }
 
+/* One library call of one_call's: within budget_ns when it is not 0
+ * (callbox_call_within, setting expired), else until it is over. */
 typedef struct {
   callbox_host host;
   callbox_cancel_token token;
   const char *chain, *callback;
   tensor_list *in, *out;
   size_t n;
+  uint64_t budget_ns;
+  int32_t expired;
   callbox_error *err;
 } call_job;
 
 static void run_call(void *p) {
   call_job *j = p;
-  if (j->token)
+  if (j->budget_ns)
+    j->err = p_callbox_call_within(j->host, j->token, j->callback, j->in->t, j->in->n, j->out->t, j->n, j->budget_ns,
+                                   &j->expired);
+  else if (j->token)
     j->err = p_callbox_call_cancelable(j->host, j->token, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
   else if (j->chain)
     j->err = p_callbox_chain_call(j->host, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n);
@@ -1130,22 +1137,6 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   return t;
 }
 
-typedef struct {
-  callbox_host host;
-  callbox_cancel_token token;
-  const char *callback;
-  tensor_list *in, *out;
-  size_t n;
-  uint64_t budget_ns;
-  int32_t expired;
-  callbox_error *err;
-} within_job;
-
-static void run_within(void *p) {
-  within_job *w = p;
-  w->err = p_callbox_call_within(w->host, w->token, w->callback, w->in->t, w->in->n, w->out->t, w->n, w->budget_ns,
-                                 &w->expired);
-}
 
 static __thread ErlNifEnv *thread_call_env;
 
@@ -1221,45 +1212,22 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     t->dtype = types[i].dtype;
     t->shape = types[i].ndim ? types[i].shape : NULL;
   }
-  if (budget_ns) {
-    within_job w = {r->handle, tok ? tok->token : 0, cb, &in, &out, n, budget_ns, 0, NULL};
-    double t0 = mono_ns();
-    thread_call_env = env;
-    if (wasmtime)
-      run_on_big_stack(run_within, &w);
-    else
-      run_within(&w);
-    thread_call_env = NULL;
-    uint64_t took = (uint64_t)(mono_ns() - t0);
-    callbox_error *e = w.err;
-    int32_t expired = w.expired;
-    /* A timeslice is about 1 ms: report the share this call used. */
-    int pct = (int)(took / 10000);
-    enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
-    stat_max(expired ? &stat_gave_up_max_ns : &stat_inline_max_ns, took);
-    if (e) {
-      *result = error_term(env, e);
-      goto done;
-    }
-    if (expired || dirty < 0) {
-      int64_t key[CACHE_KEY];
-      cache_mark(r, cb, key, cache_key(&in, key), expired);
-    }
-    if (expired) {
-      __atomic_add_fetch(&stat_gave_up, 1, __ATOMIC_RELAXED);
-      status = 2;
-      goto done;
-    }
-    __atomic_add_fetch(&stat_inline, 1, __ATOMIC_RELAXED);
-  } else {
-    call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, NULL};
-    __atomic_add_fetch(&stat_dirty, 1, __ATOMIC_RELAXED);
-    if (g) {
-      j.token = thread_token;
-      enif_mutex_lock(guard_mu);
-      g->token = thread_token;
-      g->active = 1;
-      enif_mutex_unlock(guard_mu);
+  {
+    /* Inline (budget_ns): no chain (nif_call sends chain calls dirty) and
+     * no guard (the caller cannot die during a NIF on its own scheduler). */
+    call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, budget_ns, 0, NULL};
+    double t0 = 0;
+    if (budget_ns) {
+      t0 = mono_ns();
+    } else {
+      __atomic_add_fetch(&stat_dirty, 1, __ATOMIC_RELAXED);
+      if (g) {
+        j.token = thread_token;
+        enif_mutex_lock(guard_mu);
+        g->token = thread_token;
+        g->active = 1;
+        enif_mutex_unlock(guard_mu);
+      }
     }
     thread_call_env = env;
     if (wasmtime)
@@ -1267,7 +1235,13 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     else
       run_call(&j);
     thread_call_env = NULL;
-    if (g) {
+    if (budget_ns) {
+      uint64_t took = (uint64_t)(mono_ns() - t0);
+      /* A timeslice is about 1 ms: report the share this call used. */
+      int pct = (int)(took / 10000);
+      enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
+      stat_max(j.expired ? &stat_gave_up_max_ns : &stat_inline_max_ns, took);
+    } else if (g) {
       enif_mutex_lock(guard_mu);
       g->active = 0;
       enif_mutex_unlock(guard_mu);
@@ -1276,6 +1250,16 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       *result = error_term(env, j.err);
       goto done;
     }
+    if (budget_ns && (j.expired || dirty < 0)) {
+      int64_t key[CACHE_KEY];
+      cache_mark(r, cb, key, cache_key(&in, key), j.expired);
+    }
+    if (j.expired) {
+      __atomic_add_fetch(&stat_gave_up, 1, __ATOMIC_RELAXED);
+      status = 2;
+      goto done;
+    }
+    if (budget_ns) __atomic_add_fetch(&stat_inline, 1, __ATOMIC_RELAXED);
   }
   {
     ERL_NIF_TERM list = enif_make_list(env, 0);
@@ -1299,7 +1283,7 @@ done:
   return status;
 }
 
-/* The arguments common to call/6 and call_many/6. */
+/* The arguments common to call/7 and call_many/6. */
 static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, token_res **tok, cstr *chain, int *has_chain,
                      cstr *cb) {
   *tok = NULL;
@@ -1322,21 +1306,34 @@ static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, to
  * continues on a dirty CPU scheduler (call_dirty). */
 static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
+/* call/7's arguments read and one_call made (budget_ns 0: the dirty
+ * half, under the caller's guard): one_call's status, *reply the term to
+ * return for 0 and 1. */
+static int call_with(ErlNifEnv *env, const ERL_NIF_TERM argv[], uint64_t budget_ns, ERL_NIF_TERM *reply) {
+  host_res *r;
+  token_res *tok;
+  cstr chain, cb;
+  int has_chain;
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return -1;
+  guard_res *g = budget_ns ? NULL : guard_for(env, argv[5], tok);
+  ERL_NIF_TERM result;
+  int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, argv[3], budget_ns, 1, &result);
+  free_cstr(&cb);
+  if (has_chain) free_cstr(&chain);
+  if (status == 1) *reply = enif_make_tuple2(env, a_ok, result);
+  if (status == 0) *reply = result;
+  return status;
+}
+
 static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   REQUIRE_LIB(env);
   ErlNifUInt64 inline_ns;
   if (!enif_get_uint64(env, argv[6], &inline_ns)) return enif_make_badarg(env);
   if (inline_ns > 0 && enif_is_identical(argv[1], a_nil)) {
-    host_res *r;
-    token_res *tok;
-    cstr chain, cb;
-    int has_chain;
-    if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
-    ERL_NIF_TERM result;
-    int status = one_call(env, r, tok, NULL, NULL, cb.s, argv[3], inline_ns, 1, &result);
-    free_cstr(&cb);
+    ERL_NIF_TERM reply;
+    int status = call_with(env, argv, inline_ns, &reply);
     if (status < 0) return enif_make_badarg(env);
-    if (status < 2) return status ? enif_make_tuple2(env, a_ok, result) : result;
+    if (status < 2) return reply;
   }
   return enif_schedule_nif(env, "call", ERL_NIF_DIRTY_JOB_CPU_BOUND, nif_call_dirty, argc, argv);
 }
@@ -1344,17 +1341,8 @@ static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 /* The dirty half of call/7: the whole call here, under the caller's guard. */
 static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
-  host_res *r;
-  token_res *tok;
-  cstr chain, cb;
-  int has_chain;
-  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
-  ERL_NIF_TERM result;
-  int status = one_call(env, r, tok, guard_for(env, argv[5], tok), has_chain ? chain.s : NULL, cb.s, argv[3], 0, 1, &result);
-  free_cstr(&cb);
-  if (has_chain) free_cstr(&chain);
-  if (status < 0) return enif_make_badarg(env);
-  return status ? enif_make_tuple2(env, a_ok, result) : result;
+  ERL_NIF_TERM reply;
+  return call_with(env, argv, 0, &reply) < 0 ? enif_make_badarg(env) : reply;
 }
 
 /* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns,

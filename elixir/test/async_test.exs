@@ -4,16 +4,7 @@ defmodule Callbox.AsyncTest do
   # reply comes back from the NIF's poll or as a message. Many callers at
   # once, a caller killed mid-call, a host closed or dropped with a call in
   # flight, and the default dirty-scheduler route giving the same results.
-  use ExUnit.Case, async: false
-
-  alias Callbox.{Error, Tensor, TestGuests}
-
-  setup_all do
-    {:ok, host} = Callbox.open(TestGuests.config_path())
-    %{host: host}
-  end
-
-  defp f32(list), do: Tensor.from_list(list, {:f, 32})
+  use Callbox.KitCase, async: false
 
   # Waits until every asynchronous call handed to the library is over.
   defp settled(tries \\ 100) do

@@ -4,16 +4,7 @@ defmodule Callbox.InlineTest do
   # and moves to a dirty scheduler, from the start, only when it outruns
   # it. Callbox.Native.call_stats/0 counts the routes calls took; this
   # module runs alone (async: false), so the counts are this test's.
-  use ExUnit.Case, async: false
-
-  alias Callbox.{Error, Tensor, TestGuests}
-
-  setup_all do
-    {:ok, host} = Callbox.open(TestGuests.config_path())
-    %{host: host}
-  end
-
-  defp f32(list), do: Tensor.from_list(list, {:f, 32})
+  use Callbox.KitCase, async: false
 
   # The change in call_stats/0 over f's run, and f's result.
   defp routes(f) do

@@ -165,5 +165,28 @@ defmodule Callbox.TestGuests do
   end
 end
 
+defmodule Callbox.KitCase do
+  @moduledoc """
+  A test module over the kit guests' host (`Callbox.TestGuests.config_path/0`),
+  opened once per module and passed as `:host`, with `f32/1` imported.
+  """
+  use ExUnit.CaseTemplate
+
+  using do
+    quote do
+      alias Callbox.{Error, Tensor, TestGuests}
+      import Callbox.KitCase, only: [f32: 1]
+    end
+  end
+
+  setup_all do
+    {:ok, host} = Callbox.open(Callbox.TestGuests.config_path())
+    %{host: host}
+  end
+
+  @doc "An f32 tensor of the numbers in list."
+  def f32(list), do: Callbox.Tensor.from_list(list, {:f, 32})
+end
+
 Callbox.TestGuests.build!()
 ExUnit.start()
