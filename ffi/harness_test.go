@@ -576,6 +576,24 @@ func TestHarnessHostile(t *testing.T) {
 	r.ok(t, "hostile_survived")
 }
 
+// TestHarnessSmallStack calls wasmtime guests from a C thread whose
+// 256 KiB stack is smaller than wasmtime's wasm stack: the calls succeed,
+// a guest recursing without end fails with StackOverflow, and the process
+// serves on (on x86-64 Linux, where the library runs such entries on a
+// stack of its own; elsewhere the caller must give the thread a big stack,
+// as callbox.h says, and the test is skipped).
+func TestHarnessSmallStack(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the library switches stacks for wasmtime guests only on x86-64")
+	}
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, true)
+	r := runHarness(t, bin, cfg, dir, nil, "smallstack")
+	r.ok(t, "smallstack_first", "smallstack_again", "smallstack_after")
+	r.fails(t, "smallstack_recurse", abi.StackOverflow, "hostile_recurse_wasmtime")
+}
+
 // TestReadmeCExample compiles and runs the C example of README.md's "C
 // API" section, as written, against a callbox.yaml with the Rust scale
 // guest.

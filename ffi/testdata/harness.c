@@ -655,6 +655,42 @@ static void group_hostile(void) {
   CHECK(y[1] == 6, "call after the hostile guests");
 }
 
+// group_smallstack calls wasmtime guests from a thread with a 256 KiB
+// stack, less than wasmtime's 512 KiB wasm stack: a first call (which
+// instantiates), later calls, and a guest recursing until its wasm stack
+// is exhausted, which must be a StackOverflow, not a fault of the thread's
+// stack. The library runs such entries on a stack of its own (x86-64
+// Linux); smallstack_switches says whether this build does.
+static void *smallstack_thread(void *p) {
+  (void)p;
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t len = 4;
+  callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+  for (int i = 0; i < 3; i++) {
+    y[3] = 0;
+    report(i == 0 ? "smallstack_first" : "smallstack_again", callbox_call(host, "copy_wasmtime", &ti, 1, &to, 1));
+    CHECK(y[3] == 4, "copy_wasmtime from a small stack");
+  }
+  float z[4] = {0};
+  callbox_tensor tz = f32(z, 1, &len), tw = f32(y, 1, &len);
+  report("smallstack_recurse", callbox_call(host, "hostile_recurse_wasmtime", &tz, 1, &tw, 1));
+  report("smallstack_after", callbox_call(host, "copy_wasmtime", &ti, 1, &to, 1));
+  return NULL;
+}
+
+static void group_smallstack(void) {
+  pthread_attr_t a;
+  pthread_t th;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 256 << 10);
+  if (pthread_create(&th, &a, smallstack_thread, NULL) != 0) {
+    val("smallstack_thread", "not started");
+    return;
+  }
+  pthread_join(th, NULL);
+  pthread_attr_destroy(&a);
+}
+
 static void group_close(void) {
   float x[2] = {5, 6}, y[2] = {0};
   int64_t len = 2;
@@ -1391,6 +1427,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "xla")) group_xla();
     else if (!strcmp(g, "threads")) group_threads();
     else if (!strcmp(g, "hostile")) group_hostile();
+    else if (!strcmp(g, "smallstack")) group_smallstack();
     else if (!strcmp(g, "close")) group_close();
     else if (!strcmp(g, "lazy")) group_lazy();
     else if (!strcmp(g, "cuda")) group_cuda();

@@ -63,11 +63,13 @@ var _ engine.Engine = (*Engine)(nil)
 
 // New creates the engine. Nothing is compiled until Compile.
 func New(_ context.Context, opts Options) (*Engine, error) {
-	// The cgo shim reads wasmtime-go's Func and Memory values as the C
-	// structs they wrap; refuse to run against a layout we do not know.
+	// The cgo shim reads wasmtime-go's Func, Memory, Linker and Module
+	// values as the C structs they wrap, and makes Instances from the C
+	// struct; refuse to run against a layout we do not know.
 	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) ||
-		unsafe.Sizeof(wt.Linker{}) != 2*unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.FuncType{}) != 3*unsafe.Sizeof(uintptr(0)) {
-		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType layout differs from the one this build expects")
+		unsafe.Sizeof(wt.Linker{}) != 2*unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.FuncType{}) != 3*unsafe.Sizeof(uintptr(0)) ||
+		unsafe.Sizeof(wt.Module{}) != unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.Instance{}) != unsafe.Sizeof(C.cb_instance_t{}) {
+		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType/Module/Instance layout differs from the one this build expects")
 	}
 	if C.GoString(C.cb_budget_name()) != meter.BudgetExport {
 		return nil, errors.New("wasmtime: the C glue's budget global name differs from the meter's")
@@ -334,6 +336,25 @@ type module struct {
 	metered bool // fuel is counted by the meter's budget global
 }
 
+// defaultWasmStack is wasmtime's max_wasm_stack when a callback sets no
+// max_stack; nativeMargin is the native stack an entry needs beyond the
+// guest's (wasmtime's own frames, host calls, signal handling).
+const (
+	defaultWasmStack = 512 << 10
+	nativeMargin     = 1 << 20
+)
+
+// nativeStack is the native stack an entry into the module's guests may
+// use: cb_call and cb_instantiate switch to a stack of the thread's own
+// when the calling thread has less room (glue.c).
+func (m *module) nativeStack() C.size_t {
+	s := uint64(defaultWasmStack)
+	if m.cfg.Limits.MaxStack > 0 {
+		s = m.cfg.Limits.MaxStack
+	}
+	return C.size_t(s + nativeMargin)
+}
+
 // Close releases the module's linker; the compiled module stays in the
 // engine's cache until the engine closes.
 func (m *module) Close(context.Context) error {
@@ -397,16 +418,26 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.In
 	}
 	// The guard is the thread's current one from cb_guard_begin to
 	// cb_guard_end: the instantiation must run on the same thread.
+	// wasmtime-go's Linker and Module are a single pointer first; its
+	// Instance is a single wasmtime_instance_t (checked in init).
+	var raw C.cb_instance_t
+	res := inst.res
 	runtime.LockOSThread()
 	C.cb_guard_begin(inst.guard, inst.deadlineNs, watch)
-	wi, err := m.linker.Instantiate(inst.store, m.mod)
+	C.cb_instantiate(*(**C.wasmtime_linker_t)(unsafe.Pointer(m.linker)), inst.ctxPtr,
+		*(**C.wasmtime_module_t)(unsafe.Pointer(m.mod)), m.nativeStack(), &raw, res)
 	C.cb_guard_end(inst.guard)
 	runtime.UnlockOSThread()
-	t := inst.end(err, nil)
+	runtime.KeepAlive(m.linker)
+	runtime.KeepAlive(m.mod)
+	runtime.KeepAlive(inst.store)
+	t := inst.end(nil, res)
 	if t != nil {
 		inst.Close(ctx)
 		return nil, fmt.Errorf("instantiate: %w", t)
 	}
+	wi := new(wt.Instance)
+	*(*C.cb_instance_t)(unsafe.Pointer(wi)) = raw
 	inst.inst = wi
 	if ext := wi.GetExport(inst.store, "memory"); ext != nil && ext.Memory() != nil {
 		// wasmtime-go's Memory is a single wasmtime_memory_t value.
@@ -627,7 +658,7 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, i.deadlineNs, watch, res)
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, i.deadlineNs, watch, i.m.nativeStack(), res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)

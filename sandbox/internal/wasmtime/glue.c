@@ -46,6 +46,10 @@ extern wasmtime_error_t *wasmtime_func_call_unchecked(
     size_t nargs, wasm_trap_t **trap);
 extern void wasmtime_context_set_epoch_deadline(wasmtime_context_t *context,
                                                 uint64_t ticks_beyond_current);
+extern wasmtime_error_t *wasmtime_linker_instantiate(
+    const wasmtime_linker_t *linker, wasmtime_context_t *store,
+    const wasmtime_module_t *module, cb_instance_t *instance,
+    wasm_trap_t **trap);
 // wasmtime_val_t: a kind byte, then a 16-byte union at offset 8.
 typedef struct {
   uint8_t kind;
@@ -814,10 +818,139 @@ void cb_guard_end(cb_guard_t *g) {
   ticker_exit(g->ticker);
 }
 
+// ---- a big stack for wasmtime's entries --------------------------------
+//
+// wasmtime runs a guest on the calling thread's native stack. A thread
+// that entered through the C API may have a small one (an Erlang
+// scheduler's is 320 KB to 1 MB; wasmtime's default wasm stack alone is
+// 512 KiB): a deep guest would fault past its guard page and kill the
+// process. So on x86-64 Linux an entry whose thread has less than `need`
+// bytes below the current frame runs on a stack of the thread's own,
+// reserved on first use (at least 16 MiB and need + 1 MiB, with a guard
+// page; pages are committed only as touched) and kept for the thread's
+// life: the stack pointer is switched to it for the entry and back. The
+// switch is inside this cgo call, so the Go runtime never sees the
+// switched stack, except in a host call the guest makes from it (a cgo
+// callback, whose stack bounds Go then re-reads: about 1 us each).
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/mman.h>
+
+static __thread char *own_stack;
+static __thread size_t own_stack_size;
+static __thread uintptr_t thread_stack_lo, thread_stack_hi; // lo 1: unknown
+static __thread int on_own_stack;
+
+// cb_call_on_stack calls fn(arg) with the stack pointer at top, then
+// restores it. Every register the ABI lets fn change is clobbered; rbx
+// (callee-saved) holds the caller's stack pointer meanwhile.
+static void cb_call_on_stack(void (*fn)(void *), void *arg, char *top) {
+  __asm__ volatile(
+      "mov %%rsp, %%rbx\n\t"
+      "mov %2, %%rsp\n\t"
+      "and $-16, %%rsp\n\t"
+      "mov %1, %%rdi\n\t"
+      "call *%0\n\t"
+      "mov %%rbx, %%rsp\n\t"
+      : "+r"(fn), "+r"(arg), "+r"(top)
+      :
+      : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+        "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+        "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+        "xmm15");
+}
+
+static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
+  if (on_own_stack) {
+    fn(arg);
+    return;
+  }
+  if (thread_stack_lo == 0) {
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+    thread_stack_lo = 1;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr != NULL) {
+        thread_stack_lo = (uintptr_t)addr;
+        thread_stack_hi = (uintptr_t)addr + size;
+      }
+      pthread_attr_destroy(&a);
+    }
+  }
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  // On the thread's own stack with room enough: no switch. (Elsewhere,
+  // a stack its caller switched to, the room is unknown: switch.)
+  if (thread_stack_lo > 1 && sp > thread_stack_lo && sp <= thread_stack_hi &&
+      sp - thread_stack_lo >= need) {
+    fn(arg);
+    return;
+  }
+  size_t want = need + ((size_t)1 << 20);
+  if (want < ((size_t)16 << 20)) want = (size_t)16 << 20;
+  if (own_stack_size < want) {
+    char *p = mmap(NULL, want, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED || mprotect(p, 4096, PROT_NONE) != 0) {
+      if (p != MAP_FAILED) munmap(p, want);
+      fn(arg); // no room to switch to: the thread's own stack, as before
+      return;
+    }
+    if (own_stack) munmap(own_stack, own_stack_size);
+    own_stack = p;
+    own_stack_size = want;
+  }
+  on_own_stack = 1;
+  cb_call_on_stack(fn, arg, own_stack + own_stack_size);
+  on_own_stack = 0;
+}
+
+int cb_stack_switches(void) { return 1; }
+#else
+static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
+  (void)need;
+  fn(arg);
+}
+
+int cb_stack_switches(void) { return 0; }
+#endif
+
+typedef struct {
+  wasmtime_context_t *ctx;
+  const cb_wasmtime_func_t *fn;
+  cb_val_raw_t *args;
+  size_t nargs;
+  const wasmtime_linker_t *linker;
+  const wasmtime_module_t *module;
+  cb_instance_t *instance;
+  cb_call_result_t *out;
+} cb_entry_t;
+
+static void cb_entry_call(void *p) {
+  cb_entry_t *e = p;
+  e->out->error = wasmtime_func_call_unchecked(
+      e->ctx, (const wasmtime_func_t *)e->fn, e->args, e->nargs, &e->out->trap);
+}
+
+static void cb_entry_instantiate(void *p) {
+  cb_entry_t *e = p;
+  e->out->error = wasmtime_linker_instantiate(e->linker, e->ctx, e->module,
+                                              e->instance, &e->out->trap);
+}
+
+void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
+                    const wasmtime_module_t *module, size_t need,
+                    cb_instance_t *instance, cb_call_result_t *out) {
+  out->trap = NULL;
+  out->error = NULL;
+  cb_entry_t e = {ctx, NULL, NULL, 0, linker, module, instance, out};
+  cb_on_big_stack(cb_entry_instantiate, &e, need);
+}
+
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t deadline_ns, int32_t watch, cb_call_result_t *out) {
+             int64_t deadline_ns, int32_t watch, size_t need,
+             cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
   out->counter = 0;
@@ -834,8 +967,8 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
   guard->mem = mem;
   cb_guard_begin(guard, deadline_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
-  out->error = wasmtime_func_call_unchecked(ctx, (const wasmtime_func_t *)fn,
-                                            args, nargs, &out->trap);
+  cb_entry_t e = {ctx, fn, args, nargs, NULL, NULL, NULL, out};
+  cb_on_big_stack(cb_entry_call, &e, need);
   cb_guard_end(guard);
   if (budget) {
     cb_val_t v = {0};

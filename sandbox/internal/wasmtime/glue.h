@@ -16,6 +16,14 @@ typedef struct wasmtime_error wasmtime_error_t;
 typedef struct wasm_trap_t wasm_trap_t;
 typedef struct wasm_frame_t wasm_frame_t;
 typedef struct wasm_engine_t wasm_engine_t;
+typedef struct wasmtime_linker wasmtime_linker_t;
+typedef struct wasmtime_module wasmtime_module_t;
+
+// wasmtime_instance_t, laid out as wasmtime/instance.h declares it.
+typedef struct cb_instance {
+  uint64_t store_id;
+  size_t private_;
+} cb_instance_t;
 
 typedef struct cb_wasmtime_func {
   uint64_t store_id;
@@ -177,10 +185,22 @@ void cb_guard_end(cb_guard_t *g);
 // deadline one tick ahead), calls fn with wasmtime's unchecked API, and
 // reads back the counter and the memory's data pointer and size: one cgo
 // crossing per call.
+// need is the native stack the guest may use (its max_stack and wasmtime's
+// own frames): where the calling thread has less room below its frame,
+// the call runs on a stack of the thread's own (cb_on_big_stack).
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t deadline_ns, int32_t watch, cb_call_result_t *out);
+             int64_t deadline_ns, int32_t watch, size_t need,
+             cb_call_result_t *out);
+// cb_instantiate is wasmtime_linker_instantiate (start functions run in
+// it) with need as for cb_call; the error or trap goes to out.
+void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
+                    const wasmtime_module_t *module, size_t need,
+                    cb_instance_t *instance, cb_call_result_t *out);
+// cb_stack_switches says whether this build runs guests on a stack of the
+// thread's own when the thread's is small (x86-64 Linux).
+int cb_stack_switches(void);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
                     uint8_t **data, size_t *size);
