@@ -190,11 +190,12 @@ static void *closer_main(void *arg) {
  * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
  * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
  * guest would fault past the thread's guard page and take the VM down. So
- * work that can run wasmtime code (a call to a wasmtime callback, opening a
- * host) runs on a thread whose stack is at least BIG_STACK_NEED: the
- * calling thread itself when it has one (a VM started with +sssdcpu 1024
- * or more), else a worker of this pool (16 MiB stacks), while the dirty
- * scheduler thread waits for it. */
+ * work that can run wasmtime code (opening a host, which compiles, and,
+ * where the library does not switch stacks itself (LIB_SWITCHES_STACK), a
+ * call to a wasmtime callback) runs on a thread whose stack is at least
+ * BIG_STACK_NEED: the calling thread itself when it has one (a VM started
+ * with +sssdcpu 1024 or more), else a worker of this pool (16 MiB stacks),
+ * while the dirty scheduler thread waits for it. */
 
 #define BIG_STACK_NEED ((size_t)4 << 20)
 #define WORKER_STACK ((size_t)16 << 20)
@@ -262,80 +263,25 @@ static int stack_is_big(void) {
   return thread_stack >= BIG_STACK_NEED;
 }
 
-/* ---- a big stack on this thread: a switch instead of a hand-off ----
- *
- * On x86-64 a thread whose own stack is too small switches its stack
- * pointer to a stack of its own (WORKER_STACK bytes, reserved when first
- * needed, with a guard page below; pages are committed only as they are
- * touched), runs fn there and switches back: no other thread, no wake-up.
- * The Go runtime accepts a cgo callback on a stack it did not record
- * (since Go 1.21 it re-reads a non-Go thread's stack bounds when the stack
- * pointer is outside them), at about 1 us a call for that re-reading,
- * against 20-100 us for a hand-off to a worker on a busy 2-core machine.
- * Elsewhere, or when the reservation fails, the worker pool below. */
-#if defined(__x86_64__)
-#include <sys/mman.h>
-#define HAVE_STACK_SWITCH 1
-static __thread char *own_stack;
-static __thread int on_own_stack;
-
-/* Calls fn(arg) with the stack pointer at top, then restores it. Every
- * register the ABI lets fn change is declared clobbered; rbx (saved by
- * fn, as the ABI requires) holds the caller's stack pointer meanwhile. */
-static void call_on_stack(void (*fn)(void *), void *arg, char *top) {
-  __asm__ volatile(
-      "mov %%rsp, %%rbx\n\t"
-      "mov %2, %%rsp\n\t"
-      "and $-16, %%rsp\n\t"
-      "mov %1, %%rdi\n\t"
-      "call *%0\n\t"
-      "mov %%rbx, %%rsp\n\t"
-      : "+r"(fn), "+r"(arg), "+r"(top)
-      :
-      : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2",
-        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
-}
-
-/* Runs fn(arg) on this thread's own big stack; 0 if there is none. */
-static int switch_to_own_stack(void (*fn)(void *), void *arg) {
-  if (on_own_stack) { /* already on it */
-    fn(arg);
-    return 1;
-  }
-  if (own_stack == NULL) {
-    char *p = mmap(NULL, WORKER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                   -1, 0);
-    if (p == MAP_FAILED) return 0;
-    if (mprotect(p, 4096, PROT_NONE) != 0) {
-      munmap(p, WORKER_STACK);
-      return 0;
-    }
-    own_stack = p;
-  }
-  on_own_stack = 1;
-  call_on_stack(fn, arg, own_stack + WORKER_STACK);
-  on_own_stack = 0;
-  return 1;
-}
+/* libcallbox (C API 1.4) runs wasmtime guests, calls and instantiations,
+ * on a stack of its own where the calling thread's is too small, on
+ * x86-64 Linux: there a call needs no big stack here. Opening a host
+ * (compiling modules) still goes to a big stack. */
+#if defined(__x86_64__) && defined(__linux__)
+#define LIB_SWITCHES_STACK 1
 #else
-#define HAVE_STACK_SWITCH 0
-static int switch_to_own_stack(void (*fn)(void *), void *arg) {
-  (void)fn;
-  (void)arg;
-  return 0;
-}
+#define LIB_SWITCHES_STACK 0
 #endif
 
 static void run_on_worker(void (*fn)(void *), void *arg);
 
-/* Runs fn(arg) on a big stack: this thread's if it is big, else this
- * thread's own big stack where it can switch to one, else a worker's. */
+/* Runs fn(arg) on a big stack: this thread's if it is big, else a
+ * worker's. */
 static void run_on_big_stack(void (*fn)(void *), void *arg) {
   if (stack_is_big()) {
     fn(arg);
     return;
   }
-  if (switch_to_own_stack(fn, arg)) return;
   run_on_worker(fn, arg);
 }
 
@@ -1182,7 +1128,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   }
   if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, budget_ns ? &dirty : NULL, result))
     goto done;
-  if (budget_ns && (dirty > 0 || (wasmtime && !stack_is_big() && !HAVE_STACK_SWITCH))) {
+  if (budget_ns && (dirty > 0 || (wasmtime && !LIB_SWITCHES_STACK && !stack_is_big()))) {
     status = 2;
     goto done;
   }
@@ -1230,7 +1176,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       }
     }
     thread_call_env = env;
-    if (wasmtime)
+    if (wasmtime && !LIB_SWITCHES_STACK)
       run_on_big_stack(run_call, &j);
     else
       run_call(&j);
@@ -1350,8 +1296,9 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
  * on a normal scheduler; inline attempts that outran their slice; calls
  * run on a dirty scheduler), the longest inline attempt that finished and
  * the longest one given up (its slice and the engine's interrupt
- * latency: what a runaway holds a normal scheduler), and whether this
- * build switches stacks for wasmtime guests (x86-64). */
+ * latency: what a runaway holds a normal scheduler), and whether the
+ * library switches stacks for wasmtime guests here (x86-64 Linux), so
+ * that they may run on a normal scheduler. */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
@@ -1363,7 +1310,7 @@ static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
-                          HAVE_STACK_SWITCH ? a_true : a_false};
+                          LIB_SWITCHES_STACK ? a_true : a_false};
   ERL_NIF_TERM map;
   enif_make_map_from_arrays(env, keys, vals, 6, &map);
   return map;
