@@ -32,13 +32,19 @@
  *    and the Go runtime aborts the process (it cannot recover such a
  *    fault), and one into mapped memory reads or writes the wrong bytes.
  *  - Every function may be called from any thread, many at once,
- *    including threads the Go runtime did not create. A call of a
- *    callback on the wasmtime engine runs the guest on the calling
- *    thread's native stack: the thread needs the callback's max_stack
- *    (default 512 KiB) plus about 1 MiB of stack (a process's main
- *    thread and pthreads' default 8 MiB suffice; an Erlang dirty
- *    scheduler's 320 KB does not, and overflowing it kills the process
- *    with SIGSEGV). wazero guests run on Go's own stacks. A call blocks its
+ *    including threads the Go runtime did not create. wasmtime runs a
+ *    guest on a native stack, and needs the callback's max_stack (default
+ *    512 KiB) plus about 1 MiB of it. Since 1.4, on x86-64 Linux, a call
+ *    (and the instantiation a call may make, which runs start functions)
+ *    whose thread has less room than that below its frame runs on a
+ *    stack the library keeps for that thread (reserved on first need, at
+ *    least 16 MiB, committed only as touched), so a thread with a small
+ *    stack (an Erlang scheduler's 320 KB to 1 MB) may call. Elsewhere the
+ *    calling thread needs that room itself (a process's main thread and
+ *    pthreads' default 8 MiB suffice; overflowing a smaller one kills the
+ *    process with SIGSEGV). Opening a host compiles wasmtime modules on
+ *    the calling thread: give it a default-sized stack. wazero guests run
+ *    on Go's own stacks. A call blocks its
  *    thread until it is done, or until a cancel token it was made with
  *    fires (callbox_call_cancelable); callbox_call_async (since 1.3)
  *    returns at once and runs the call on a thread of the library's.
@@ -100,7 +106,9 @@ extern "C" {
  *        NIF)
  *   1.4  callbox_call_within: an unordered call that gives up, as if never
  *        made, when a budget of wall time runs out (for threads that may
- *        be held only briefly, e.g. an Erlang normal scheduler) */
+ *        be held only briefly, e.g. an Erlang normal scheduler); on x86-64
+ *        Linux, wasmtime guests called from a thread with a small stack
+ *        run on a stack of the library's */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 4
 #define CALLBOX_VERSION_PATCH 0
