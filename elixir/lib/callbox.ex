@@ -162,12 +162,12 @@ defmodule Callbox do
   state a pooled instance kept from earlier calls is lost, and guest log
   lines it wrote may appear twice); the next calls of the same callback
   and input types then go straight to a dirty scheduler (2 after one such
-  call, doubling with each in a row, up to 1024). A wasmtime guest runs
-  on a big stack: the scheduler's own if it is big (`+sss 1024`), else
-  (on x86-64) one the thread switches to, else it goes to a dirty
-  scheduler and a worker thread. Chain calls, which must run exactly
-  once, always run on a dirty scheduler, as every call does with
-  `inline_us: 0`.
+  call, doubling with each in a row, up to 1024). A wasmtime guest needs
+  a big native stack: libcallbox provides one on x86-64 Linux; elsewhere
+  a wasmtime call runs inline only where the scheduler's own stack is
+  big (`+sss 1024`), else on a dirty scheduler and a worker thread.
+  Chain calls, which must run exactly once, always run on a dirty
+  scheduler, as every call does with `inline_us: 0`.
 
   Options: `:inline_us`, the slice above (0: always dirty); `:cancel`, a
   token from `cancel_token/0`: firing it with `cancel/1` stops the call
