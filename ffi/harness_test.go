@@ -578,8 +578,9 @@ func TestHarnessHostile(t *testing.T) {
 
 // TestHarnessSmallStack calls wasmtime guests from a C thread whose
 // 256 KiB stack is smaller than wasmtime's wasm stack: the calls succeed,
-// a guest recursing without end fails with StackOverflow, and the process
-// serves on (on x86-64 Linux, where the library runs such entries on a
+// a guest recursing without end fails with StackOverflow, traps (signals
+// on the switched stack), a timeout and a guest calling the host fail with
+// their kinds, and the process serves on (on x86-64 Linux, where the library runs such entries on a
 // stack of its own; elsewhere the caller must give the thread a big stack,
 // as callbox.h says, and the test is skipped).
 func TestHarnessSmallStack(t *testing.T) {
@@ -592,6 +593,11 @@ func TestHarnessSmallStack(t *testing.T) {
 	r := runHarness(t, bin, cfg, dir, nil, "smallstack")
 	r.ok(t, "smallstack_first", "smallstack_again", "smallstack_after")
 	r.fails(t, "smallstack_recurse", abi.StackOverflow, "hostile_recurse_wasmtime")
+	r.fails(t, "smallstack_load_oob", abi.MemoryOutOfBounds, "hostile_load_oob_wasmtime")
+	r.fails(t, "smallstack_div_by_zero", abi.DivideByZero, "hostile_div_by_zero_wasmtime")
+	r.fails(t, "smallstack_unreachable", abi.Unreachable, "hostile_unreachable_wasmtime")
+	r.fails(t, "smallstack_spin", abi.Timeout, "hostile_spin_wasmtime")
+	r.fails(t, "smallstack_error_megabytes", abi.GuestError, "hostile_error_megabytes_wasmtime")
 }
 
 // TestReadmeCExample compiles and runs the C example of README.md's "C

@@ -657,9 +657,9 @@ static void group_hostile(void) {
 
 // group_smallstack calls wasmtime guests from a thread with a 256 KiB
 // stack, less than wasmtime's 512 KiB wasm stack: a first call (which
-// instantiates), later calls, and a guest recursing until its wasm stack
-// is exhausted, which must be a StackOverflow, not a fault of the thread's
-// stack. The library runs such entries on a stack of its own (x86-64
+// instantiates), later calls, a guest recursing until its wasm stack is
+// exhausted, which must be a StackOverflow, not a fault of the thread's
+// stack, and traps, a timeout and a host call on the switched stack. The library runs such entries on a stack of its own (x86-64
 // Linux); smallstack_switches says whether this build does.
 static void *smallstack_thread(void *p) {
   (void)p;
@@ -674,6 +674,17 @@ static void *smallstack_thread(void *p) {
   float z[4] = {0};
   callbox_tensor tz = f32(z, 1, &len), tw = f32(y, 1, &len);
   report("smallstack_recurse", callbox_call(host, "hostile_recurse_wasmtime", &tz, 1, &tw, 1));
+  // Traps that arrive as signals on the switched stack (a guard-page
+  // fault, a trap instruction), an interrupt at the deadline, and a host
+  // call (a callback into Go) from it.
+  const char *more[] = {"load_oob", "div_by_zero", "unreachable", "spin", "error_megabytes"};
+  for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+    char name[64], label[96];
+    snprintf(name, sizeof name, "hostile_%s_wasmtime", more[i]);
+    snprintf(label, sizeof label, "smallstack_%s", more[i]);
+    memset(z, 0, sizeof z);
+    report(label, callbox_call(host, name, &tz, 1, &tw, 1));
+  }
   report("smallstack_after", callbox_call(host, "copy_wasmtime", &ti, 1, &to, 1));
   return NULL;
 }
