@@ -13,7 +13,7 @@ import (
 // or Chain.InvokeBatchInto when chain is not nil) on DLPack tensors with a
 // leading batch dimension, viewed in place.
 func callBatchDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
-	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, true)
+	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, true, 0)
 }
 
 // callBatch runs a batched call of a callback (name or content id), as

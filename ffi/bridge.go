@@ -222,6 +222,18 @@ func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out 
 	return err
 }
 
+// callWithin runs one unordered call under budget
+// (host.Callback.InvokeIntoWithin): past it, the call stops as a Timeout
+// that wraps context.DeadlineExceeded.
+func (bh *bridgeHost) callWithin(ctx context.Context, callback string, in, out []abi.Tensor, budget time.Duration) error {
+	ci, err := bh.resolve(callback)
+	if err != nil {
+		return err
+	}
+	_, err = ci.cb.InvokeIntoWithin(ctx, budget, in, out)
+	return err
+}
+
 // callSetup is the start callbox_call, callbox_tap and their chain forms
 // share: the host, not closed (the host itself tracks calls, so they need
 // no enter/leave), the callback name, and the chain name ("" for none;
@@ -251,7 +263,7 @@ func callSetup(h uint64, chain, callback *byte) (bh *bridgeHost, name, chainName
 // chain is not nil) with its arguments as they come from C: NUL-terminated
 // names and arrays of DLPack tensors, viewed in place, never copied.
 func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) error {
-	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, false)
+	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, false, 0)
 }
 
 // maxBudget bounds callbox_call_within's budget: a longer one is refused
@@ -260,47 +272,26 @@ const maxBudget = uint64(config.MaxTimeout)
 
 // callWithin is callbox_call_within: an unordered call that gives up when
 // budgetNs of wall time pass before it is over. It reports gaveUp (and no
-// error) only when the budget ended the call: the caller's context (its
-// cancel token) still live, the budget's deadline passed, and the call's
-// error caused by it (the host wraps the context's error in a Timeout, or
-// returns it while waiting for an instance). The callback's own timeout
-// shorter than the budget is a Timeout like any other; the instance the
-// abandoned attempt ran on is discarded, as after every interrupt.
+// error) when the budget ran out first; the host wrote nothing then. The
+// budget rides on the call itself (host.Callback.InvokeIntoWithin), not
+// on a context: no timer, no clock read or allocation of its own (a
+// context.WithTimeout cost about 600 ns a call, measured with bench.c's
+// within mode; a context carrying only a deadline, about 140 ns).
 func callWithin(parent context.Context, budgetNs, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) (gaveUp bool, err error) {
 	if budgetNs == 0 || budgetNs > maxBudget {
 		return false, badArg(arg("budget_ns"), "%d: give 1 ns to %d ns (%s); callbox_call_cancelable has no budget", budgetNs, maxBudget, config.MaxTimeout)
 	}
-	ctx := &budgetContext{Context: parent, deadline: budgetEpoch.Add(time.Since(budgetEpoch) + time.Duration(budgetNs))}
-	err = callDL(ctx, h, nil, callback, inputs, nIn, outputs, nOut)
+	err = dlCall(parent, h, nil, callback, inputs, nIn, outputs, nOut, false, time.Duration(budgetNs))
 	if err != nil && parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return true, nil
 	}
 	return false, err
 }
 
-// budgetEpoch is what callWithin reads the clock against: one monotonic
-// read (time.Since) instead of time.Now's wall and monotonic pair, as
-// package host's clock does. Process-wide, read-only after init.
-var budgetEpoch = time.Now()
-
-// budgetContext is its parent with a deadline that it reports and does
-// not enforce: no timer, and Done is the parent's. The host makes a
-// context's deadline the call's own when it is earlier than the
-// callback's timeout, and the engines enforce that (wazero's per-call
-// deadline, wasmtime's epoch ticker), so a timer here would only be a
-// second one (about 600 ns a call, measured with bench.c's within mode).
-// It is passed to nothing but one unordered host call.
-type budgetContext struct {
-	context.Context
-	deadline time.Time
-}
-
-// Deadline implements context.Context.
-func (b *budgetContext) Deadline() (time.Time, bool) { return b.deadline, true }
-
-// dlCall is callDL, or callBatchDL when batch is set: the C API's
-// arguments checked and viewed, then the call or the batched call.
-func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr, batch bool) error {
+// dlCall is callDL, callBatchDL (batch) or callWithin (budget > 0): the
+// C API's arguments checked and viewed, then the call, the batched call or
+// the call under its budget.
+func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr, batch bool, budget time.Duration) error {
 	bh, name, chainName, err := callSetup(h, chain, callback)
 	if err != nil {
 		return err
@@ -315,8 +306,11 @@ func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	if err != nil {
 		return forCallback(err, name)
 	}
-	if batch {
+	switch {
+	case batch:
 		return bh.callBatch(ctx, chainName, name, in, out)
+	case budget > 0:
+		return bh.callWithin(ctx, name, in, out, budget)
 	}
 	return bh.call(ctx, chainName, name, in, out)
 }

@@ -209,8 +209,11 @@ type call struct {
 	kept bool
 	// ok: the guest ran and every check passed; outputs may be read.
 	ok bool
-	// byCaller: the call's deadline is its context's (pool.get).
+	// byCaller: the call's deadline is its caller's: its context's, or
+	// began plus budget (pool.get).
 	byCaller bool
+	// budget: the caller's limit on the call from began (0: none).
+	budget time.Duration
 }
 
 // start is the acquire phase: an instance, its scratch region large enough
@@ -220,7 +223,7 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	if cl.began.IsZero() {
 		cl.began = c.h.clock.now()
 	}
-	g, created, byCaller, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, true)
+	g, created, byCaller, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, cl.budget, true)
 	cl.byCaller = byCaller
 	if err != nil {
 		return cl.callerTimeout(c.acquireError(ctx, err))

@@ -77,13 +77,39 @@ func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Te
 	return st, nil
 }
 
+// InvokeIntoWithin is InvokeInto under a budget of the caller's: when
+// budget passes after the call began before the call is over, and before
+// the callback's own timeout, the call stops there (the engines enforce it
+// as they enforce timeouts) and fails as a Timeout that wraps
+// context.DeadlineExceeded, with every output byte untouched. It is a
+// context deadline without the context: context.WithTimeout arms a timer
+// and reads the clock for each call, which on a call of a microsecond is
+// measurable; here the call's own clock reading is the budget's start.
+// budget must be positive.
+func (c *Callback) InvokeIntoWithin(ctx context.Context, budget time.Duration, inputs []Tensor, outputs []Tensor) (Stats, error) {
+	if budget <= 0 {
+		return Stats{}, c.fail(InvalidArgument, fmt.Sprintf("budget %v: give a positive budget", budget), nil)
+	}
+	if err := c.h.enter(); err != nil {
+		return Stats{}, err
+	}
+	defer c.h.inflight.Done()
+	r := request{inputs: inputs, outputs: outputs, into: true, budget: budget}
+	st, cerr := c.invoke(ctx, &r)
+	if cerr != nil {
+		return st, cerr
+	}
+	return st, nil
+}
+
 // request is one call's inputs, its outputs, and where it sits in a chain.
 type request struct {
 	inputs  []Tensor
 	outputs []Tensor
-	into    bool     // outputs are caller-provided
-	view    bool     // outputs are views of guest memory (Session)
-	inputAt []uint32 // guest addresses of inputs already in guest memory
+	budget  time.Duration // the caller's limit (InvokeIntoWithin); 0: none
+	into    bool          // outputs are caller-provided
+	view    bool          // outputs are views of guest memory (Session)
+	inputAt []uint32      // guest addresses of inputs already in guest memory
 	chain   string
 	seq     uint64
 }
@@ -103,7 +129,7 @@ func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 			err.Chain, err.Seq = r.chain, r.seq
 		}
 	}()
-	cl.began = c.h.clock.now()
+	cl.began, cl.budget = c.h.clock.now(), r.budget
 	p, err := c.planFor(r.inputs, r.inputAt)
 	if err != nil {
 		return

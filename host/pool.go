@@ -237,21 +237,37 @@ func newPool(c *Callback, max int) *pool {
 // free at once starts the deadline from it (no clock read on the hot
 // path); after a wait the clock is read again.
 //
-// With bounded set (a call, not a session), ctx's deadline, when it is
-// earlier, is the call's deadline instead (byCaller reports it): the
-// engines enforce it as they enforce timeouts, and it bounds the wait for
-// a slot too, so a context that carries a deadline without a timer of its
-// own (ffi's callbox_call_within) is held to it.
-func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration, bounded bool) (g *guest, created, byCaller bool, err error) {
+// budget, when not 0, is a limit of the caller's counted from now: when
+// it ends before the callback's timeout, now plus budget is the call's
+// deadline (byCaller reports it), and it bounds the wait for a slot. With
+// bounded set (a call, not a session), ctx's deadline, when it is
+// earlier, is the call's deadline instead, the same way: the engines
+// enforce it as they enforce timeouts.
+func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Duration, bounded bool) (g *guest, created, byCaller bool, err error) {
+	began := now
+	limit := timeout
+	if budget > 0 && (limit <= 0 || budget < limit) {
+		limit, byCaller = budget, true
+	}
+	deadline := time.Time{}
 	select {
 	case p.slots <- struct{}{}:
+		deadline = sandbox.Deadline(now, limit)
 	default:
-		if err := p.waitSlot(ctx, bounded); err != nil {
+		var budgetEnd time.Time
+		if budget > 0 {
+			budgetEnd = began.Add(budget)
+		}
+		if err := p.waitSlot(ctx, budgetEnd, bounded); err != nil {
 			return nil, false, false, err
 		}
 		now = p.c.h.clock.now()
+		deadline = sandbox.Deadline(now, timeout)
+		byCaller = false
+		if !budgetEnd.IsZero() && (deadline.IsZero() || budgetEnd.Before(deadline)) {
+			deadline, byCaller = budgetEnd, true
+		}
 	}
-	deadline := sandbox.Deadline(now, timeout)
 	if bounded {
 		if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 			deadline, byCaller = d, true
@@ -280,11 +296,15 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout time.Duration, bo
 }
 
 // waitSlot waits for a free slot until ctx is done or, when bounded, its
-// deadline passes (context.DeadlineExceeded).
-func (p *pool) waitSlot(ctx context.Context, bounded bool) error {
+// deadline or budgetEnd (when not zero) passes (context.DeadlineExceeded).
+func (p *pool) waitSlot(ctx context.Context, budgetEnd time.Time, bounded bool) error {
+	end := budgetEnd
+	if d, ok := ctx.Deadline(); ok && bounded && (end.IsZero() || d.Before(end)) {
+		end = d
+	}
 	var expired <-chan time.Time
-	if d, ok := ctx.Deadline(); ok && bounded {
-		t := time.NewTimer(time.Until(d))
+	if !end.IsZero() {
+		t := time.NewTimer(time.Until(end))
 		defer t.Stop()
 		expired = t.C
 	}

@@ -44,7 +44,7 @@ func (h *Host) NewSession(ctx context.Context, name string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, _, _, err := c.pool.get(ctx, time.Now(), c.spec.Limits.Timeout, false)
+	g, _, _, err := c.pool.get(ctx, time.Now(), c.spec.Limits.Timeout, 0, false)
 	if err != nil {
 		h.inflight.Done()
 		return nil, c.acquireError(ctx, err)

@@ -13,10 +13,12 @@
 #   handoff no call: two threads of the VM handing a number back and forth
 #           as the async route's threads do (Callbox.Native.bench_handoff/1),
 #           the floor of any route that runs the call on another thread
-# Each round times 10,000 calls of every variant one after the other; the
-# report is the median over the rounds of each variant's ns per call and of
-# each round's ratio to capi (and the best round's, for reference). The
-# machine is shared and noisy: only the ratios within a round mean much.
+# Each round times 10,000 calls of every variant, interleaved in chunks of
+# 2,000 (capi, call, dirty, ... then capi again), so that a burst of noise
+# from the machine's neighbours lands on every variant of the round alike;
+# the report is the median over the rounds of each variant's ns per call
+# and of each round's ratio to capi (and the best round's, for reference).
+# The machine is shared and noisy: only the ratios within a round mean much.
 # Last, how long a runaway holds a normal scheduler: spin (kit.wasm's
 # endless loop, 250 ms timeout) called at 20 input shapes, each first tried
 # within the slice: the longest attempt given up (slice plus the engine's
@@ -29,19 +31,27 @@ names = if names == [], do: ["copy_f32", "copy_f32_wasmtime"], else: names
 x = Callbox.Tensor.from_list(Enum.map(0..255, &(&1 * 1.0)), {:f, 32})
 native = [{x.data, :f32, {256}}]
 n = 10_000
+chunk = 2_000
 rounds = String.to_integer(System.get_env("ROUNDS", "9"))
 batch = List.duplicate([x], 100)
 
-# ns per call of `count` calls of f, each result dropped as it comes (as
-# the C loop reuses its output buffer), not kept in a list.
-repeat = fn
-  _f, 0, _again -> :ok
-  f, k, again -> f.() && again.(f, k - 1, again)
+defmodule CallBench do
+  # `count` calls of f, each result dropped as it comes (as the C loop
+  # reuses its output buffer), not kept in a list; a compiled loop, not a
+  # recursive closure, so what the loop itself costs stays small beside
+  # the call, as in the C loop.
+  def repeat(_f, 0), do: :ok
+
+  def repeat(f, k) do
+    f.()
+    repeat(f, k - 1)
+  end
 end
 
+# ns (total) of `count` calls of f.
 time = fn f, count ->
-  {t, _} = :timer.tc(fn -> repeat.(f, count, repeat) end)
-  t * 1000 / n
+  {t, _} = :timer.tc(fn -> CallBench.repeat(f, count) end)
+  t * 1000
 end
 
 median = fn list ->
@@ -54,24 +64,31 @@ for name <- names do
   [^x] = Callbox.call!(host, name, [x])
   [^x] = Callbox.call!(host, name, [x], async: true)
 
+  # Each runs one chunk of calls and returns their total ns.
   run = %{
     capi: fn ->
-      {:ok, ns} = Callbox.Native.bench_capi(host.ref, name, native, n)
-      ns
+      {:ok, ns} = Callbox.Native.bench_capi(host.ref, name, native, chunk)
+      ns * chunk
     end,
-    call: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x]) end, n) end,
-    dirty: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], inline_us: 0) end, n) end,
-    async: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], async: true) end, n) end,
-    many: fn -> time.(fn -> {:ok, _} = Callbox.call_many(host, name, batch) end, div(n, 100)) end,
-    handoff: fn -> Callbox.Native.bench_handoff(n) end
+    call: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x]) end, chunk) end,
+    dirty: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], inline_us: 0) end, chunk) end,
+    async: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], async: true) end, chunk) end,
+    many: fn -> time.(fn -> {:ok, _} = Callbox.call_many(host, name, batch) end, div(chunk, 100)) end,
+    handoff: fn -> Callbox.Native.bench_handoff(chunk) * chunk end
   }
 
   order = [:capi, :call, :dirty, :async, :many, :handoff]
   for v <- order, do: run[v].()
 
+  # A round: n calls of each variant in chunks, interleaved; ns per call.
   results =
     for _round <- 1..rounds do
-      Map.new(order, fn v -> {v, run[v].()} end)
+      totals =
+        for _chunk <- 1..div(n, chunk), v <- order, reduce: %{} do
+          acc -> Map.update(acc, v, run[v].(), &(&1 + run[v].()))
+        end
+
+      Map.new(totals, fn {v, ns} -> {v, ns / n} end)
     end
 
   for v <- order do

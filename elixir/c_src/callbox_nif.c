@@ -98,6 +98,16 @@ static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
 /* %Callbox.Tensor{}'s keys and module */
 static ERL_NIF_TERM a_struct, a_tensor_mod, a_data, a_type, a_shape;
 
+/* The NIF's thread-local variables use the initial-exec model: a few
+ * words of the static TLS that glibc keeps spare for libraries loaded
+ * later, read with one instruction instead of a __tls_get_addr call per
+ * access (libcallbox's Go runtime does the same). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+#else
+#define TLS_IE
+#endif
+
 /* ---- resources ---- */
 
 /* A host's cache of derived result types: callbox_callback_find and
@@ -125,7 +135,12 @@ typedef struct {
 typedef struct {
   callbox_host handle;
   int closed; /* set by close/1 (under closer_mu) */
-  ErlNifMutex *mu; /* guards the cache */
+  ErlNifMutex *mu; /* guards the cache's writers */
+  /* The cache's sequence count (a seqlock): odd while a writer, holding
+   * mu, changes it. Readers of the common case (an entry with nothing to
+   * count down) take no lock: they copy, then check the count did not
+   * move (cache_peek); an uncontended mutex cost more than the lookup. */
+  unsigned seq;
   cache_entry *cache[CACHE_SLOTS];
   unsigned next_slot;
 } host_res;
@@ -246,8 +261,8 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static __thread size_t thread_stack;
-static __thread callbox_cancel_token thread_token; /* this thread's token for guards */
+static __thread TLS_IE size_t thread_stack;
+static __thread TLS_IE callbox_cancel_token thread_token; /* this thread's token for guards */
 
 static int stack_is_big(void) {
   if (thread_stack == 0) {
@@ -528,8 +543,19 @@ static int tensors_alloc(tensor_list *l, size_t n) {
       return 0;
     }
   }
-  memset(l->t, 0, (n ? n : 1) * sizeof *l->t);
-  return 1;
+  return 1; /* every tensor is written whole (tensor_set) before use */
+}
+
+/* Writes a whole CPU tensor: every field, so tensors_alloc zeroes
+ * nothing (a memset call for a tensor or two costs more than the stores). */
+static void tensor_set(callbox_tensor *t, void *data, int32_t ndim, callbox_dtype dtype, int64_t *shape) {
+  *t = (callbox_tensor){.data = data,
+                        .device = {.device_type = CALLBOX_DEVICE_CPU, .device_id = 0},
+                        .ndim = ndim,
+                        .dtype = dtype,
+                        .shape = ndim ? shape : NULL,
+                        .strides = NULL,
+                        .byte_offset = 0};
 }
 
 /* An empty list, without zeroing its stack arrays (4 KiB a call for the
@@ -595,7 +621,6 @@ static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_
       snprintf(msg, msg_cap, "input %u: rank %d is above the most callbox takes (%d)", i, ndim, CALLBOX_MAX_RANK);
       return 0;
     }
-    callbox_tensor *t = &l->t[i];
     int64_t *shape = &l->shapes[(size_t)i * CALLBOX_MAX_RANK];
     uint64_t elems = 1;
     int overflow = 0;
@@ -610,10 +635,7 @@ static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_
       if (v != 0 && elems > UINT64_MAX / (uint64_t)v) overflow = 1;
       elems *= (uint64_t)v;
     }
-    t->device.device_type = CALLBOX_DEVICE_CPU;
-    t->ndim = ndim;
-    t->dtype = d->dl;
-    t->shape = ndim ? shape : NULL;
+    void *data = NULL;
     if (with_data) {
       ErlNifBinary b;
       if (!enif_inspect_binary(env, el[0], &b)) return -1;
@@ -622,8 +644,9 @@ static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_
                  (unsigned long long)elems, (unsigned long long)(elems * d->bytes), b.size);
         return 0;
       }
-      t->data = b.size ? b.data : NULL;
+      data = b.size ? b.data : NULL;
     }
+    tensor_set(&l->t[i], data, ndim, d->dl, shape);
   }
   return 1;
 }
@@ -864,27 +887,72 @@ static size_t cache_key(const tensor_list *in, int64_t *key) {
   return k;
 }
 
+/* A writer's change to the cache, inside mu: the sequence count odd. */
+static void cache_write_begin(host_res *r) {
+  __atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void cache_write_end(host_res *r) { __atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE); }
+
+/* The entry of (callback, key) in r's cache, or NULL. Under mu, or inside
+ * a seqlock read (whose result counts only if the sequence did not move:
+ * every read here is bounded, whatever a writer is doing). */
+static cache_entry *cache_find(host_res *r, const char *callback, const int64_t *key, size_t key_len, size_t cap) {
+  for (int i = 0; i < CACHE_SLOTS; i++) {
+    cache_entry *c = __atomic_load_n(&r->cache[i], __ATOMIC_ACQUIRE);
+    if (c && c->key_len == key_len && c->n <= cap && strncmp(c->name, callback, CACHE_NAME) == 0 &&
+        memcmp(c->key, key, key_len * sizeof *key) == 0)
+      return c;
+  }
+  return NULL;
+}
+
+/* cache_get without the lock: 1 (a hit whose calls may run inline with
+ * no count to change), 0 (a miss), -1 (anything else, or a writer was
+ * busy: ask cache_get). */
+static int cache_peek(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
+                      size_t cap, size_t *n, int *wasmtime) {
+  unsigned seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+  if (seq & 1) return -1;
+  int status = 0;
+  cache_entry *c = cache_find(r, callback, key, key_len, cap);
+  if (c) {
+    size_t k = c->n;
+    if (k > cap || c->dirty_left > 0 || c->strikes > 0) {
+      status = -1;
+    } else {
+      memcpy(types, c->types, k * sizeof *types);
+      *n = k;
+      *wasmtime = c->wasmtime;
+      status = 1;
+    }
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(&r->seq, __ATOMIC_RELAXED) == seq ? status : -1;
+}
+
 static int cache_get(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
                      size_t cap, size_t *n, int *wasmtime, int *dirty) {
   int hit = 0;
   if (!r->mu) return 0;
+  int peek = cache_peek(r, callback, key, key_len, types, cap, n, wasmtime);
+  if (peek >= 0) return peek;
   enif_mutex_lock(r->mu);
-  for (int i = 0; i < CACHE_SLOTS; i++) {
-    cache_entry *c = r->cache[i];
-    if (c && c->key_len == key_len && c->n <= cap && strcmp(c->name, callback) == 0 &&
-        memcmp(c->key, key, key_len * sizeof *key) == 0) {
-      memcpy(types, c->types, c->n * sizeof *types);
-      *n = c->n;
-      *wasmtime = c->wasmtime;
-      if (dirty && c->dirty_left > 0) {
-        c->dirty_left--;
-        *dirty = 1;
-      } else if (dirty && c->strikes > 0) {
-        *dirty = -1; /* to try inline, with strikes to clear if it fits */
-      }
-      hit = 1;
-      break;
+  cache_entry *c = cache_find(r, callback, key, key_len, cap);
+  if (c) {
+    memcpy(types, c->types, c->n * sizeof *types);
+    *n = c->n;
+    *wasmtime = c->wasmtime;
+    if (dirty && c->dirty_left > 0) {
+      cache_write_begin(r);
+      c->dirty_left--;
+      cache_write_end(r);
+      *dirty = 1;
+    } else if (dirty && c->strikes > 0) {
+      *dirty = -1; /* to try inline, with strikes to clear if it fits */
     }
+    hit = 1;
   }
   enif_mutex_unlock(r->mu);
   return hit;
@@ -895,9 +963,10 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
   if (!r->mu || n > CACHE_OUTS || strlen(callback) >= CACHE_NAME) return;
   enif_mutex_lock(r->mu);
   unsigned slot = r->next_slot++ % CACHE_SLOTS;
-  cache_entry *c = r->cache[slot];
-  if (c == NULL) c = r->cache[slot] = enif_alloc(sizeof *c);
+  cache_entry *c = r->cache[slot], *fresh = NULL;
+  if (c == NULL) c = fresh = enif_alloc(sizeof *c);
   if (c) {
+    cache_write_begin(r);
     strcpy(c->name, callback);
     c->key_len = key_len;
     memcpy(c->key, key, key_len * sizeof *key);
@@ -905,6 +974,8 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
     c->n = n;
     c->wasmtime = wasmtime;
     c->dirty_left = c->strikes = 0;
+    if (fresh) __atomic_store_n(&r->cache[slot], fresh, __ATOMIC_RELEASE);
+    cache_write_end(r);
   }
   enif_mutex_unlock(r->mu);
 }
@@ -920,18 +991,17 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
 static void cache_mark(host_res *r, const char *callback, const int64_t *key, size_t key_len, int slow) {
   if (!r->mu || key_len == 0) return;
   enif_mutex_lock(r->mu);
-  for (int i = 0; i < CACHE_SLOTS; i++) {
-    cache_entry *c = r->cache[i];
-    if (c && c->key_len == key_len && strcmp(c->name, callback) == 0 && memcmp(c->key, key, key_len * sizeof *key) == 0) {
-      if (slow) {
-        if (c->strikes < 10) c->strikes++;
-        c->dirty_left = 1u << c->strikes;
-        if (c->dirty_left > INLINE_BACKOFF) c->dirty_left = INLINE_BACKOFF;
-      } else {
-        c->strikes = 0;
-      }
-      break;
+  cache_entry *c = cache_find(r, callback, key, key_len, CACHE_OUTS);
+  if (c) {
+    cache_write_begin(r);
+    if (slow) {
+      if (c->strikes < 10) c->strikes++;
+      c->dirty_left = 1u << c->strikes;
+      if (c->dirty_left > INLINE_BACKOFF) c->dirty_left = INLINE_BACKOFF;
+    } else {
+      c->strikes = 0;
     }
+    cache_write_end(r);
   }
   enif_mutex_unlock(r->mu);
 }
@@ -1084,7 +1154,7 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 }
 
 
-static __thread ErlNifEnv *thread_call_env;
+static __thread TLS_IE ErlNifEnv *thread_call_env;
 
 /* Counters of the routes calls took (call_stats/0). */
 static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns;
@@ -1096,6 +1166,75 @@ static void stat_max(uint64_t *max, uint64_t v) {
 }
 
 static double mono_ns(void);
+
+/* The slice clock: what an inline call's time is measured with (for
+ * enif_consume_timeslice and call_stats/0), two reads a call. A vDSO
+ * clock_gettime costs about 30 ns on the development VM, the TSC about
+ * 11; so on x86-64 with an invariant TSC (CPUID 0x80000007 EDX bit 8) the
+ * clock reads the TSC, and its ticks are turned into ns at a rate taken
+ * from the monotonic clock over the first 10 ms or more after the NIF
+ * loaded (until then, and elsewhere, the monotonic clock). A skewed
+ * reading only misstates a share of a timeslice or a statistic: a call's
+ * budget is the library's, on its own clock. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <x86intrin.h>
+#define SLICE_TSC 1
+#else
+#define SLICE_TSC 0
+#endif
+static int slice_tsc;              /* the TSC is invariant: may be used */
+static uint64_t slice_tsc0;        /* a TSC reading at load, */
+static double slice_ns0;           /* and the monotonic clock's then */
+static double slice_ns_per_tick;   /* 0 until measured */
+
+static void slice_clock_init(void) {
+#if SLICE_TSC
+  unsigned a, b, c, d;
+  if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007 && __get_cpuid(0x80000007, &a, &b, &c, &d) &&
+      (d & (1u << 8))) {
+    slice_ns0 = mono_ns();
+    slice_tsc0 = __rdtsc();
+    slice_tsc = 1;
+  }
+#endif
+}
+
+/* A reading of the slice clock: TSC ticks (*tsc set) or monotonic ns. */
+static uint64_t slice_now(int *tsc) {
+#if SLICE_TSC
+  double rate;
+  __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
+  if (slice_tsc && rate > 0) {
+    *tsc = 1;
+    return __rdtsc();
+  }
+#endif
+  *tsc = 0;
+  return (uint64_t)mono_ns();
+}
+
+/* The ns since start, a reading of slice_now; measures the TSC's rate
+ * once it may. */
+static uint64_t slice_since(uint64_t start, int tsc) {
+#if SLICE_TSC
+  if (tsc) {
+    uint64_t now = __rdtsc();
+    double rate;
+    __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
+    return now > start ? (uint64_t)((double)(now - start) * rate) : 0;
+  }
+#endif
+  double now = mono_ns();
+#if SLICE_TSC
+  if (slice_tsc && now - slice_ns0 > 1e7) {
+    uint64_t ticks = __rdtsc() - slice_tsc0;
+    double rate = (now - slice_ns0) / (double)ticks;
+    if (ticks > 0) __atomic_store(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
+  }
+#endif
+  return now > (double)start ? (uint64_t)(now - (double)start) : 0;
+}
 
 /* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
  * 0 with *result an error tuple, -1 for a malformed term (badarg), 2 when
@@ -1151,20 +1290,16 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       goto done;
     }
     allocated++;
-    callbox_tensor *t = &out.t[i];
-    t->data = size ? bins[i].data : NULL;
-    t->device.device_type = CALLBOX_DEVICE_CPU;
-    t->ndim = types[i].ndim;
-    t->dtype = types[i].dtype;
-    t->shape = types[i].ndim ? types[i].shape : NULL;
+    tensor_set(&out.t[i], size ? bins[i].data : NULL, types[i].ndim, types[i].dtype, types[i].shape);
   }
   {
     /* Inline (budget_ns): no chain (nif_call sends chain calls dirty) and
      * no guard (the caller cannot die during a NIF on its own scheduler). */
     call_job j = {r->handle, tok ? tok->token : 0, chain, cb, &in, &out, n, budget_ns, 0, NULL};
-    double t0 = 0;
+    uint64_t t0 = 0;
+    int t0_tsc = 0;
     if (budget_ns) {
-      t0 = mono_ns();
+      t0 = slice_now(&t0_tsc);
     } else {
       __atomic_add_fetch(&stat_dirty, 1, __ATOMIC_RELAXED);
       if (g) {
@@ -1182,7 +1317,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       run_call(&j);
     thread_call_env = NULL;
     if (budget_ns) {
-      uint64_t took = (uint64_t)(mono_ns() - t0);
+      uint64_t took = slice_since(t0, t0_tsc);
       /* A timeslice is about 1 ms: report the share this call used. */
       int pct = (int)(took / 10000);
       enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
@@ -1494,12 +1629,7 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
       goto done;
     }
     allocated++;
-    callbox_tensor *t = &out.t[i];
-    t->data = size ? j->bins[i].data : NULL;
-    t->device.device_type = CALLBOX_DEVICE_CPU;
-    t->ndim = types[i].ndim;
-    t->dtype = types[i].dtype;
-    t->shape = types[i].ndim ? j->types[i].shape : NULL;
+    tensor_set(&out.t[i], size ? j->bins[i].data : NULL, types[i].ndim, types[i].dtype, j->types[i].shape);
   }
   j->env = jenv;
   j->n = n;
@@ -1761,12 +1891,7 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         uint64_t size = d ? d->bytes : 1;
         for (int32_t k = 0; k < types[i].ndim; k++) size *= (uint64_t)types[i].shape[k];
         bufs[i] = enif_alloc(size ? size : 1);
-        callbox_tensor *t = &out.t[i];
-        t->data = size ? bufs[i] : NULL;
-        t->device.device_type = CALLBOX_DEVICE_CPU;
-        t->ndim = types[i].ndim;
-        t->dtype = types[i].dtype;
-        t->shape = types[i].ndim ? types[i].shape : NULL;
+        tensor_set(&out.t[i], size ? bufs[i] : NULL, types[i].ndim, types[i].dtype, types[i].shape);
       }
       bench_job b = {r->handle, cb.s, &in, &out, n, iters, 0, NULL};
       if (wasmtime)
@@ -1951,6 +2076,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   guard_mu = enif_mutex_create("callbox_guard");
   pool_work_cv = enif_cond_create("callbox_pool_work");
   pool_done_cv = enif_cond_create("callbox_pool_done");
+  slice_clock_init();
   return host_type && token_type && guard_type && closer_mu && closer_cv && log_mu && pool_mu && guard_mu && pool_work_cv && pool_done_cv ? 0 : 1;
 }
 

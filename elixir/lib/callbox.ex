@@ -182,7 +182,14 @@ defmodule Callbox do
   (without `+sssdcpu 1024`) less (elixir/README.md, Performance).
   """
   @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
-  def call(%Host{ref: ref}, callback, inputs, opts \\ []) do
+  def call(host, callback, inputs, opts \\ [])
+
+  # No options, the common case: no option lookups.
+  def call(%Host{ref: ref}, callback, inputs, []) do
+    sync_call(ref, nil, callback, inputs, nil, @default_inline_us * 1000)
+  end
+
+  def call(%Host{ref: ref}, callback, inputs, opts) do
     do_call(ref, nil, callback, inputs, opts)
   end
 
@@ -257,16 +264,22 @@ defmodule Callbox do
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
     if !opts[:async] do
-      # Callbox.Tensor structs go to the NIF as they are, which returns
-      # structs; other tensors are converted first.
-      natives = if all_tensors?(inputs), do: inputs, else: native_inputs(callback, inputs)
-
-      case Native.call(ref, chain, callback, natives, token(opts), guard(), inline_ns(chain, opts)) do
-        {:ok, _} = ok -> ok
-        {:error, e} -> {:error, Error.from_native(e)}
-      end
+      sync_call(ref, chain, callback, inputs, token(opts), inline_ns(chain, opts))
     else
       do_call_async(ref, chain, callback, native_inputs(callback, inputs), opts)
+    end
+  catch
+    :throw, {:callbox_bad_input, e} -> {:error, e}
+  end
+
+  # Callbox.Tensor structs go to the NIF as they are, which returns
+  # structs; other tensors are converted first.
+  defp sync_call(ref, chain, callback, inputs, token, inline_ns) do
+    natives = if all_tensors?(inputs), do: inputs, else: native_inputs(callback, inputs)
+
+    case Native.call(ref, chain, callback, natives, token, guard(), inline_ns) do
+      {:ok, _} = ok -> ok
+      {:error, e} -> {:error, Error.from_native(e)}
     end
   catch
     :throw, {:callbox_bad_input, e} -> {:error, e}
