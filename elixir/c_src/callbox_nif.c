@@ -1157,7 +1157,7 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 static __thread TLS_IE ErlNifEnv *thread_call_env;
 
 /* Counters of the routes calls took (call_stats/0). */
-static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns;
+static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns, stat_gave_up_last_ns;
 
 static void stat_max(uint64_t *max, uint64_t v) {
   uint64_t m = __atomic_load_n(max, __ATOMIC_RELAXED);
@@ -1322,6 +1322,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       int pct = (int)(took / 10000);
       enif_consume_timeslice(env, pct < 1 ? 1 : pct > 100 ? 100 : pct);
       stat_max(j.expired ? &stat_gave_up_max_ns : &stat_inline_max_ns, took);
+      if (j.expired) __atomic_store_n(&stat_gave_up_last_ns, took, __ATOMIC_RELAXED);
     } else if (g) {
       enif_mutex_lock(guard_mu);
       g->active = 0;
@@ -1427,27 +1428,34 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 }
 
 /* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns,
- * gave_up_max_ns: ns}: how calls ran since the NIF loaded (calls finished
+ * gave_up_max_ns: ns, gave_up_last_ns: ns, slice_clock: :tsc | :monotonic,
+ * stack_switch: bool}: how calls ran since the NIF loaded (calls finished
  * on a normal scheduler; inline attempts that outran their slice; calls
- * run on a dirty scheduler), the longest inline attempt that finished and
+ * run on a dirty scheduler), the longest inline attempt that finished,
  * the longest one given up (its slice and the engine's interrupt
- * latency: what a runaway holds a normal scheduler), and whether the
+ * latency: what a runaway holds a normal scheduler) and the latest one,
+ * the clock those are read from (the slice clock), and whether the
  * library switches stacks for wasmtime guests here (x86-64 Linux), so
  * that they may run on a normal scheduler. */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
-  ERL_NIF_TERM keys[6] = {enif_make_atom(env, "inline"), enif_make_atom(env, "gave_up"), enif_make_atom(env, "dirty"),
-                          enif_make_atom(env, "inline_max_ns"), enif_make_atom(env, "gave_up_max_ns"),
-                          enif_make_atom(env, "stack_switch")};
-  ERL_NIF_TERM vals[6] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+  double rate;
+  __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
+  ERL_NIF_TERM keys[8] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
+                          enif_make_atom(env, "dirty"),          enif_make_atom(env, "inline_max_ns"),
+                          enif_make_atom(env, "gave_up_max_ns"), enif_make_atom(env, "gave_up_last_ns"),
+                          enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "stack_switch")};
+  ERL_NIF_TERM vals[8] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&stat_gave_up_last_ns, __ATOMIC_RELAXED)),
+                          enif_make_atom(env, slice_tsc && rate > 0 ? "tsc" : "monotonic"),
                           LIB_SWITCHES_STACK ? a_true : a_false};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 6, &map);
+  enif_make_map_from_arrays(env, keys, vals, 8, &map);
   return map;
 }
 

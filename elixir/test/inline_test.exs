@@ -54,6 +54,16 @@ defmodule Callbox.InlineTest do
     assert counts.gave_up == 1
     # The slice stopped the attempts well before the 250 ms timeout.
     assert Callbox.Native.call_stats().gave_up_max_ns < 200_000_000
+    # The slice clock reads an attempt given up as at least its slice
+    # (100 us) and far below the timeout, on the TSC too once its rate is
+    # measured (10 ms after the NIF loaded; x86-64 with an invariant TSC).
+    Process.sleep(20)
+    {_, _} = routes(fn -> Callbox.call(host, "copy_f32", [x]) end)
+    {counts, _} = routes(fn -> Callbox.call(host, "spin", [f32([1.0, 2.0, 3.0, 4.0])]) end)
+    assert counts.gave_up == 1
+    stats = Callbox.Native.call_stats()
+    assert stats.gave_up_last_ns >= 100_000 and stats.gave_up_last_ns < 200_000_000, inspect(stats)
+    assert stats.slice_clock in [:tsc, :monotonic]
     # The host serves the callback's neighbours as before.
     assert {:ok, [^x]} = Callbox.call(host, "copy_f32", [x])
   end
