@@ -95,8 +95,6 @@ static size_t num_dtypes;
 /* ---- atoms ---- */
 
 static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
-/* %Callbox.Tensor{}'s keys and module */
-static ERL_NIF_TERM a_struct, a_tensor_mod, a_data, a_type, a_shape;
 
 /* The NIF's thread-local variables use the initial-exec model: a few
  * words of the static TLS that glibc keeps spare for libraries loaded
@@ -494,13 +492,9 @@ static const dtype_entry *dtype_by_type(ErlNifEnv *env, ERL_NIF_TERM type) {
   return NULL;
 }
 
-/* %Callbox.Tensor{data: bin, type: {kind, bits}, shape: tuple} */
-static ERL_NIF_TERM tensor_struct(ErlNifEnv *env, ERL_NIF_TERM bin, const dtype_entry *d, ERL_NIF_TERM shape) {
-  ERL_NIF_TERM keys[4] = {a_struct, a_data, a_shape, a_type};
-  ERL_NIF_TERM vals[4] = {a_tensor_mod, bin, shape, enif_make_tuple2(env, d->kind, enif_make_int(env, d->bits))};
-  ERL_NIF_TERM map;
-  if (!enif_make_map_from_arrays(env, keys, vals, 4, &map)) return enif_make_badarg(env);
-  return map;
+/* A dtype's type tuple, as Nx writes it: {:f, 32}. */
+static ERL_NIF_TERM type_tuple(ErlNifEnv *env, const dtype_entry *d) {
+  return enif_make_tuple2(env, d->kind, enif_make_int(env, d->bits));
 }
 
 static const dtype_entry *dtype_by_dl(callbox_dtype dl) {
@@ -574,9 +568,12 @@ static void tensors_free(tensor_list *l) {
   l->t = NULL;
 }
 
-/* Reads a list of {binary, dtype_atom, shape_tuple} (with_data) or of
- * {dtype_atom, shape_tuple} into l. On a bad element writes why into msg
- * and returns 0 (badarg: -1). */
+/* Reads a list of {binary, dtype, shape_tuple} (with_data) or of
+ * {dtype, shape_tuple} into l, a dtype an atom (:f32) or a type tuple
+ * ({:f, 32}: Callbox.call/4 passes its structs' fields as they are; the
+ * BEAM reads a struct's fields far faster than enif_get_map_value, about
+ * 50 ns for the four). On a bad element writes why into msg and returns
+ * 0 (badarg: -1). */
 static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_list *l, char *msg, size_t msg_cap) {
   unsigned len;
   if (!enif_get_list_length(env, list, &len)) return -1;
@@ -588,26 +585,15 @@ static int get_tensors(ErlNifEnv *env, ERL_NIF_TERM list, int with_data, tensor_
   for (unsigned i = 0; i < len; i++) {
     enif_get_list_cell(env, tail, &head, &tail);
     const ERL_NIF_TERM *el;
-    ERL_NIF_TERM fields[3], mod;
     int arity;
-    const dtype_entry *d;
-    if (with_data && enif_is_map(env, head)) {
-      /* a %Callbox.Tensor{} */
-      if (!enif_get_map_value(env, head, a_struct, &mod) || !enif_is_identical(mod, a_tensor_mod) ||
-          !enif_get_map_value(env, head, a_data, &fields[0]) || !enif_get_map_value(env, head, a_type, &fields[1]) ||
-          !enif_get_map_value(env, head, a_shape, &fields[2]))
-        return -1;
-      el = fields;
-      d = dtype_by_type(env, fields[1]);
-      if (d == NULL) {
-        snprintf(msg, msg_cap, "input %u: its type is not one of libcallbox's dtypes", i);
-        return 0;
-      }
-    } else {
-      if (!enif_get_tuple(env, head, &arity, &el) || arity != (with_data ? 3 : 2)) return -1;
-      d = dtype_by_atom(el[with_data ? 1 : 0]);
+    if (!enif_get_tuple(env, head, &arity, &el) || arity != (with_data ? 3 : 2)) return -1;
+    ERL_NIF_TERM dt = el[with_data ? 1 : 0];
+    const dtype_entry *d = enif_is_atom(env, dt) ? dtype_by_atom(dt) : dtype_by_type(env, dt);
+    if (d == NULL && !enif_is_atom(env, dt)) {
+      snprintf(msg, msg_cap, "input %u: its type is not one of libcallbox's dtypes", i);
+      return 0;
     }
-    ERL_NIF_TERM dt = el[with_data ? 1 : 0], sh = el[with_data ? 2 : 1];
+    ERL_NIF_TERM sh = el[with_data ? 2 : 1];
     if (d == NULL) {
       char name[64] = "?";
       enif_get_atom(env, dt, name, sizeof name, ERL_NIF_LATIN1);
@@ -1188,6 +1174,13 @@ static void stat_max(uint64_t *max, uint64_t v) {
 #define HEAP_BIN_MAX 64
 
 static ErlNifResourceType *arena_type;
+static uint64_t arenas_live; /* call_stats/0: arenas made and not yet freed */
+
+static void arena_dtor(ErlNifEnv *env, void *obj) {
+  (void)env;
+  (void)obj;
+  __atomic_sub_fetch(&arenas_live, 1, __ATOMIC_RELAXED);
+}
 static __thread TLS_IE unsigned char *thread_arena; /* the resource; the thread holds a reference */
 static __thread TLS_IE size_t thread_arena_used;
 
@@ -1209,6 +1202,7 @@ static unsigned char *result_alloc(ErlNifEnv *env, size_t size, result_buf *o) {
     if (thread_arena == NULL || thread_arena_used + need > ARENA_SIZE) {
       unsigned char *fresh = enif_alloc_resource(arena_type, ARENA_SIZE);
       if (fresh != NULL) {
+        __atomic_add_fetch(&arenas_live, 1, __ATOMIC_RELAXED);
         if (thread_arena) enif_release_resource(thread_arena);
         thread_arena = fresh;
         thread_arena_used = 0;
@@ -1319,9 +1313,11 @@ static uint64_t slice_since(uint64_t start, int tsc) {
  * may: not when its callback is on wasmtime and no big stack is at hand
  * here, nor for a while after calls of the same callback and input types
  * outran their budget (cache_mark); otherwise, or when it outran it, 2.
- * structs: the outputs as %Callbox.Tensor{}s (else as tuples). */
+ * typed: the outputs' dtypes as type tuples ({:f, 32}: Callbox.call/4
+ * makes %Callbox.Tensor{}s of them, which the BEAM builds far faster than
+ * enif_make_map_from_arrays, about 50 ns a struct), else as atoms. */
 static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, const char *chain, const char *cb,
-                    ERL_NIF_TERM inputs, uint64_t budget_ns, int structs, ERL_NIF_TERM *result) {
+                    ERL_NIF_TERM inputs, uint64_t budget_ns, int typed, ERL_NIF_TERM *result) {
   tensor_list in, out;
   tensors_init(&in);
   tensors_init(&out);
@@ -1425,8 +1421,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       ERL_NIF_TERM bin = result_term(env, &bufs[i]);
       const dtype_entry *d = dtype_by_dl(types[i].dtype);
       ERL_NIF_TERM shape = shape_tuple(env, types[i].ndim, types[i].shape);
-      list = enif_make_list_cell(env, structs ? tensor_struct(env, bin, d, shape) : enif_make_tuple3(env, bin, d->atom, shape),
-                                 list);
+      list = enif_make_list_cell(env, enif_make_tuple3(env, bin, typed ? type_tuple(env, d) : d->atom, shape), list);
     }
     allocated = 0; /* owned by the terms now */
     *result = list;
@@ -1456,8 +1451,8 @@ static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, to
 }
 
 /* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, inline_ns)
- *   -> {:ok, [%Callbox.Tensor{}]} | {:error, e}
- * inputs: {binary, dtype, shape} tuples or %Callbox.Tensor{}s.
+ *   -> {:ok, [{binary, {kind, bits}, shape}]} | {:error, e}
+ * inputs: {binary, dtype, shape} tuples, dtype an atom or a type tuple.
  * On the caller's normal scheduler: an unordered call with inline_ns > 0
  * runs here within inline_ns (one_call); every other call, and one that
  * outran its slice (from the start: the abandoned attempt wrote nothing),
@@ -1510,28 +1505,31 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
  * run on a dirty scheduler), the longest inline attempt that finished,
  * the longest one given up (its slice and the engine's interrupt
  * latency: what a runaway holds a normal scheduler) and the latest one,
- * the clock those are read from (the slice clock), and whether the
- * library switches stacks for wasmtime guests here (x86-64 Linux), so
- * that they may run on a normal scheduler. */
+ * the clock those are read from (the slice clock), whether the library
+ * switches stacks for wasmtime guests here (x86-64 Linux), so that they
+ * may run on a normal scheduler, and how many result arenas are alive
+ * (each thread's current one, and those results still hold). */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
   double rate;
   __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
-  ERL_NIF_TERM keys[8] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
+  ERL_NIF_TERM keys[9] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
                           enif_make_atom(env, "dirty"),          enif_make_atom(env, "inline_max_ns"),
                           enif_make_atom(env, "gave_up_max_ns"), enif_make_atom(env, "gave_up_last_ns"),
-                          enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "stack_switch")};
-  ERL_NIF_TERM vals[8] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+                          enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "stack_switch"),
+                          enif_make_atom(env, "arenas_live")};
+  ERL_NIF_TERM vals[9] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_last_ns, __ATOMIC_RELAXED)),
                           enif_make_atom(env, slice_tsc && rate > 0 ? "tsc" : "monotonic"),
-                          LIB_SWITCHES_STACK ? a_true : a_false};
+                          LIB_SWITCHES_STACK ? a_true : a_false,
+                          enif_make_uint64(env, __atomic_load_n(&arenas_live, __ATOMIC_RELAXED))};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 8, &map);
+  enif_make_map_from_arrays(env, keys, vals, 9, &map);
   return map;
 }
 
@@ -2144,16 +2142,11 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   a_nil = enif_make_atom(env, "nil");
   a_true = enif_make_atom(env, "true");
   a_false = enif_make_atom(env, "false");
-  a_struct = enif_make_atom(env, "__struct__");
-  a_tensor_mod = enif_make_atom(env, "Elixir.Callbox.Tensor");
-  a_data = enif_make_atom(env, "data");
-  a_type = enif_make_atom(env, "type");
-  a_shape = enif_make_atom(env, "shape");
   host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
   token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
   ErlNifResourceTypeInit guard_init = {.dtor = guard_dtor, .stop = NULL, .down = guard_down};
   guard_type = enif_open_resource_type_x(env, "callbox_call_guard", &guard_init, ERL_NIF_RT_CREATE, NULL);
-  arena_type = enif_open_resource_type(env, NULL, "callbox_result_arena", NULL, ERL_NIF_RT_CREATE, NULL);
+  arena_type = enif_open_resource_type(env, NULL, "callbox_result_arena", arena_dtor, ERL_NIF_RT_CREATE, NULL);
   closer_mu = enif_mutex_create("callbox_closer");
   closer_cv = enif_cond_create("callbox_closer");
   log_mu = enif_mutex_create("callbox_log");
