@@ -12,7 +12,10 @@
 // (Canceled), and its deadline, when earlier than the callback's timeout,
 // is the call's deadline (Timeout wrapping context.DeadlineExceeded),
 // enforced by the engine as timeouts are, the wait for an instance
-// included. A module refused at load is a *LoadError, with a Kind too.
+// included; Callback.InvokeIntoWithin gives a call such a deadline as a
+// budget from its start, without a context of its own (a bridge's cheap
+// "try this for at most 100 µs"). A module refused at load is a
+// *LoadError, with a Kind too.
 // docs/SECURITY.md gives the threat model and every limit.
 //
 // Calls can be made directly (Invoke, InvokeInto), in strict order on a

@@ -169,6 +169,11 @@ defmodule Callbox do
   Chain calls, which must run exactly once, always run on a dirty
   scheduler, as every call does with `inline_us: 0`.
 
+  Results of 65 bytes to 4 KiB share 32 KiB blocks (one per scheduler
+  thread, filled in order): a result kept alive keeps its block alive, as
+  a sub-binary keeps its parent; `:binary.copy/1` one you keep for long
+  (elixir/README.md, "Where results live").
+
   Options: `:inline_us`, the slice above (0: always dirty); `:cancel`, a
   token from `cancel_token/0`: firing it with `cancel/1` stops the call
   within milliseconds (kind `:canceled`).

@@ -112,6 +112,9 @@ defmodule Callbox.InlineTest do
 
   test "a struct with a type callbox lacks is refused naming the input", %{host: host} do
     bad = %Tensor{data: <<0::32>>, type: {:f, 7}, shape: {1}}
-    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [bad])
+    assert {:error, %Error{kind: :invalid_argument, message: message}} = Callbox.call(host, "copy_f32", [bad])
+    assert message =~ "input 0"
+    assert {:error, %Error{kind: :invalid_argument, message: message}} = Callbox.call(host, "copy_f32", [f32([1.0]), bad])
+    assert message =~ "input 1"
   end
 end
