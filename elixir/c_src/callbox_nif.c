@@ -1159,43 +1159,46 @@ static void stat_max(uint64_t *max, uint64_t v) {
  * rest of the NIF's work on a 1 KiB call together. So a result of up to
  * ARENA_MAX_OUT bytes is written into a slice of its thread's arena
  * instead: a resource of ARENA_SIZE bytes, allocated once for many
- * results, cut in order, each slice made a binary term with
- * enif_make_resource_binary (a reference the term holds: the arena is
- * freed when the last result in it is garbage). The cost is retention: a
- * result kept alive keeps its whole arena (up to ARENA_SIZE / 65, some
- * 500 times its size), as a sub-binary keeps its parent; :binary.copy/1
- * keeps only its bytes. A result of up to HEAP_BIN_MAX bytes is a heap
- * binary (enif_make_new_binary, on the process heap: nothing retained),
- * and a larger one than ARENA_MAX_OUT a binary of its own. The terms of
- * heap and arena results are made before the call, which writes into
- * them; a failed call leaves them garbage (and its arena slice unused). */
+ * results, cut in order, each slice made a binary term after the call
+ * with enif_make_resource_binary (a reference the term holds: the arena
+ * is freed when the last result in it is garbage). The cost is
+ * retention: a result kept alive keeps its whole arena (up to
+ * ARENA_SIZE / 65, some 500 times its size), as a sub-binary keeps its
+ * parent; :binary.copy/1 keeps only its bytes. A result of up to
+ * HEAP_BIN_MAX bytes is a heap binary (enif_make_new_binary, whose bytes
+ * stay writable until the NIF returns; on the process heap, nothing
+ * retained), and a larger one than ARENA_MAX_OUT a binary of its own. A
+ * failed call leaves a heap result garbage and its arena slice unused. */
 #define ARENA_SIZE (32 * 1024)
 #define ARENA_MAX_OUT (4 * 1024)
 #define HEAP_BIN_MAX 64
 
 static ErlNifResourceType *arena_type;
 static uint64_t arenas_live; /* call_stats/0: arenas made and not yet freed */
+static __thread TLS_IE unsigned char *thread_arena; /* the resource; the thread holds a reference */
+static __thread TLS_IE size_t thread_arena_used;
 
 static void arena_dtor(ErlNifEnv *env, void *obj) {
   (void)env;
   (void)obj;
   __atomic_sub_fetch(&arenas_live, 1, __ATOMIC_RELAXED);
 }
-static __thread TLS_IE unsigned char *thread_arena; /* the resource; the thread holds a reference */
-static __thread TLS_IE size_t thread_arena_used;
 
-/* One result's memory: term made (heap or arena), or own (a binary of its
- * own, made a term after the call, else released). */
+/* One result's memory: a heap binary (its term made), a slice of an
+ * arena (which the result holds a reference on until its term is made,
+ * the arena's bytes unchanged after that, as enif_make_resource_binary
+ * asks), or a binary of its own. */
 typedef struct {
+  enum { RESULT_TERM, RESULT_ARENA, RESULT_OWN } kind;
   ERL_NIF_TERM term;
   ErlNifBinary bin;
-  int own;
+  unsigned char *arena, *data;
+  size_t size;
 } result_buf;
 
-/* Memory of size bytes for a result, its term in o->term unless o->own;
- * NULL when none could be had. */
+/* Memory of size bytes for a result; NULL when none could be had. */
 static unsigned char *result_alloc(ErlNifEnv *env, size_t size, result_buf *o) {
-  o->own = 0;
+  o->kind = RESULT_TERM;
   if (size <= HEAP_BIN_MAX) return enif_make_new_binary(env, size, &o->term);
   if (size <= ARENA_MAX_OUT) {
     size_t need = (size + 63) & ~(size_t)63; /* slices on cache lines */
@@ -1209,29 +1212,37 @@ static unsigned char *result_alloc(ErlNifEnv *env, size_t size, result_buf *o) {
       }
     }
     if (thread_arena != NULL && thread_arena_used + need <= ARENA_SIZE) {
-      unsigned char *p = thread_arena + thread_arena_used;
+      o->kind = RESULT_ARENA;
+      o->arena = thread_arena;
+      o->data = thread_arena + thread_arena_used;
+      o->size = size;
       thread_arena_used += need;
-      o->term = enif_make_resource_binary(env, thread_arena, p, size);
-      return p;
+      enif_keep_resource(o->arena);
+      return o->data;
     }
   }
   if (!enif_alloc_binary(size, &o->bin)) return NULL;
-  o->own = 1;
+  o->kind = RESULT_OWN;
   return o->bin.data;
 }
 
-/* The term of a result after its call (an own binary's made now). */
+/* The term of a result, its bytes final (after its call). */
 static ERL_NIF_TERM result_term(ErlNifEnv *env, result_buf *o) {
-  if (o->own) {
-    o->own = 0;
+  if (o->kind == RESULT_ARENA) {
+    o->term = enif_make_resource_binary(env, o->arena, o->data, o->size);
+    enif_release_resource(o->arena);
+  } else if (o->kind == RESULT_OWN) {
     o->term = enif_make_binary(env, &o->bin);
   }
+  o->kind = RESULT_TERM;
   return o->term;
 }
 
+/* Drops a result whose call failed. */
 static void result_discard(result_buf *o) {
-  if (o->own) enif_release_binary(&o->bin);
-  o->own = 0;
+  if (o->kind == RESULT_ARENA) enif_release_resource(o->arena);
+  if (o->kind == RESULT_OWN) enif_release_binary(&o->bin);
+  o->kind = RESULT_TERM;
 }
 
 static double mono_ns(void);

@@ -53,9 +53,12 @@ defmodule Callbox.ResultsTest do
     # 200,000 KiB of results, dropped as they come: about 6,000 arenas.
     run.(200_000)
     :erlang.garbage_collect()
-    later = Callbox.Native.call_stats().arenas_live
-    # What may remain: the current arena of each scheduler thread.
+    # What may remain: the current arena of each scheduler thread. (A
+    # resource's destructor may run a little after its last reference
+    # goes: erl_nif promises no moment.)
     threads = :erlang.system_info(:schedulers) + :erlang.system_info(:dirty_cpu_schedulers)
-    assert later - before <= threads, "#{later - before} more arenas alive after 200,000 dropped 1 KiB results"
+    more = fn -> Callbox.Native.call_stats().arenas_live - before end
+    Enum.find(1..200, fn _ -> more.() <= threads or (Process.sleep(10) && false) end)
+    assert more.() <= threads, "#{more.()} more arenas alive after 200,000 dropped 1 KiB results"
   end
 end
