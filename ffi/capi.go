@@ -265,6 +265,40 @@ func cbxgo_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_
 	})
 }
 
+// limitsSize15 is callbox_limits' size in C API 1.5, the least
+// struct_size callbox_callback_limits takes.
+const limitsSize15 = unsafe.Sizeof(C.callbox_limits{})
+
+//export cbxgo_callback_limits
+func cbxgo_callback_limits(h C.callbox_host, key *C.char, out *C.callbox_limits) *C.callbox_error {
+	return entry("callbox_callback_limits", func() error {
+		if err := outArg(out, "out"); err != nil {
+			return err
+		}
+		if size := uintptr(out.struct_size); size < limitsSize15 {
+			return badArg(arg("out"), "struct_size is %d: set it to sizeof(callbox_limits), %d bytes since 1.5", uint64(size), limitsSize15)
+		}
+		return withHost(h, func(bh *bridgeHost) error {
+			ci, err := bh.resolveC(key, "name_or_id")
+			if err != nil {
+				return err
+			}
+			info := ci.cb.Info()
+			l := info.Limits
+			*out = C.callbox_limits{
+				struct_size:  C.size_t(limitsSize15),
+				timeout_ns:   C.uint64_t(l.Timeout.Nanoseconds()),
+				max_memory:   C.uint64_t(l.MaxMemory),
+				fuel:         C.uint64_t(l.Fuel),
+				max_stack:    C.uint64_t(l.MaxStack),
+				max_output:   C.uint64_t(l.MaxOutput),
+				caller_stack: C.uint64_t(info.CallerStack),
+			}
+			return nil
+		})
+	})
+}
+
 //export cbxgo_output_types
 func cbxgo_output_types(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, outputs *C.callbox_type, nOut C.size_t) *C.callbox_error {
 	return entry("callbox_output_types", func() error {

@@ -94,6 +94,7 @@ extern callbox_error *cbxgo_close(callbox_host);
 extern callbox_error *cbxgo_callback_count(callbox_host, size_t *);
 extern callbox_error *cbxgo_callback_at(callbox_host, size_t, callbox_callback_info *);
 extern callbox_error *cbxgo_callback_find(callbox_host, const char *, callbox_callback_info *);
+extern callbox_error *cbxgo_callback_limits(callbox_host, const char *, callbox_limits *);
 extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callbox_tensor *, size_t, callbox_type *,
                                          size_t);
 extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
@@ -296,6 +297,11 @@ callbox_error *callbox_callback_at(callbox_host host, size_t index, callbox_call
 callbox_error *callbox_callback_find(callbox_host host, const char *name_or_id, callbox_callback_info *out) {
   CBX_GUARD("callbox_callback_find");
   return cbxgo_callback_find(host, name_or_id, out);
+}
+
+callbox_error *callbox_callback_limits(callbox_host host, const char *name_or_id, callbox_limits *out) {
+  CBX_GUARD("callbox_callback_limits");
+  return cbxgo_callback_limits(host, name_or_id, out);
 }
 
 callbox_error *callbox_output_types(callbox_host host, const char *callback, const callbox_tensor *inputs,

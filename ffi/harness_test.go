@@ -14,11 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
@@ -287,7 +289,7 @@ func TestHarnessCAPI(t *testing.T) {
 	cfg := writeConfig(t, dir, false)
 	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.4.0 10400", r.vals["version"])
+	assert.Equal(t, "1.5.0 10500", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -801,6 +803,38 @@ func TestHarnessWithin(t *testing.T) {
 	r.fails(t, "within_null_expired", abi.InvalidArgument, "expired: NULL")
 	r.fails(t, "within_bad_token", abi.InvalidArgument, "unknown cancel token")
 	r.fails(t, "within_unknown", abi.UnknownCallback, "no_such")
+}
+
+// TestHarnessLimits reads callbacks' limits through
+// callbox_callback_limits: as configured (timeouts) or defaulted, the
+// caller's stack 0 on wazero and, for wasmtime, 0 where the library
+// switches stacks and max_stack plus 1 MiB elsewhere; a later version's
+// bigger struct filled only as far as 1.5's; refusals.
+func TestHarnessLimits(t *testing.T) {
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, false)
+	r := runHarness(t, bin, cfg, dir, nil, "limits")
+	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger")
+	d := config.DefaultCallback().Limits
+	row := func(timeout time.Duration, callerStack uint64) string {
+		return fmt.Sprintf("56 %d %d %d %d %d %d", timeout.Nanoseconds(), d.MaxMemory, d.Fuel, d.MaxStack, d.MaxOutput, callerStack)
+	}
+	assert.Equal(t, row(250*time.Millisecond, 0), r.vals["limits_copy_f32"])
+	assert.Equal(t, row(5*time.Second, 0), r.vals["limits_spin_long"])
+	wasmtimeStack := uint64(0)
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		stack := d.MaxStack
+		if stack == 0 {
+			stack = 512 << 10
+		}
+		wasmtimeStack = stack + 1<<20
+	}
+	assert.Equal(t, row(5*time.Second, wasmtimeStack), r.vals["limits_spin_wasmtime"])
+	assert.Equal(t, "56 1", r.vals["limits_bigger"], "1.5's size reported, the later field untouched")
+	r.fails(t, "limits_small", abi.InvalidArgument, "struct_size is 8")
+	r.fails(t, "limits_null", abi.InvalidArgument, "out")
+	r.fails(t, "limits_unknown", abi.UnknownCallback, "no_such")
 }
 
 // TestHarnessAsync drives callbox_call_async from C threads: 400 calls on

@@ -140,6 +140,9 @@ type Info struct {
 	Isolation string
 	Limits    config.Limits
 	WASI      bool
+	// CallerStack is the native stack, in bytes, a thread calling this
+	// callback must have: 0 when any thread will do (sandbox.CallerStack).
+	CallerStack uint64
 }
 
 // Callbacks lists the loaded callbacks, sorted by name.

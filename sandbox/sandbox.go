@@ -67,6 +67,20 @@ func Version(name string) string {
 	return ""
 }
 
+// CallerStack is the native stack, in bytes, that a thread calling a
+// guest of the named engine under limits must have: 0 where any thread
+// will do (wazero runs guests on goroutine stacks; wasmtime, on x86-64
+// Linux, switches to a stack of its own when the caller's is short),
+// else about the guest's wasm stack limit plus 1 MiB (wasmtime
+// elsewhere). A foreign caller with small threads (an Erlang scheduler)
+// reads it to choose where to call from.
+func CallerStack(name string, limits config.Limits) uint64 {
+	if name == config.EngineWasmtime {
+		return wasmtime.CallerStack(limits.MaxStack)
+	}
+	return 0
+}
+
 // New starts the named engine (config.EngineWazero or
 // config.EngineWasmtime).
 func New(ctx context.Context, name string, o Options) (Engine, error) {

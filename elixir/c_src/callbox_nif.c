@@ -1,6 +1,6 @@
 /*
  * callbox_nif.c - the NIF of the Elixir binding: Callbox.Native over
- * libcallbox's C API (ffi/include/callbox.h, version 1.4 or a later 1.x).
+ * libcallbox's C API (ffi/include/callbox.h, version 1.5 or a later 1.x).
  *
  * libcallbox is not linked: Callbox.Native finds it (CALLBOX_LIB, the priv
  * directory, the repository's build/) and this file dlopens it and looks up
@@ -54,6 +54,7 @@
   X(callbox_callback_count)       \
   X(callbox_callback_at)          \
   X(callbox_callback_find)        \
+  X(callbox_callback_limits)      \
   X(callbox_output_types)         \
   X(callbox_call)                 \
   X(callbox_tap)                  \
@@ -122,7 +123,7 @@ typedef struct {
   size_t key_len;
   int64_t key[CACHE_KEY];
   size_t n;
-  int wasmtime;
+  uint64_t caller_stack; /* callbox_limits.caller_stack */
   /* Calls of this entry's key still to send straight to a dirty
    * scheduler, and how many inline attempts in a row outran their slice
    * (cache_mark). */
@@ -203,12 +204,14 @@ static void *closer_main(void *arg) {
  * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
  * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
  * guest would fault past the thread's guard page and take the VM down. So
- * work that can run wasmtime code (opening a host, which compiles, and,
- * where the library does not switch stacks itself (LIB_SWITCHES_STACK), a
- * call to a wasmtime callback) runs on a thread whose stack is at least
- * BIG_STACK_NEED: the calling thread itself when it has one (a VM started
- * with +sssdcpu 1024 or more), else a worker of this pool (16 MiB stacks),
- * while the dirty scheduler thread waits for it. */
+ * work that can run wasmtime code runs on a thread with stack enough:
+ * opening a host (which compiles) on one of at least BIG_STACK_NEED, and
+ * a call on one of at least the callback's caller_stack (C API 1.5,
+ * callbox_callback_limits: 0 where the library switches to a stack of
+ * its own, as on x86-64 Linux; else about max_stack plus 1 MiB). That is
+ * the calling thread itself when its stack is big enough (a VM started
+ * with +sssdcpu 1024 or more), else a worker of this pool (16 MiB
+ * stacks), while the dirty scheduler thread waits for it. */
 
 #define BIG_STACK_NEED ((size_t)4 << 20)
 #define WORKER_STACK ((size_t)16 << 20)
@@ -260,9 +263,13 @@ static void *worker_main(void *arg) {
 }
 
 static __thread TLS_IE size_t thread_stack;
+
+/* Room the BEAM's frames below a NIF may take of a thread's stack. */
+#define STACK_SLACK ((size_t)256 << 10)
 static __thread TLS_IE callbox_cancel_token thread_token; /* this thread's token for guards */
 
-static int stack_is_big(void) {
+/* Whether this thread's stack has need bytes and the BEAM's slack. */
+static int stack_has(size_t need) {
   if (thread_stack == 0) {
     pthread_attr_t a;
     void *addr;
@@ -273,25 +280,15 @@ static int stack_is_big(void) {
     }
     thread_stack = size;
   }
-  return thread_stack >= BIG_STACK_NEED;
+  return thread_stack >= need + STACK_SLACK;
 }
-
-/* libcallbox (C API 1.4) runs wasmtime guests, calls and instantiations,
- * on a stack of its own where the calling thread's is too small, on
- * x86-64 Linux: there a call needs no big stack here. Opening a host
- * (compiling modules) still goes to a big stack. */
-#if defined(__x86_64__) && defined(__linux__)
-#define LIB_SWITCHES_STACK 1
-#else
-#define LIB_SWITCHES_STACK 0
-#endif
 
 static void run_on_worker(void (*fn)(void *), void *arg);
 
 /* Runs fn(arg) on a big stack: this thread's if it is big, else a
  * worker's. */
 static void run_on_big_stack(void (*fn)(void *), void *arg) {
-  if (stack_is_big()) {
+  if (stack_has(BIG_STACK_NEED)) {
     fn(arg);
     return;
   }
@@ -812,15 +809,32 @@ static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
   return a_ok;
 }
 
-static ERL_NIF_TERM info_term(ErlNifEnv *env, const callbox_callback_info *in) {
-  ERL_NIF_TERM f[7] = {bin_of(env, in->name),     bin_of(env, in->id),
+/* {name, id, signature, engine, batching, nin, nout, limits}, limits a
+ * map of callbox_limits' fields (timeout_ns, max_memory, fuel, max_stack,
+ * max_output, caller_stack), or nil when they could not be read. */
+static ERL_NIF_TERM info_term(ErlNifEnv *env, callbox_host h, const callbox_callback_info *in) {
+  callbox_limits l = {.struct_size = sizeof l};
+  ERL_NIF_TERM limits = a_nil;
+  callbox_error *e = p_callbox_callback_limits(h, in->name, &l);
+  if (e == NULL) {
+    ERL_NIF_TERM keys[6] = {enif_make_atom(env, "timeout_ns"), enif_make_atom(env, "max_memory"),
+                            enif_make_atom(env, "fuel"),       enif_make_atom(env, "max_stack"),
+                            enif_make_atom(env, "max_output"), enif_make_atom(env, "caller_stack")};
+    ERL_NIF_TERM vals[6] = {enif_make_uint64(env, l.timeout_ns), enif_make_uint64(env, l.max_memory),
+                            enif_make_uint64(env, l.fuel),       enif_make_uint64(env, l.max_stack),
+                            enif_make_uint64(env, l.max_output), enif_make_uint64(env, l.caller_stack)};
+    if (!enif_make_map_from_arrays(env, keys, vals, 6, &limits)) limits = a_nil;
+  } else {
+    p_callbox_error_free(e);
+  }
+  ERL_NIF_TERM f[8] = {bin_of(env, in->name),     bin_of(env, in->id),
                        bin_of(env, in->signature), bin_of(env, in->engine),
                        bin_of(env, in->batching),  enif_make_int(env, in->num_inputs),
-                       enif_make_int(env, in->num_outputs)};
-  return enif_make_tuple_from_array(env, f, 7);
+                       enif_make_int(env, in->num_outputs), limits};
+  return enif_make_tuple_from_array(env, f, 8);
 }
 
-/* callbacks(host) -> {:ok, [{name, id, signature, engine, batching, nin, nout}]} */
+/* callbacks(host) -> {:ok, [{name, id, signature, engine, batching, nin, nout, limits}]} */
 static ERL_NIF_TERM nif_callbacks(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   REQUIRE_LIB(env);
@@ -833,7 +847,7 @@ static ERL_NIF_TERM nif_callbacks(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
   for (size_t i = n; i-- > 0;) {
     callbox_callback_info info;
     if ((e = p_callbox_callback_at(r->handle, i, &info)) != NULL) return error_term(env, e);
-    list = enif_make_list_cell(env, info_term(env, &info), list);
+    list = enif_make_list_cell(env, info_term(env, r->handle, &info), list);
   }
   return enif_make_tuple2(env, a_ok, list);
 }
@@ -849,7 +863,7 @@ static ERL_NIF_TERM nif_callback(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
   callbox_error *e = p_callbox_callback_find(r->handle, name.s, &info);
   free_cstr(&name);
   if (e) return error_term(env, e);
-  return enif_make_tuple2(env, a_ok, info_term(env, &info));
+  return enif_make_tuple2(env, a_ok, info_term(env, r->handle, &info));
 }
 
 /* The number of results of callback, and their types for inputs: 1, or 0
@@ -898,7 +912,7 @@ static cache_entry *cache_find(host_res *r, const char *callback, const int64_t 
  * no count to change), 0 (a miss), -1 (anything else, or a writer was
  * busy: ask cache_get). */
 static int cache_peek(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
-                      size_t cap, size_t *n, int *wasmtime) {
+                      size_t cap, size_t *n, uint64_t *caller_stack) {
   unsigned seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
   if (seq & 1) return -1;
   int status = 0;
@@ -910,7 +924,7 @@ static int cache_peek(host_res *r, const char *callback, const int64_t *key, siz
     } else {
       memcpy(types, c->types, k * sizeof *types);
       *n = k;
-      *wasmtime = c->wasmtime;
+      *caller_stack = c->caller_stack;
       status = 1;
     }
   }
@@ -919,17 +933,17 @@ static int cache_peek(host_res *r, const char *callback, const int64_t *key, siz
 }
 
 static int cache_get(host_res *r, const char *callback, const int64_t *key, size_t key_len, callbox_type *types,
-                     size_t cap, size_t *n, int *wasmtime, int *dirty) {
+                     size_t cap, size_t *n, uint64_t *caller_stack, int *dirty) {
   int hit = 0;
   if (!r->mu) return 0;
-  int peek = cache_peek(r, callback, key, key_len, types, cap, n, wasmtime);
+  int peek = cache_peek(r, callback, key, key_len, types, cap, n, caller_stack);
   if (peek >= 0) return peek;
   enif_mutex_lock(r->mu);
   cache_entry *c = cache_find(r, callback, key, key_len, cap);
   if (c) {
     memcpy(types, c->types, c->n * sizeof *types);
     *n = c->n;
-    *wasmtime = c->wasmtime;
+    *caller_stack = c->caller_stack;
     if (dirty && c->dirty_left > 0) {
       cache_write_begin(r);
       c->dirty_left--;
@@ -945,7 +959,7 @@ static int cache_get(host_res *r, const char *callback, const int64_t *key, size
 }
 
 static void cache_put(host_res *r, const char *callback, const int64_t *key, size_t key_len, const callbox_type *types,
-                      size_t n, int wasmtime) {
+                      size_t n, uint64_t caller_stack) {
   if (!r->mu || n > CACHE_OUTS || strlen(callback) >= CACHE_NAME) return;
   enif_mutex_lock(r->mu);
   unsigned slot = r->next_slot++ % CACHE_SLOTS;
@@ -958,7 +972,7 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
     memcpy(c->key, key, key_len * sizeof *key);
     memcpy(c->types, types, n * sizeof *types);
     c->n = n;
-    c->wasmtime = wasmtime;
+    c->caller_stack = caller_stack;
     c->dirty_left = c->strikes = 0;
     if (fresh) __atomic_store_n(&r->cache[slot], fresh, __ATOMIC_RELEASE);
     cache_write_end(r);
@@ -992,21 +1006,26 @@ static void cache_mark(host_res *r, const char *callback, const int64_t *key, si
   enif_mutex_unlock(r->mu);
 }
 
-/* dirty (optional): 1 when the (callback, types) pair is one whose calls
- * go straight to a dirty scheduler for now, -1 when it may run inline
- * after attempts that outran their slice (cache_mark). */
+/* The result types of callback at in's types, and (caller_stack,
+ * optional) the native stack a thread calling it must have
+ * (callbox_callback_limits: 0 when any thread will do), from the cache or
+ * derived and cached. dirty (optional): 1 when the (callback, types) pair
+ * is one whose calls go straight to a dirty scheduler for now, -1 when it
+ * may run inline after attempts that outran their slice (cache_mark). */
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
-                  callbox_type **types_out, size_t *n_out, int *wasmtime, int *dirty, ERL_NIF_TERM *err) {
+                  callbox_type **types_out, size_t *n_out, uint64_t *caller_stack, int *dirty, ERL_NIF_TERM *err) {
   int64_t key[CACHE_KEY];
   size_t key_len = in->t ? cache_key(in, key) : 0;
-  int wt = 0;
-  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &wt, dirty)) {
+  uint64_t need = 0;
+  if (key_len && cache_get(r, callback, key, key_len, stack, cap < CACHE_OUTS ? cap : CACHE_OUTS, n_out, &need, dirty)) {
     *types_out = stack;
-    if (wasmtime) *wasmtime = wt;
+    if (caller_stack) *caller_stack = need;
     return 1;
   }
   callbox_callback_info info;
+  callbox_limits limits = {.struct_size = sizeof limits};
   callbox_error *e = p_callbox_callback_find(r->handle, callback, &info);
+  if (e == NULL) e = p_callbox_callback_limits(r->handle, callback, &limits);
   if (e) {
     *err = error_term(env, e);
     return 0;
@@ -1028,9 +1047,8 @@ static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list
   }
   *types_out = types;
   *n_out = n;
-  wt = info.engine && strcmp(info.engine, "wasmtime") == 0;
-  if (wasmtime) *wasmtime = wt;
-  if (key_len) cache_put(r, callback, key, key_len, types, n, wt);
+  if (caller_stack) *caller_stack = limits.caller_stack;
+  if (key_len) cache_put(r, callback, key, key_len, types, n, limits.caller_stack);
   return 1;
 }
 
@@ -1321,9 +1339,12 @@ static uint64_t slice_since(uint64_t start, int tsc) {
  * the call is to run (again) on a dirty scheduler. budget_ns 0 runs the
  * call here, whatever it takes (on a dirty scheduler, under guard g);
  * else the call runs here within budget_ns (callbox_call_within) when it
- * may: not when its callback is on wasmtime and no big stack is at hand
- * here, nor for a while after calls of the same callback and input types
- * outran their budget (cache_mark); otherwise, or when it outran it, 2.
+ * may: not when the callback needs more native stack than this thread
+ * has (its caller_stack), nor for a while after calls of the same
+ * callback and input types outran their budget (cache_mark); otherwise,
+ * or when it outran it, 2. A call whose callback needs more stack than
+ * this thread has runs on a worker of the pool (16 MiB stacks); one that
+ * needs more than that is refused, naming the need.
  * typed: the outputs' dtypes as type tuples ({:f, 32}: Callbox.call/4
  * makes %Callbox.Tensor{}s of them, which the BEAM builds far faster than
  * enif_make_map_from_arrays, about 50 ns a struct), else as atoms. */
@@ -1337,7 +1358,8 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   callbox_type stack[STACK_TENSORS], *types = NULL;
   result_buf bufs_stack[STACK_TENSORS], *bufs = bufs_stack;
   size_t n = 0, allocated = 0;
-  int wasmtime = 0, dirty = 0;
+  uint64_t caller_stack = 0;
+  int dirty = 0;
   int got = get_tensors(env, inputs, 1, &in, msg, sizeof msg);
   if (got < 0) {
     status = -1;
@@ -1347,10 +1369,19 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
     goto done;
   }
-  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, budget_ns ? &dirty : NULL, result))
+  if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &caller_stack, budget_ns ? &dirty : NULL, result))
     goto done;
-  if (budget_ns && (dirty > 0 || (wasmtime && !LIB_SWITCHES_STACK && !stack_is_big()))) {
+  int own_stack = caller_stack == 0 || stack_has((size_t)caller_stack);
+  if (budget_ns && (dirty > 0 || !own_stack)) {
     status = 2;
+    goto done;
+  }
+  if (!own_stack && caller_stack + STACK_SLACK > WORKER_STACK) {
+    snprintf(msg, sizeof msg,
+             "its guests need %llu bytes of native stack (max_stack plus wasmtime's own), more than this thread's or "
+             "the NIF's %zu-byte workers': lower max_stack, or start the VM with bigger scheduler stacks (+sssdcpu)",
+             (unsigned long long)caller_stack, (size_t)WORKER_STACK);
+    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
     goto done;
   }
   if (n > STACK_TENSORS && (bufs = enif_alloc(n * sizeof *bufs)) == NULL) {
@@ -1394,10 +1425,10 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
       }
     }
     thread_call_env = env;
-    if (wasmtime && !LIB_SWITCHES_STACK)
-      run_on_big_stack(run_call, &j);
-    else
+    if (own_stack)
       run_call(&j);
+    else
+      run_on_worker(run_call, &j);
     thread_call_env = NULL;
     if (budget_ns) {
       uint64_t took = slice_since(t0, t0_tsc);
@@ -1511,36 +1542,33 @@ static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 
 /* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns,
  * gave_up_max_ns: ns, gave_up_last_ns: ns, slice_clock: :tsc | :monotonic,
- * stack_switch: bool}: how calls ran since the NIF loaded (calls finished
+ * arenas_live: n}: how calls ran since the NIF loaded (calls finished
  * on a normal scheduler; inline attempts that outran their slice; calls
  * run on a dirty scheduler), the longest inline attempt that finished,
  * the longest one given up (its slice and the engine's interrupt
  * latency: what a runaway holds a normal scheduler) and the latest one,
- * the clock those are read from (the slice clock), whether the library
- * switches stacks for wasmtime guests here (x86-64 Linux), so that they
- * may run on a normal scheduler, and how many result arenas are alive
- * (each thread's current one, and those results still hold). */
+ * the clock those are read from (the slice clock), and how many result
+ * arenas are alive (each thread's current one, and those results still
+ * hold). */
 static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
   double rate;
   __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
-  ERL_NIF_TERM keys[9] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
+  ERL_NIF_TERM keys[8] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
                           enif_make_atom(env, "dirty"),          enif_make_atom(env, "inline_max_ns"),
                           enif_make_atom(env, "gave_up_max_ns"), enif_make_atom(env, "gave_up_last_ns"),
-                          enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "stack_switch"),
-                          enif_make_atom(env, "arenas_live")};
-  ERL_NIF_TERM vals[9] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+                          enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "arenas_live")};
+  ERL_NIF_TERM vals[8] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_last_ns, __ATOMIC_RELAXED)),
                           enif_make_atom(env, slice_tsc && rate > 0 ? "tsc" : "monotonic"),
-                          LIB_SWITCHES_STACK ? a_true : a_false,
                           enif_make_uint64(env, __atomic_load_n(&arenas_live, __ATOMIC_RELAXED))};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 9, &map);
+  enif_make_map_from_arrays(env, keys, vals, 8, &map);
   return map;
 }
 
@@ -1969,13 +1997,16 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   callbox_type stack[STACK_TENSORS], *types = NULL;
   void *bufs[STACK_TENSORS] = {0};
   size_t n = 0;
-  int wasmtime = 0;
   char msg[512];
   ERL_NIF_TERM result;
+  callbox_callback_info info;
+  callbox_error *e = p_callbox_callback_find(r->handle, cb.s, &info);
+  int wasmtime = e == NULL && info.engine && strcmp(info.engine, "wasmtime") == 0;
+  if (e) p_callbox_error_free(e);
   int got = get_tensors(env, argv[2], 1, &in, msg, sizeof msg);
   if (got <= 0) {
     result = enif_make_badarg(env);
-  } else if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, &wasmtime, NULL, &result)) {
+  } else if (derive(env, r, cb.s, &in, stack, STACK_TENSORS, &types, &n, NULL, NULL, &result)) {
     if (n > STACK_TENSORS || !tensors_alloc(&out, n)) {
       result = enif_make_badarg(env);
     } else {

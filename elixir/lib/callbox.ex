@@ -40,9 +40,15 @@ defmodule Callbox do
     @moduledoc """
     A loaded callback: name, content id (`"cb1-<64 hex>"`: module bytes,
     export and signature), signature text, engine (`"wazero"` or
-    `"wasmtime"`), batching rule, and its input and output counts.
+    `"wasmtime"`), batching rule, its input and output counts, and its
+    limits as the host enforces them (C API 1.5, `callbox_callback_limits`):
+    a map of `timeout_ns` (0: none), `max_memory` (bytes), `fuel` (0:
+    unlimited), `max_stack` (bytes of wasm stack; 0: the engine's default),
+    `max_output` (bytes) and `caller_stack`: the native stack a thread
+    calling it must have, 0 when any thread will do (wazero; wasmtime on
+    x86-64 Linux, where the library switches stacks).
     """
-    defstruct [:name, :id, :signature, :engine, :batching, :num_inputs, :num_outputs]
+    defstruct [:name, :id, :signature, :engine, :batching, :num_inputs, :num_outputs, :limits]
   end
 
   @type host :: Host.t()
@@ -116,7 +122,7 @@ defmodule Callbox do
     end
   end
 
-  defp callback_struct({name, id, sig, engine, batching, nin, nout}) do
+  defp callback_struct({name, id, sig, engine, batching, nin, nout, limits}) do
     %Callback{
       name: name,
       id: id,
@@ -124,7 +130,8 @@ defmodule Callbox do
       engine: engine,
       batching: batching,
       num_inputs: nin,
-      num_outputs: nout
+      num_outputs: nout,
+      limits: limits
     }
   end
 

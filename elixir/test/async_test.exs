@@ -93,8 +93,12 @@ defmodule Callbox.AsyncTest do
 
   test "a host closed while a call is in flight: close waits for it, then refuses calls" do
     {:ok, h} = Callbox.open(TestGuests.config_path())
+    {s0, _, _} = Callbox.Native.async_stats()
     task = Task.async(fn -> Callbox.call(h, "spin", [f32([1.0])], async: true) end)
-    Process.sleep(50)
+    # Handed to the library (not a fixed sleep: a loaded machine may take
+    # longer to get there), then a moment for the guest to start.
+    Enum.find(1..500, fn _ -> elem(Callbox.Native.async_stats(), 0) > s0 or (Process.sleep(10) && false) end)
+    Process.sleep(20)
     {t, :ok} = :timer.tc(fn -> Callbox.close(h) end)
     assert {:error, %Error{kind: :timeout, callback: "spin"}} = Task.await(task, 5_000)
     assert t > 100_000, "close returned after #{div(t, 1000)} ms, before the call's 250 ms timeout"

@@ -42,6 +42,10 @@ defmodule CallboxTest do
     assert eps.signature == "(x: f32[n], eps: f32[]) -> (f32[n], f32[])"
     assert eps.id =~ ~r/^cb1-[0-9a-f]{64}$/
     assert {eps.num_inputs, eps.num_outputs, eps.engine} == {2, 2, "wazero"}
+    # Its limits: the config's 250 ms timeout, the defaults' others, and
+    # no stack needs of the caller on wazero.
+    assert %{timeout_ns: 250_000_000, caller_stack: 0, max_memory: max_memory, fuel: 0} = eps.limits
+    assert max_memory > 0
     assert {:ok, ^eps} = Callbox.callback(host, eps.id)
     assert {:error, %Error{kind: :unknown_callback, code: :not_found}} = Callbox.callback(host, "nope")
   end

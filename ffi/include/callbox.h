@@ -108,9 +108,11 @@ extern "C" {
  *        made, when a budget of wall time runs out (for threads that may
  *        be held only briefly, e.g. an Erlang normal scheduler); on x86-64
  *        Linux, wasmtime guests called from a thread with a small stack
- *        run on a stack of the library's */
+ *        run on a stack of the library's
+ *   1.5  callbox_callback_limits: a callback's limits, and the native
+ *        stack a thread calling it must have (caller_stack) */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 4
+#define CALLBOX_VERSION_MINOR 5
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -288,6 +290,26 @@ typedef struct callbox_callback_info {
   int32_t num_outputs;
 } callbox_callback_info;
 
+/* A callback's limits as its host enforces them (since 1.5; config
+ * keys in parentheses). Set struct_size to sizeof(callbox_limits) before
+ * the call: the library fills the fields that fit in it, writes no byte
+ * past it, and sets it to the size it filled (fields a later version
+ * appends stay the caller's). */
+typedef struct callbox_limits {
+  size_t struct_size;
+  uint64_t timeout_ns;   /* a call's wall-clock limit (timeout); 0: none */
+  uint64_t max_memory;   /* bytes of linear memory (max_memory) */
+  uint64_t fuel;         /* work per call (fuel); 0: unlimited */
+  uint64_t max_stack;    /* bytes of wasm stack (max_stack); 0: the engine's default */
+  uint64_t max_output;   /* bytes of a call's outputs together (max_output) */
+  /* Bytes of native stack a thread calling this callback must have: 0
+   * when any thread will do (wazero; wasmtime on x86-64 Linux, where the
+   * library switches to a stack of its own when the caller's is short),
+   * else about max_stack plus 1 MiB (wasmtime elsewhere): call from a
+   * thread with that much room below its frame. */
+  uint64_t caller_stack;
+} callbox_limits;
+
 /* The function callbox_call_async reports to (since 1.3): err is NULL on
  * success, else an error the function owns. */
 typedef void (*callbox_done_fn)(void *user, callbox_error *err);
@@ -346,6 +368,10 @@ callbox_error *callbox_callback_at(callbox_host host, size_t index, callbox_call
  * has is an error saying that the module changed or is not loaded. */
 callbox_error *callbox_callback_find(callbox_host host, const char *name_or_id,
                                      callbox_callback_info *out);
+/* The limits of the callback with this name or content id (since 1.5):
+ * out->struct_size set by the caller, at least the 1.5 size (56 bytes on
+ * 64-bit platforms). */
+callbox_error *callbox_callback_limits(callbox_host host, const char *name_or_id, callbox_limits *out);
 
 /* Derives the result types of a call from its inputs' dtypes and shapes
  * (the inputs' data, strides and device are not read). num_outputs must be

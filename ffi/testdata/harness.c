@@ -1046,6 +1046,40 @@ static void group_within(void) {
   report("within_unknown", callbox_call_within(host, 0, "no_such", &ti, 1, &to, 1, 1000000ull, &expired));
 }
 
+// group_limits reads callbox_callback_limits: the configured limits of a
+// wazero and a wasmtime callback and the native stack a caller needs; a
+// struct of a later, bigger version (the 1.5 fields filled, the rest left
+// alone); refusals.
+static void group_limits(void) {
+  const char *names[3] = {"copy_f32", "spin_long", "spin_wasmtime"};
+  for (int i = 0; i < 3; i++) {
+    char label[64];
+    callbox_limits l;
+    memset(&l, 0xAB, sizeof l);
+    l.struct_size = sizeof l;
+    snprintf(label, sizeof label, "limits_%s", names[i]);
+    report(label, callbox_callback_limits(host, names[i], &l));
+    val(label, "%zu %llu %llu %llu %llu %llu %llu", l.struct_size, (unsigned long long)l.timeout_ns,
+        (unsigned long long)l.max_memory, (unsigned long long)l.fuel, (unsigned long long)l.max_stack,
+        (unsigned long long)l.max_output, (unsigned long long)l.caller_stack);
+  }
+  struct {
+    callbox_limits l;
+    uint64_t later;
+  } big;
+  memset(&big, 0xAB, sizeof big);
+  big.l.struct_size = sizeof big;
+  report("limits_bigger", callbox_callback_limits(host, "copy_f32", &big.l));
+  val("limits_bigger", "%zu %d", big.l.struct_size, big.later == 0xABABABABABABABABull);
+  callbox_limits small;
+  memset(&small, 0, sizeof small);
+  small.struct_size = 8;
+  report("limits_small", callbox_callback_limits(host, "copy_f32", &small));
+  report("limits_null", callbox_callback_limits(host, "copy_f32", NULL));
+  small.struct_size = sizeof small;
+  report("limits_unknown", callbox_callback_limits(host, "no_such", &small));
+}
+
 typedef struct {
   callbox_cancel_token tok;
   const char *chain;
@@ -1449,6 +1483,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "log")) group_log();
     else if (!strcmp(g, "async")) group_async(argv[1]);
     else if (!strcmp(g, "within")) group_within();
+    else if (!strcmp(g, "limits")) group_limits();
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;

@@ -24,7 +24,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.4.0"
+    assert callbox.library_version() == "1.5.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 

@@ -347,12 +347,27 @@ const (
 // nativeStack is the native stack an entry into the module's guests may
 // use: cb_call and cb_instantiate switch to a stack of the thread's own
 // when the calling thread has less room (glue.c).
-func (m *module) nativeStack() C.size_t {
+func (m *module) nativeStack() C.size_t { return C.size_t(nativeStackFor(m.cfg.Limits.MaxStack)) }
+
+// nativeStackFor is the native stack a guest with wasm stack limit
+// maxStack (0: the default) may use.
+func nativeStackFor(maxStack uint64) uint64 {
 	s := uint64(defaultWasmStack)
-	if m.cfg.Limits.MaxStack > 0 {
-		s = m.cfg.Limits.MaxStack
+	if maxStack > 0 {
+		s = maxStack
 	}
-	return C.size_t(s + nativeMargin)
+	return s + nativeMargin
+}
+
+// CallerStack is the native stack a thread calling a guest with wasm
+// stack limit maxStack must have: 0 where the engine switches to a stack
+// of its own when the thread's is short (x86-64 Linux, glue.c), else
+// what the guest may use.
+func CallerStack(maxStack uint64) uint64 {
+	if C.cb_stack_switches() != 0 {
+		return 0
+	}
+	return nativeStackFor(maxStack)
 }
 
 // Close releases the module's linker; the compiled module stays in the
