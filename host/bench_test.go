@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -51,6 +52,50 @@ func BenchmarkTinyCall(b *testing.B) {
 			b.Run(engine+"/"+timeoutName(timeout), func(b *testing.B) {
 				h := benchHost(b, engine, timeout)
 				benchTinyScale(b, h)
+			})
+		}
+	}
+}
+
+// BenchmarkTinyCallBounded is the tiny call held to 100 µs three ways:
+// none (the callback's 1 s timeout only), a context.WithTimeout per call,
+// and InvokeIntoWithin's budget (no context, timer or clock read of its
+// own). Compare the three within one run.
+func BenchmarkTinyCallBounded(b *testing.B) {
+	for _, engine := range engineNames() {
+		h := benchHost(b, engine, time.Second)
+		scale, err := h.Lookup("scale")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ins := []host.Tensor{abi.From(make([]float32, 256)), abi.Scalar[float32](2)}
+		outs := []host.Tensor{abi.From(make([]float32, 256))}
+		ctx := context.Background()
+		calls := map[string]func() error{
+			"unbounded": func() error {
+				_, err := scale.InvokeInto(ctx, ins, outs)
+				return err
+			},
+			"context": func() error {
+				c, cancel := context.WithTimeout(ctx, 100*time.Microsecond)
+				defer cancel()
+				_, err := scale.InvokeInto(c, ins, outs)
+				return err
+			},
+			"budget": func() error {
+				_, err := scale.InvokeIntoWithin(ctx, 100*time.Microsecond, ins, outs)
+				return err
+			},
+		}
+		for _, name := range []string{"unbounded", "context", "budget"} {
+			call := calls[name]
+			b.Run(engine+"/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if err := call(); err != nil && !errors.Is(err, host.Timeout) {
+						b.Fatal(err)
+					}
+				}
 			})
 		}
 	}
