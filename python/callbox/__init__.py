@@ -37,7 +37,7 @@ from .errors import (
     UnknownCallback,
     FailedPrecondition,
 )
-from .host import CallbackInfo, Chain, Host
+from .host import CallbackInfo, CallbackLimits, Chain, Host
 
 __version__ = "1.3.0"
 
@@ -69,7 +69,7 @@ def cuda_stats() -> Optional[Dict[str, Any]]:
 
 
 __all__ = [
-    "Host", "Chain", "CallbackInfo", "CallbackError", "ChainError", "find_library", "library_version", "cuda_stats",
+    "Host", "Chain", "CallbackInfo", "CallbackLimits", "CallbackError", "ChainError", "find_library", "library_version", "cuda_stats",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

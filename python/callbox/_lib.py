@@ -83,6 +83,20 @@ class CallbackInfo(ctypes.Structure):
     ]
 
 
+class Limits(ctypes.Structure):
+    """callbox_limits (1.5): struct_size set before the call."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("timeout_ns", ctypes.c_uint64),
+        ("max_memory", ctypes.c_uint64),
+        ("fuel", ctypes.c_uint64),
+        ("max_stack", ctypes.c_uint64),
+        ("max_output", ctypes.c_uint64),
+        ("caller_stack", ctypes.c_uint64),
+    ]
+
+
 assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
 assert ctypes.sizeof(Error) == 112 and Error.batch_element.offset == 104, "callbox_error 1.3"
 assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
@@ -142,6 +156,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_callback_count", Host, ctypes.POINTER(ctypes.c_size_t))
     fn("callbox_callback_at", Host, ctypes.c_size_t, ctypes.POINTER(CallbackInfo))
     fn("callbox_callback_find", Host, ctypes.c_char_p, ctypes.POINTER(CallbackInfo))
+    if hasattr(lib, "callbox_callback_limits"):  # 1.5: limits and the caller's stack
+        fn("callbox_callback_limits", Host, ctypes.c_char_p, ctypes.POINTER(Limits))
     fn("callbox_output_types", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.POINTER(Type), ctypes.c_size_t)
     fn("callbox_call", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
     fn("callbox_tap", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t)

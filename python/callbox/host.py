@@ -39,6 +39,21 @@ class CallbackInfo(NamedTuple):
     num_outputs: int
 
 
+class CallbackLimits(NamedTuple):
+    """A callback's limits as its host enforces them (C API 1.5): the call
+    timeout in ns (0: none), linear memory and output bytes, fuel per call
+    (0: unlimited), the wasm stack (0: the engine's default), and
+    caller_stack: the native stack a thread calling it must have (0 when
+    any thread will do)."""
+
+    timeout_ns: int
+    max_memory: int
+    fuel: int
+    max_stack: int
+    max_output: int
+    caller_stack: int
+
+
 # DLPack type codes -> NumPy kinds: DLPack's own encoding. Which (code,
 # bits) pairs callbox has is the library's table (callbox_dtypes), read
 # once; bfloat16 (code 4) is ml_dtypes' type.
@@ -376,6 +391,16 @@ class Host:
             check(self._lib, self._lib.callbox_callback_find(self._handle, _b(name_or_id), ctypes.byref(c)))
             info = self._infos[name_or_id] = _info(c)
         return info
+
+    def limits(self, name_or_id: str) -> CallbackLimits:
+        """The limits of the callback with this name or content id (a
+        library of C API 1.5 or later)."""
+        if not hasattr(self._lib, "callbox_callback_limits"):
+            raise NotImplementedError("limits need libcallbox 1.5 or later; this one is %s"
+                                      % self._lib.callbox_version().decode())
+        c = _lib.Limits(struct_size=ctypes.sizeof(_lib.Limits))
+        check(self._lib, self._lib.callbox_callback_limits(self._handle, _b(name_or_id), ctypes.byref(c)))
+        return CallbackLimits(c.timeout_ns, c.max_memory, c.fuel, c.max_stack, c.max_output, c.caller_stack)
 
     def output_types(self, name: str, *inputs: Any) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """The (shape, dtype) of each result of a call with inputs (arrays,

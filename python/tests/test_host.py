@@ -67,6 +67,24 @@ def test_callbacks(host):
     assert isinstance(e.value, callbox.InvalidArgument), "1.1 code catching InvalidArgument still catches it"
 
 
+def test_limits(host):
+    from conftest import hostile_name
+    lim = host.limits("copy_f32")
+    assert lim.timeout_ns == 250_000_000 and lim.fuel == 0 and lim.caller_stack == 0
+    assert lim.max_memory > 0 and lim.max_output > 0
+    assert host.limits(host.callback("copy_f32").id) == lim
+    fueled = host.limits(hostile_name("spin", "FuelExhausted", "wasmtime"))
+    assert (fueled.fuel, fueled.max_memory) == (1_000_000, 1 << 20)
+    # wasmtime runs on a stack of the library's where the caller's is short
+    # only on x86-64 Linux; elsewhere a caller needs max_stack plus 1 MiB.
+    if sys.platform == "linux" and os.uname().machine == "x86_64":
+        assert fueled.caller_stack == 0
+    else:
+        assert fueled.caller_stack > 1 << 20
+    with pytest.raises(callbox.UnknownCallback):
+        host.limits("nope")
+
+
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bf16"])
 def test_every_dtype(host, dtype):
     t = NP[dtype]
