@@ -263,10 +263,10 @@ static void *worker_main(void *arg) {
 }
 
 static __thread TLS_IE size_t thread_stack;
+static __thread TLS_IE callbox_cancel_token thread_token; /* this thread's token for guards */
 
 /* Room the BEAM's frames below a NIF may take of a thread's stack. */
 #define STACK_SLACK ((size_t)256 << 10)
-static __thread TLS_IE callbox_cancel_token thread_token; /* this thread's token for guards */
 
 /* Whether this thread's stack has need bytes and the BEAM's slack. */
 static int stack_has(size_t need) {
