@@ -173,6 +173,16 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	return path
 }
 
+// harnessGroups builds the harness, writes the kit guests' config (with
+// the hostile suite's when hostile is set) into a fresh directory, and
+// runs groups there with env added to the environment.
+func harnessGroups(t *testing.T, hostile bool, env []string, groups ...string) *harnessRun {
+	t.Helper()
+	bin := buildHarness(t)
+	dir := t.TempDir()
+	return runHarness(t, bin, writeConfig(t, dir, hostile), dir, env, groups...)
+}
+
 // harnessLine is one ERR or XLA line.
 type harnessLine struct {
 	kind     string // kind ident, "OK" for success (ERR lines)
@@ -284,10 +294,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 }
 
 func TestHarnessCAPI(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
+	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
 	assert.Equal(t, "1.5.0 10500", r.vals["version"])
 
@@ -407,10 +414,7 @@ func TestHarnessCAPI(t *testing.T) {
 }
 
 func TestHarnessXLA(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "xla")
+	r := harnessGroups(t, false, nil, "xla")
 
 	r.xok(t, "metadata", "stage_0", "stage_1", "stage_2", "by_name", "by_id")
 	// Malformed frames and bad buffers: TestHarnessBothHandlers, through
@@ -435,10 +439,7 @@ func TestHarnessXLA(t *testing.T) {
 // working. The GPU path itself runs on the fake device in cuda/ and
 // in gpu_test.go, and on a real GPU in scripts/device-check-cuda.sh.
 func TestHarnessCUDA(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "cuda")
+	r := harnessGroups(t, false, nil, "cuda")
 
 	// Installed with the default host: the stats answer, and the handler
 	// answers XLA's handshake.
@@ -480,10 +481,7 @@ func TestHarnessCUDA(t *testing.T) {
 // the CUDA XLA handler from C: one decoder and one error mapper, so every
 // failure before bytes move gets the same code and message from both.
 func TestHarnessBothHandlers(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, []string{"CALLBOX_CONFIG="}, "both")
+	r := harnessGroups(t, false, []string{"CALLBOX_CONFIG="}, "both")
 	r.ok(t, "both_clear_default", "both_open_other", "both_set_other", "both_close_other", "both_restore")
 	for _, c := range []struct {
 		label string
@@ -516,10 +514,7 @@ func TestHarnessBothHandlers(t *testing.T) {
 // TestHarnessThreads runs 8 C threads at once, half through the C API and
 // half through the XLA handler, each checking every output.
 func TestHarnessThreads(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "threads")
+	r := harnessGroups(t, false, nil, "threads")
 	assert.Equal(t, "8 threads x 200 calls", r.vals["threads"])
 }
 
@@ -554,10 +549,7 @@ func TestHarnessDefaultHost(t *testing.T) {
 // names the callback and the kind, and the process survives to serve a
 // normal call.
 func TestHarnessHostile(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, true)
-	r := runHarness(t, bin, cfg, dir, nil, "hostile")
+	r := harnessGroups(t, true, nil, "hostile")
 	for _, hc := range hostileCalls {
 		for _, engine := range []string{"wazero", "wasmtime"} {
 			name := hc.name(engine)
@@ -589,10 +581,7 @@ func TestHarnessSmallStack(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("the library switches stacks for wasmtime guests only on x86-64")
 	}
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, true)
-	r := runHarness(t, bin, cfg, dir, nil, "smallstack")
+	r := harnessGroups(t, true, nil, "smallstack")
 	r.ok(t, "smallstack_first", "smallstack_again", "smallstack_after")
 	r.fails(t, "smallstack_recurse", abi.StackOverflow, "hostile_recurse_wasmtime")
 	r.fails(t, "smallstack_load_oob", abi.MemoryOutOfBounds, "hostile_load_oob_wasmtime")
@@ -694,10 +683,7 @@ func TestHarnessOpenCloseSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a thousand opens: not in -short")
 	}
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "soak1000")
+	r := harnessGroups(t, false, nil, "soak1000")
 	var rounds int
 	var first, half, last int64
 	_, err := fmt.Sscanf(r.vals["soak"], "%d %d %d %d", &rounds, &first, &half, &last)
@@ -714,10 +700,7 @@ const soakGrowthKiB = 32 << 10
 // and forkserver (the Go runtime does not survive fork, and entering it
 // would hang), and the parent keeps serving.
 func TestHarnessFork(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "fork")
+	r := harnessGroups(t, false, nil, "fork")
 	r.ok(t, "fork_parent_before", "fork_parent_after")
 	assert.Equal(t, "0", r.vals["fork_child_exit"], "the child finished (a hang would end in SIGALRM)")
 	for _, label := range []string{"fork_child_open", "fork_child_call"} {
@@ -736,10 +719,7 @@ func TestHarnessFork(t *testing.T) {
 // program's own handler still runs), and on a chain. Each call fails with
 // Canceled long before its timeout and writes no output.
 func TestHarnessCancel(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "cancel")
+	r := harnessGroups(t, false, nil, "cancel")
 	r.ok(t, "cancel_new", "cancel_fire", "cancel_on_signal", "cancel_later_call", "cancel_free")
 	for round := 0; round < 3; round++ {
 		label := fmt.Sprintf("cancel_call_%d", round)
@@ -759,10 +739,7 @@ func TestHarnessCancel(t *testing.T) {
 // TestHarnessLogCallback routes guest log lines to a C callback at the
 // level it asks for, and back to stderr when it is cleared.
 func TestHarnessLogCallback(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "log")
+	r := harnessGroups(t, false, nil, "log")
 	r.ok(t, "log_set", "log_call", "log_debug_only", "log_call_2", "log_clear", "log_call_3")
 	assert.Equal(t, "1 user|0|say|hello from kit", r.vals["log_seen"])
 	assert.Equal(t, "1", r.vals["log_lines_after_error_level"], "an info line is below the callback's error level")
@@ -776,10 +753,7 @@ func TestHarnessLogCallback(t *testing.T) {
 // for callbox_call_cancelable, not budgets given up; bad arguments are
 // refused naming them.
 func TestHarnessWithin(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "within")
+	r := harnessGroups(t, false, nil, "within")
 	r.ok(t, "within_quick", "within_gave_up_spin_long", "within_gave_up_spin_wasmtime", "within_after",
 		"within_cancel_new", "within_cancel_fire", "within_cancel_free")
 	assert.Equal(t, "0 1 4", r.vals["within_quick"])
@@ -811,10 +785,7 @@ func TestHarnessWithin(t *testing.T) {
 // switches stacks and max_stack plus 1 MiB elsewhere; a later version's
 // bigger struct filled only as far as 1.5's; refusals.
 func TestHarnessLimits(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "limits")
+	r := harnessGroups(t, false, nil, "limits")
 	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger")
 	d := config.DefaultCallback().Limits
 	row := func(timeout time.Duration, callerStack uint64) string {
@@ -844,10 +815,7 @@ func TestHarnessLimits(t *testing.T) {
 // with no output byte written; a host closed while a call is in flight
 // (close waits for it); a done function that closes its own host.
 func TestHarnessAsync(t *testing.T) {
-	bin := buildHarness(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, false)
-	r := runHarness(t, bin, cfg, dir, nil, "async")
+	r := harnessGroups(t, false, nil, "async")
 	r.ok(t, "async_many_err", "async_wrong_count_start", "async_fail_start", "async_cancel_new", "async_cancel_start",
 		"async_cancel_fire", "async_cancel_free", "async_open_2", "async_close_start", "async_close", "async_open_3",
 		"async_done_close_start", "async_close_in_done")
