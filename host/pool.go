@@ -244,26 +244,24 @@ func newPool(c *Callback, max int) *pool {
 // earlier, is the call's deadline instead, the same way: the engines
 // enforce it as they enforce timeouts.
 func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Duration, bounded bool) (g *guest, created, byCaller bool, err error) {
-	began := now
-	limit := timeout
-	if budget > 0 && (limit <= 0 || budget < limit) {
-		limit, byCaller = budget, true
-	}
-	deadline := time.Time{}
+	var deadline time.Time
 	select {
 	case p.slots <- struct{}{}:
+		limit := timeout
+		if budget > 0 && (limit <= 0 || budget < limit) {
+			limit, byCaller = budget, true
+		}
 		deadline = sandbox.Deadline(now, limit)
 	default:
 		var budgetEnd time.Time
 		if budget > 0 {
-			budgetEnd = began.Add(budget)
+			budgetEnd = now.Add(budget)
 		}
 		if err := p.waitSlot(ctx, budgetEnd, bounded); err != nil {
 			return nil, false, false, err
 		}
 		now = p.c.h.clock.now()
 		deadline = sandbox.Deadline(now, timeout)
-		byCaller = false
 		if !budgetEnd.IsZero() && (deadline.IsZero() || budgetEnd.Before(deadline)) {
 			deadline, byCaller = budgetEnd, true
 		}
