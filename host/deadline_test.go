@@ -106,6 +106,32 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
 	}
 }
 
+// Inspect and Load say the same of a module whose callbox_alloc has the
+// wrong type, once each: Inspect's load check reads it from the binary, and
+// its probe looks the export up through the engine as a call does (the
+// lookup it never made when FuzzInspect found the two disagreeing).
+func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
+	wasm := wat.Must(`(module
+  (memory (export "memory") 1)
+  (rec (type $a (func (param i32) (result i32))))
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (type $a) (i32.const 1024))
+  (func (export "run") (type $a) (i32.const 0)))`)
+	const want = "export callbox_alloc has type (i32) -> (i32), want (i32, i32) -> (i32)"
+	r, err := sandbox.Inspect(context.Background(), wasm)
+	require.NoError(t, err)
+	assert.Equal(t, []string{want}, r.Problems)
+
+	h, err := host.New(context.Background(), nil)
+	require.NoError(t, err)
+	defer h.Close(context.Background())
+	cb := config.DefaultCallback()
+	cb.Name, cb.Signature = "run", "(x: f32[n]) -> f32[n]"
+	err = h.LoadModule(context.Background(), cb, wasm)
+	require.ErrorIs(t, err, host.ABIViolation)
+	assert.Contains(t, err.Error(), want)
+}
+
 // deadlineOnly is a context that reports a deadline and never ends by
 // itself (ffi's callbox_call_within passes one): the host must enforce the
 // deadline without the context's help.

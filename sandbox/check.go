@@ -150,7 +150,11 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, fmt.Errorf("imports %s, which the host does not provide", full))
 			continue
 		}
-		if want := (FuncType{Params: hf.Params, Results: hf.Results}); imp.Func != nil && !funcType(imp.Func).Equal(want) {
+		want := FuncType{Params: hf.Params, Results: hf.Results}
+		switch {
+		case imp.Func == nil:
+			errs = append(errs, fmt.Errorf("imports %s with a type index that names no function type, but the host's has type %s", full, want))
+		case !funcType(imp.Func).Equal(want):
 			errs = append(errs, fmt.Errorf("imports %s with type %s, but the host's has type %s", full, funcType(imp.Func), want))
 		}
 	}
@@ -170,10 +174,12 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 			errs = append(errs, fmt.Errorf("export %s is a %s, want a function", name, e.Kind))
 			continue
 		}
-		if e.Func != nil {
-			if err := engine.CheckExport(name, funcType(e.Func), sig); err != nil {
-				errs = append(errs, err)
-			}
+		if e.Func == nil {
+			errs = append(errs, fmt.Errorf("export %s has no function type (its index names no function of the module), want %s", name, sig))
+			continue
+		}
+		if err := engine.CheckExport(name, funcType(e.Func), sig); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, name := range required {

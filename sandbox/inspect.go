@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -136,10 +138,10 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 		problems := splitErrors(err)
 		r.Problems = append(r.Problems, problems...)
 		if onlyUnprovidedImports(problems) {
-			r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
+			r.probe(ctx, wasm, m, cb, true, sigs == nil, &sigs)
 		}
 	} else {
-		r.probe(ctx, wasm, m, cb, sigs == nil, &sigs)
+		r.probe(ctx, wasm, m, cb, false, sigs == nil, &sigs)
 	}
 	for _, name := range exports {
 		r.Callbacks = append(r.Callbacks, CallbackReport{Export: name, Signature: sigs[name]})
@@ -147,9 +149,12 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	return r, nil
 }
 
-// probe instantiates the module to call callbox_abi_version and, when
-// wanted, callbox_signatures.
-func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module, cb config.Callback, wantSigs bool, sigs *map[string]*abi.Signature) {
+// probe instantiates the module as a call's instance is instantiated, looks
+// up the exports a call looks up, and calls callbox_abi_version and, when
+// wanted, callbox_signatures. unprovided says the module imports what the
+// host does not provide (a problem already listed): its instance then has
+// those imports stubbed out.
+func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module, cb config.Callback, unprovided, wantSigs bool, sigs *map[string]*abi.Signature) {
 	eng, err := New(ctx, config.EngineWazero, Options{})
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
@@ -164,9 +169,13 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module
 	defer mod.Close(ctx)
 	// One deadline for the whole probe, as at load.
 	inst, err := mod.Instantiate(ctx, Deadline(time.Now(), cb.Limits.Timeout))
+	if err != nil && !unprovided {
+		r.Problems = append(r.Problems, err.Error())
+		return
+	}
 	if err != nil {
 		// Still read the version and signatures when only the imports
-		// stand in the way (the problem is already listed).
+		// stand in the way.
 		stub, serr := stubbedInstance(ctx, wasm, m, cb)
 		if serr != nil {
 			r.Problems = append(r.Problems, err.Error())
@@ -175,6 +184,17 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module
 		inst, r.Stubbed = stub, true
 	}
 	defer inst.Close(ctx)
+	// The engine's own check of the exports every call uses, as a call's
+	// instance makes it (the load check read their types from the binary).
+	lookups := map[string]FuncType{abi.ExportAlloc: exportSigs[abi.ExportAlloc]}
+	if cb.Export != abi.ExportVersion {
+		lookups[cb.Export] = callbackSig
+	}
+	for _, name := range slices.Sorted(maps.Keys(lookups)) {
+		if _, err := inst.Export(name, lookups[name].Params, lookups[name].Results); err != nil && !slices.Contains(r.Problems, err.Error()) {
+			r.Problems = append(r.Problems, err.Error())
+		}
+	}
 	var stack [1]uint64
 	if init, err := inst.Export(abi.ExportInitialize, nil, nil); err == nil {
 		if err := inst.Call(ctx, init, stack[:0]); err != nil {

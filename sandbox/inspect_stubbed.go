@@ -75,13 +75,24 @@ func stubbedInstance(ctx context.Context, wasm []byte, m *wasmbin.Module, cb con
 		ictx, cancel = context.WithTimeout(ctx, cb.Limits.Timeout)
 		defer cancel()
 	}
-	mod, err := rt.InstantiateWithConfig(ictx, wasm, wazero.NewModuleConfig().WithName("inspect").WithStartFunctions())
+	mod, err := instantiateRecovering(ictx, rt, wasm)
 	if err != nil {
 		_ = rt.Close(ctx)
 		return nil, err
 	}
 	limits := cb.Limits
 	return &stubInstance{rt: rt, mod: mod, state: engine.NewGuestState(&limits, nil), deadline: Deadline(time.Now(), cb.Limits.Timeout)}, nil
+}
+
+// instantiateRecovering compiles and instantiates on wazero, a panic in
+// either (its validator's, its memory allocator's) being a failure.
+func instantiateRecovering(ctx context.Context, rt wazero.Runtime, wasm []byte) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("wazero panicked: %v", r)
+		}
+	}()
+	return rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName("inspect").WithStartFunctions())
 }
 
 func valueTypes(vs []byte) []api.ValueType {
@@ -107,25 +118,22 @@ func (s *stubInstance) SetDeadline(d time.Time) { s.deadline = d }
 func (s *stubInstance) Export(name string, params, results []ValType) (Function, error) {
 	fn := s.mod.ExportedFunction(name)
 	if fn == nil {
-		return nil, fmt.Errorf("no exported function %s", name)
+		return nil, engine.MissingExport(name)
 	}
 	d := fn.Definition()
-	if params != nil && !sameTypes(d.ParamTypes(), params) || results != nil && !sameTypes(d.ResultTypes(), results) {
-		return nil, fmt.Errorf("export %s has a different type", name)
+	got := FuncType{Params: valTypesOf(d.ParamTypes()), Results: valTypesOf(d.ResultTypes())}
+	if err := engine.CheckExport(name, got, FuncType{Params: params, Results: results}); err != nil {
+		return nil, err
 	}
 	return fn, nil
 }
 
-func sameTypes(a []api.ValueType, b []ValType) bool {
-	if len(a) != len(b) {
-		return false
+func valTypesOf(vs []api.ValueType) []ValType {
+	out := make([]ValType, len(vs))
+	for i, v := range vs {
+		out[i] = ValType(v)
 	}
-	for i := range a {
-		if byte(a[i]) != byte(b[i]) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 func (s *stubInstance) Call(ctx context.Context, fn Function, stack []uint64) error {

@@ -29,6 +29,7 @@ targets=(
   "./internal/dlpack FuzzCheck"
   "./host FuzzInspect"
   "./sandbox/internal/meter FuzzInstrument"
+  "./sandbox/internal/meter FuzzRewriteKeepsInterface"
 )
 failed=()
 start=$(date +%s)

@@ -208,6 +208,7 @@ func LimitTables(wasm []byte, total uint64) ([]byte, error) {
 	}
 	r := &reader{b: wasm, pos: 8}
 	imported := uint64(0) // minimums of imported tables
+	var types []*FuncType // for the imports' checked type indices
 	for r.err == nil && r.pos < len(wasm) {
 		start := r.pos
 		id := r.byte()
@@ -218,10 +219,12 @@ func LimitTables(wasm []byte, total uint64) ([]byte, error) {
 			return nil, r.err
 		}
 		switch id {
+		case 1:
+			types = parseTypes(&reader{b: body})
 		case 2:
 			m := &Module{}
 			s := &reader{b: body}
-			parseImports(s, m, nil, nil)
+			parseImports(s, m, types, nil)
 			if s.err != nil {
 				return nil, s.err
 			}

@@ -82,6 +82,10 @@ func ValTypeName(v byte) string {
 		return "funcref"
 	case 0x6f:
 		return "externref"
+	case 0x63:
+		return "(ref null _)"
+	case 0x64:
+		return "(ref _)"
 	}
 	return fmt.Sprintf("type(0x%02x)", v)
 }
@@ -122,9 +126,6 @@ type Module struct {
 	// Custom maps a custom section name to the contents of every section of
 	// that name, in order.
 	Custom map[string][][]byte
-	// UnknownTypes is set when the type section uses encodings beyond plain
-	// function types (GC proposal); function types are then unknown.
-	UnknownTypes bool
 }
 
 // Export returns the export with the given name.
@@ -158,6 +159,15 @@ func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = &Error{Offset: r.pos, Msg: fmt.Sprintf(format, args...)}
 	}
+}
+
+// peek returns the next byte without consuming it (0 at the end: the read
+// that follows reports it).
+func (r *reader) peek() byte {
+	if r.err != nil || r.pos >= len(r.b) {
+		return 0
+	}
+	return r.b[r.pos]
 }
 
 func (r *reader) byte() byte {
@@ -265,7 +275,7 @@ func Parse(wasm []byte) (*Module, error) {
 		return nil, ErrNotWasm
 	}
 	m := &Module{Custom: map[string][][]byte{}}
-	var types []FuncType
+	var types []*FuncType
 	var funcTypes []uint32 // type index per function (imports first)
 	r := &reader{b: wasm, pos: 8}
 	lastRank := 0
@@ -299,12 +309,12 @@ func Parse(wasm []byte) (*Module, error) {
 				checkNames(s)
 			}
 		case 1:
-			types = parseTypes(s, m)
+			types = parseTypes(s)
 		case 2:
 			funcTypes = parseImports(s, m, types, funcTypes)
 		case 3:
 			for n := s.count(1); n > 0 && s.err == nil; n-- {
-				funcTypes = append(funcTypes, s.u32())
+				funcTypes = append(funcTypes, s.funcTypeIndex(types))
 			}
 		case 4:
 			for n := s.count(2); n > 0 && s.err == nil; n-- {
@@ -353,51 +363,119 @@ func Parse(wasm []byte) (*Module, error) {
 	// Resolve the function types of exports.
 	for i := range m.Exports {
 		e := &m.Exports[i]
-		if e.Kind != KindFunc || m.UnknownTypes {
-			continue
-		}
-		if uint64(e.Index) < uint64(len(funcTypes)) {
-			if ti := funcTypes[e.Index]; uint64(ti) < uint64(len(types)) {
-				t := types[ti]
-				e.Func = &t
-			}
+		if e.Kind == KindFunc && uint64(e.Index) < uint64(len(funcTypes)) {
+			e.Func = typeAt(types, funcTypes[e.Index])
 		}
 	}
 	return m, nil
 }
 
-func parseTypes(s *reader, m *Module) []FuncType {
-	n := s.count(3)
-	types := make([]FuncType, 0, min(n, math.MaxUint16))
+// parseTypes reads the type section as the spec (and wazero) reads it:
+// plain function types, recursion groups (0x4e) and subtypes (0x50, 0x4f)
+// of the GC proposal, with reference value types (ref null? heaptype). It
+// returns one entry per type index; a struct or array type's is nil, as it
+// is no function's type.
+func parseTypes(s *reader) []*FuncType {
+	n := s.count(2)
+	types := make([]*FuncType, 0, min(n, math.MaxUint16))
 	for ; n > 0 && s.err == nil; n-- {
-		form := s.byte()
-		if form != 0x60 {
-			m.UnknownTypes = true
-			return nil
+		if s.peek() != 0x4e {
+			types = append(types, s.subType())
+			continue
 		}
-		var t FuncType
+		s.byte()
 		for k := s.count(1); k > 0 && s.err == nil; k-- {
-			t.Params = append(t.Params, s.byte())
+			types = append(types, s.subType())
 		}
-		for k := s.count(1); k > 0 && s.err == nil; k-- {
-			t.Results = append(t.Results, s.byte())
-		}
-		types = append(types, t)
 	}
 	return types
 }
 
-func parseImports(s *reader, m *Module, types []FuncType, funcTypes []uint32) []uint32 {
+// subType reads one subtype: (sub final? supertypes comptype) or a bare
+// comptype.
+func (r *reader) subType() *FuncType {
+	if b := r.peek(); b == 0x50 || b == 0x4f {
+		r.byte()
+		for k := r.count(1); k > 0 && r.err == nil; k-- {
+			r.u32()
+		}
+	}
+	switch form := r.byte(); form {
+	case 0x60: // func
+		t := &FuncType{}
+		for k := r.count(1); k > 0 && r.err == nil; k-- {
+			t.Params = append(t.Params, r.valType())
+		}
+		for k := r.count(1); k > 0 && r.err == nil; k-- {
+			t.Results = append(t.Results, r.valType())
+		}
+		return t
+	case 0x5e: // array
+		r.fieldType()
+	case 0x5f: // struct
+		for k := r.count(2); k > 0 && r.err == nil; k-- {
+			r.fieldType()
+		}
+	default:
+		r.fail("unknown type form 0x%02x", form)
+	}
+	return nil
+}
+
+// fieldType reads a struct or array field: a storage type (a value type or
+// a packed i8 / i16) and its mutability.
+func (r *reader) fieldType() {
+	if b := r.peek(); b == 0x78 || b == 0x77 {
+		r.byte()
+	} else {
+		r.valType()
+	}
+	r.byte()
+}
+
+// valType reads a value type and returns its code. A (ref null? heaptype)
+// is returned as its prefix (0x63 or 0x64), its heap type skipped: no
+// callbox ABI type is a reference, so the prefix is all a check compares.
+func (r *reader) valType() byte {
+	t := r.byte()
+	if t == 0x63 || t == 0x64 {
+		r.skipLEB(5)
+	}
+	return t
+}
+
+// funcTypeIndex reads a function's type index and checks that it names a
+// function type. wazero indexes its type table with it unchecked when it
+// validates a call (it panics on one out of range), and its metering rewrite
+// with it too.
+func (r *reader) funcTypeIndex(types []*FuncType) uint32 {
+	at := r.pos
+	i := r.u32()
+	if r.err == nil && (uint64(i) >= uint64(len(types)) || types[i] == nil) {
+		r.pos = at
+		r.fail("function type index %d names no function type (the module has %d types)", i, len(types))
+	}
+	return i
+}
+
+// typeAt returns a copy of the function type at index i, nil when i is out
+// of range or names a struct or array type.
+func typeAt(types []*FuncType, i uint32) *FuncType {
+	if uint64(i) >= uint64(len(types)) || types[i] == nil {
+		return nil
+	}
+	t := *types[i]
+	return &t
+}
+
+func parseImports(s *reader, m *Module, types []*FuncType, funcTypes []uint32) []uint32 {
 	for n := s.count(4); n > 0 && s.err == nil; n-- {
 		imp := Import{Module: s.name(), Name: s.name(), Kind: ExternKind(s.byte())}
 		switch imp.Kind {
 		case KindFunc:
-			ti := s.u32()
+			ti := s.funcTypeIndex(types)
 			funcTypes = append(funcTypes, ti)
-			if !m.UnknownTypes && uint64(ti) < uint64(len(types)) {
-				t := types[ti]
-				imp.Func = &t
-			}
+			imp.Func = typeAt(types, ti)
 		case KindTable:
 			l := s.tableType()
 			imp.Limits = &l
@@ -407,7 +485,7 @@ func parseImports(s *reader, m *Module, types []FuncType, funcTypes []uint32) []
 			imp.Limits = &l
 			m.Memories = append(m.Memories, l)
 		case KindGlobal:
-			s.byte()
+			s.valType()
 			s.byte()
 		case KindTag:
 			s.byte()

@@ -1,8 +1,12 @@
 package wasmbin_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,6 +89,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("32-bit limit %d out of range", l.Max)
 			}
 		}
+		agreesWithWazero(t, m, b)
 		// Giving tables a maximum must keep the module parseable, and
 		// bound every plain table.
 		const total = 1 << 20
@@ -113,4 +118,103 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("tables may grow to %d elements in all", sum)
 		}
 	})
+}
+
+// agreesWithWazero checks Parse against the engine whose checks it stands
+// in for: every function export of a module wazero compiles has the type
+// wazero gives it. It reports whether wazero compiled the module. (The host's load check compares export types with
+// Parse's reading; a reading that differs, or is missing, lets a module
+// pass the check that the engine then refuses, or the reverse.)
+func agreesWithWazero(t *testing.T, m *wasmbin.Module, b []byte) bool {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	cm, err := rt.CompileModule(ctx, b)
+	if err != nil {
+		return false
+	}
+	numeric := func(vs []api.ValueType) bool {
+		for _, v := range vs {
+			if v < 0x7b || v > 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for name, def := range cm.ExportedFunctions() {
+		e, ok := m.Export(name)
+		if !ok || e.Kind != wasmbin.KindFunc {
+			t.Fatalf("wazero exports function %q, Parse does not", name)
+		}
+		if e.Func == nil {
+			t.Fatalf("export %q: Parse has no type, wazero has %v -> %v", name, def.ParamTypes(), def.ResultTypes())
+		}
+		if !numeric(def.ParamTypes()) || !numeric(def.ResultTypes()) {
+			continue // reference types: Parse keeps only their prefix
+		}
+		if !slices.Equal(e.Func.Params, def.ParamTypes()) || !slices.Equal(e.Func.Results, def.ResultTypes()) {
+			t.Fatalf("export %q: Parse reads %s, wazero %v -> %v", name, e.Func, def.ParamTypes(), def.ResultTypes())
+		}
+	}
+	return true
+}
+
+// TestParseTypeForms reads the type section's GC forms as wazero does: a
+// recursion group, a subtype, struct and array types taking type indices,
+// and reference value types (ref null? $t).
+func TestParseTypeForms(t *testing.T) {
+	b, err := wat.Compile(`(module
+  (rec (type $a (func (param i32) (result i32))) (type $s (struct (field i8) (field (mut (ref null $a))))))
+  (type $arr (array (mut i16)))
+  (type $sub (sub (func (param i32 i32) (result i32))))
+  (type $r (func (param (ref null $a) i64) (result f32)))
+  (func (export "a") (type $a) (i32.const 0))
+  (func (export "sub") (type $sub) (i32.const 0))
+  (func (export "r") (type $r) (f32.const 0)))`)
+	if err != nil {
+		t.Skipf("this WAT parser has no GC types: %v", err)
+	}
+	m, err := wasmbin.Parse(b)
+	require.NoError(t, err)
+	for name, want := range map[string]string{"a": "(i32) -> (i32)", "sub": "(i32, i32) -> (i32)", "r": "((ref null _), i64) -> (f32)"} {
+		e, ok := m.Export(name)
+		require.True(t, ok, name)
+		require.NotNil(t, e.Func, name)
+		assert.Equal(t, want, e.Func.String(), name)
+	}
+	// wazero reads recursion groups of function types and reference
+	// value types (not yet subtypes, structs or arrays).
+	b = wat.Must(`(module
+  (rec (type $a (func (param i32) (result i32))) (type $b (func (param (ref null $a)) (result i64))))
+  (type $r (func (param (ref null $a) i64) (result f32)))
+  (func (export "a") (type $a) (i32.const 0))
+  (func (export "b") (type $b) (i64.const 0))
+  (func (export "r") (type $r) (f32.const 0)))`)
+	m, err = wasmbin.Parse(b)
+	require.NoError(t, err)
+	assert.True(t, agreesWithWazero(t, m, b), "wazero compiles the module")
+}
+
+// TestParseRefusesUnknownFunctionTypes: a function whose type index names
+// no function type is refused at the index's byte. wazero does not check
+// the index before it validates a call to that function, and panics.
+func TestParseRefusesUnknownFunctionTypes(t *testing.T) {
+	const header = "\x00asm\x01\x00\x00\x00"
+	const oneType = "\x01\x04\x01\x60\x00\x00" // (type (func))
+	_, err := wasmbin.Parse([]byte(header + oneType + "\x03\x03\x02\x00\x05"))
+	var we *wasmbin.Error
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, 18, we.Offset)
+	assert.ErrorContains(t, err, "function type index 5 names no function type (the module has 1 types)")
+
+	_, err = wasmbin.Parse([]byte(header + oneType + "\x02\x07\x01\x01m\x01f\x00\x01"))
+	assert.ErrorContains(t, err, "function type index 1 names no function type", "an imported function's")
+
+	b, err := wat.Compile(`(module (type $s (struct)) (func (type $s)))`)
+	if err == nil { // a WAT parser with GC types refuses this itself
+		_, err = wasmbin.Parse(b)
+		assert.ErrorContains(t, err, "names no function type", "a struct type")
+	}
+	_, err = wasmbin.Parse([]byte(header + oneType + "\x03\x02\x01\x00"))
+	assert.NoError(t, err)
 }

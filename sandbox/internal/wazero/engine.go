@@ -259,20 +259,33 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 {
 		return nil, errors.New("fuel and max_stack need metering, which this engine was built without")
 	}
-	cm, err := e.rt.CompileModule(ctx, wasm)
+	cm, err := e.compile(ctx, wasm)
 	if err != nil && e.cacheDir != "" && strings.Contains(err.Error(), "compilationcache:") {
 		// wazero checks its cache entries (magic, version, checksum) but
 		// fails the compile on a bad one instead of recompiling. Drop the
 		// on-disk entries and compile again: a cache is never trusted over
 		// the module.
 		e.purgeCache()
-		cm, err = e.rt.CompileModule(ctx, wasm)
+		cm, err = e.compile(ctx, wasm)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("wazero: %w", err)
 	}
 	m.cm = cm
 	return m, nil
+}
+
+// compile runs wazero's compile. Its validator has panicked on malformed
+// modules it did not check before using (a function type index out of
+// range: wasmbin.Parse refuses those before any engine sees them); a panic
+// is a failed compile here, never the host's end.
+func (e *Engine) compile(ctx context.Context, wasm []byte) (cm wazero.CompiledModule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("wazero's compile panicked: %v", r)
+		}
+	}()
+	return e.rt.CompileModule(ctx, wasm)
 }
 
 // meter returns the metered rewrite of a module, cached (in memory and,
