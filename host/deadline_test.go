@@ -94,12 +94,7 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
 			assert.Zero(t, r.ABIVersion, "a module that would not load is not run")
 
 			// Load refuses it with the same words.
-			h, err := host.New(context.Background(), nil)
-			require.NoError(t, err)
-			defer h.Close(context.Background())
-			cb := config.DefaultCallback()
-			cb.Name, cb.Signature = "run", "(x: f32[n]) -> f32[n]"
-			err = h.LoadModule(context.Background(), cb, wasm)
+			err = loadAsRun(t, wasm)
 			require.ErrorIs(t, err, host.MemoryLimit)
 			assert.Contains(t, err.Error(), r.Problems[0])
 		})
@@ -122,14 +117,21 @@ func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{want}, r.Problems)
 
+	err = loadAsRun(t, wasm)
+	require.ErrorIs(t, err, host.ABIViolation)
+	assert.Contains(t, err.Error(), want)
+}
+
+// loadAsRun loads wasm on a fresh host with the default limits, as the
+// callback "run" of one f32 vector, and returns Load's error.
+func loadAsRun(t *testing.T, wasm []byte) error {
+	t.Helper()
 	h, err := host.New(context.Background(), nil)
 	require.NoError(t, err)
 	defer h.Close(context.Background())
 	cb := config.DefaultCallback()
 	cb.Name, cb.Signature = "run", "(x: f32[n]) -> f32[n]"
-	err = h.LoadModule(context.Background(), cb, wasm)
-	require.ErrorIs(t, err, host.ABIViolation)
-	assert.Contains(t, err.Error(), want)
+	return h.LoadModule(context.Background(), cb, wasm)
 }
 
 // deadlineOnly is a context that reports a deadline and never ends by
