@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -186,12 +185,15 @@ func (r *ModuleReport) probe(ctx context.Context, wasm []byte, m *wasmbin.Module
 	defer inst.Close(ctx)
 	// The engine's own check of the exports every call uses, as a call's
 	// instance makes it (the load check read their types from the binary).
-	lookups := map[string]FuncType{abi.ExportAlloc: exportSigs[abi.ExportAlloc]}
-	if cb.Export != abi.ExportVersion {
-		lookups[cb.Export] = callbackSig
+	lookups := []struct {
+		name string
+		typ  FuncType
+	}{{abi.ExportAlloc, exportSigs[abi.ExportAlloc]}, {cb.Export, callbackSig}}
+	if cb.Export == abi.ExportVersion { // the module has no callback
+		lookups = lookups[:1]
 	}
-	for _, name := range slices.Sorted(maps.Keys(lookups)) {
-		if _, err := inst.Export(name, lookups[name].Params, lookups[name].Results); err != nil && !slices.Contains(r.Problems, err.Error()) {
+	for _, l := range lookups {
+		if _, err := inst.Export(l.name, l.typ.Params, l.typ.Results); err != nil && !slices.Contains(r.Problems, err.Error()) {
 			r.Problems = append(r.Problems, err.Error())
 		}
 	}
