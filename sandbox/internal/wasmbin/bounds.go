@@ -27,14 +27,6 @@ func (r *reader) skipLEB(maxBytes int) {
 	r.fail("LEB128 integer too long")
 }
 
-// refType skips a reference type: one byte, or (ref null? heaptype) from
-// the function-references proposal.
-func (r *reader) refType() {
-	if t := r.byte(); t == 0x63 || t == 0x64 {
-		r.skipLEB(5)
-	}
-}
-
 // constExpr skips a constant expression up to and including its end. It
 // reports false, having consumed an unknown opcode, when the expression
 // uses one it does not know; an engine that knows no more than ABI v1
@@ -88,7 +80,7 @@ func checkElements(s *reader) {
 		}
 		if flags&3 != 0 { // elemkind or reftype
 			if flags&4 != 0 {
-				s.refType()
+				s.valType()
 			} else {
 				s.byte()
 			}
@@ -119,7 +111,7 @@ func checkCode(s *reader, imported int) {
 		var sum uint64
 		for decls := b.count(2); decls > 0 && b.err == nil; decls-- {
 			sum += uint64(b.u32())
-			b.refType()
+			b.valType()
 			if sum > MaxFunctionLocals {
 				s.pos = start
 				s.fail("function %d declares more than %d locals", imported+int(i), MaxFunctionLocals)
@@ -271,7 +263,7 @@ func limitTableSection(body []byte, total, imported uint64) ([]byte, bool, error
 		if s.pos < len(s.b) && s.b[s.pos] == 0x40 { // table with an initialiser
 			return nil, false, nil
 		}
-		s.refType()
+		s.valType()
 		ref := s.b[refStart:s.pos]
 		flags := s.byte()
 		if flags != 0 && flags != 1 { // table64 or malformed: not ours to fix

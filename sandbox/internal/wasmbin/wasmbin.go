@@ -257,10 +257,7 @@ func (r *reader) limits() Limits {
 }
 
 func (r *reader) tableType() Limits {
-	ref := r.byte()
-	if ref == 0x63 || ref == 0x64 { // (ref null? heaptype) from the GC proposal
-		r.uleb(33)
-	}
+	r.valType() // the element type: a reference type
 	return r.limits()
 }
 
@@ -433,7 +430,8 @@ func (r *reader) fieldType() {
 	r.byte()
 }
 
-// valType reads a value type and returns its code. A (ref null? heaptype)
+// valType reads a value type (or a table's or element segment's reference
+// type) and returns its code. A (ref null? heaptype)
 // is returned as its prefix (0x63 or 0x64), its heap type skipped: no
 // callbox ABI type is a reference, so the prefix is all a check compares.
 func (r *reader) valType() byte {
