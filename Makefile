@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -134,11 +134,27 @@ pydeps:
 	for m in $(PYDEPS); do rm -rf build/pydeps/$$m; cp -r /usr/lib/python3/dist-packages/$$m build/pydeps/; done
 	find build/pydeps -name __pycache__ -prune -exec rm -rf {} +
 
+# The Python test environments (scripts/jax-env.sh): the pinned JAX
+# (python/requirements-jax.txt) and the oldest one callbox supports
+# (python/requirements-jax-oldest.txt), each a virtual environment under
+# build/venv, made again only when its requirements file changes.
+JAXENV := build/venv/jax
+JAXENV_OLDEST := build/venv/jax-oldest
+jaxenv:
+	scripts/jax-env.sh python/requirements-jax.txt $(JAXENV)
+	scripts/jax-env.sh python/requirements-jax-oldest.txt $(JAXENV_OLDEST)
+
 # The Python package's tests (python/tests) against a fresh build/libcallbox.so,
-# with Debian's python3 (numpy, pytest); the JAX tests skip where jax is
-# missing. The C harness runs in `go test ./ffi` (part of unit).
-pytest: lib xla-check pydeps
-	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so /usr/bin/python3 -m pytest -q -rs
+# every one of them under the pinned JAX on the CPU backend (four CPU devices,
+# conftest.py), the JAX ones (the lowered programs and the two-process test
+# among them) under the oldest supported JAX too. CALLBOX_NO_SKIP: a skipped
+# test, or a JAX that does not import, fails the run; each run prints how
+# many JAX tests ran. The GPU file runs on a GPU machine (scripts/device-check.sh).
+# The C harness runs in `go test ./ffi` (part of unit).
+PYTEST_JAX := tests/test_jax.py tests/test_jax_programs.py tests/test_jax_distributed.py
+pytest: lib xla-check pydeps jaxenv
+	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so CALLBOX_NO_SKIP=1 $(CURDIR)/$(JAXENV)/bin/python -m pytest -q -rs --ignore=tests/test_jax_gpu.py
+	cd python && CALLBOX_LIB=$(CURDIR)/build/libcallbox.so CALLBOX_NO_SKIP=1 $(CURDIR)/$(JAXENV_OLDEST)/bin/python -m pytest -q -rs $(PYTEST_JAX)
 
 # The whole hostile suite inside foreign processes (a C program with its own
 # signal handlers, and python3 through the callbox package), on both engines

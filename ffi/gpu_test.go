@@ -117,13 +117,22 @@ func (r *rig) read(p uintptr, n int) []float32 {
 func cbAttr(name string) []xlaharness.Attr { return []xlaharness.Attr{{Name: "callback", Str: name}} }
 
 // TestMetadataHandshake: both handlers declare the API version their
-// declarations are written against (xlaAPIVersion), and no traits.
+// declarations are written against (xlaAPIVersion) to a framework at that
+// version or later, 0.1 to a 0.1 framework (jaxlib 0.7, which refuses a
+// newer handler and passes no api table in the handshake: its frame's size
+// tells), and no traits.
 func TestMetadataHandshake(t *testing.T) {
 	for _, h := range []unsafe.Pointer{cpuHandlerAddr(), cudaHandlerAddr()} {
-		major, minor, traits, ok := xlaharness.Metadata(h)
-		assert.True(t, ok)
-		assert.Equal(t, xlaAPIVersion, fmt.Sprintf("%d.%d", major, minor))
-		assert.Zero(t, traits, "not CUDA-graph compatible")
+		for _, c := range []struct {
+			framework int32
+			table     bool
+			want      string
+		}{{1, true, "0.1"}, {1, false, "0.1"}, {2, true, xlaAPIVersion}, {2, false, xlaAPIVersion}, {3, true, xlaAPIVersion}} {
+			major, minor, traits, ok := xlaharness.Metadata(h, c.framework, c.table)
+			assert.True(t, ok)
+			assert.Equal(t, c.want, fmt.Sprintf("%d.%d", major, minor), "framework 0.%d, api table %v", c.framework, c.table)
+			assert.Zero(t, traits, "not CUDA-graph compatible")
+		}
 	}
 }
 

@@ -238,8 +238,23 @@ static struct callbox_xla_error *cbx_handle(struct callbox_xla_call_frame *frame
       if (meta->metadata == NULL) {
         cbx_refuse(&call, CBX_KIND_INVALID_ARGUMENT, "metadata extension without metadata");
       } else {
+        // The version declared: ours, or 0.1 to a framework at 0.1 (jaxlib
+        // before 0.8 refuses a handler that declares 0.2). Such a framework
+        // is told by its api table's version or, in the handshake, where
+        // jaxlib 0.7 passes no table, by its frame: a 0.1 frame ends before
+        // CallFrame.future. The handlers use nothing that 0.1 lacks: future
+        // and Metadata.state_type_id are never read or written.
+        int32_t minor = CBX_XLA_API_MINOR;
+        if (frame->api != NULL && frame->api->struct_size >= offsetof(cbx_xla_api, internal_api)) {
+          if (frame->api->api_version.major_version == CBX_XLA_API_MAJOR &&
+              frame->api->api_version.minor_version == 1) {
+            minor = 1;
+          }
+        } else if (frame->struct_size < offsetof(struct callbox_xla_call_frame, future) + sizeof(void *)) {
+          minor = 1;
+        }
         meta->metadata->api_version.major_version = CBX_XLA_API_MAJOR;
-        meta->metadata->api_version.minor_version = CBX_XLA_API_MINOR;
+        meta->metadata->api_version.minor_version = minor;
         // Not command-buffer (CUDA graph) compatible: the callback runs on
         // the host, so a captured graph could not replay it.
         meta->metadata->traits = 0;

@@ -18,8 +18,9 @@ runs it on the example's inputs, and compares with callbox's own evaluator
     callback, and the ordered tap_print calls after the failure must not run
     (exactly as many log lines as the evaluator printed).
 
-Run it where jax is installed (the lent GPU machines; JAX cannot be
-installed on the development machines), from the repository root:
+and checks every result against NumPy too (numpy_reference, written from
+the .cbir sources). `make test` runs it under the pinned JAX (through
+python/tests/test_jax.py); by hand, from the repository root:
 
     # on a machine with Go: build the tools and the expected results
     make xla-check     # = make lib, go build -o bin/callbox, and:
@@ -59,6 +60,37 @@ EXAMPLES = {
     "trap_loop": (["trap_loop.x.npy"], 1, True, ("INVALID_ARGUMENT", "checked")),
     "matmul_dot": (["matmul_dot.a.npy", "matmul_dot.b.npy"], 2, True, None),
 }
+
+def _softmax_rows(np, x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def numpy_reference(name, inputs):
+    """What each example computes, written in NumPy from its .cbir source:
+    a third opinion beside XLA's run and callbox's evaluator, so that the
+    two agreeing on a wrong answer is caught too. None for trap_loop, which
+    fails."""
+    import numpy as np
+
+    if name == "pipeline":
+        x, factor = inputs
+        probs = _softmax_rows(np, (x.reshape(-1) * factor).reshape(x.shape))
+        return [probs, probs.sum(axis=1)]
+    if name == "logging_loop":
+        (x,) = inputs
+        return [x * 8, np.int32(3)]
+    if name == "cond_choose":
+        (x,) = inputs
+        return [_softmax_rows(np, x) if x.sum() > 0 else -x]
+    if name == "dead_calls":
+        (x,) = inputs
+        return [4 * x]
+    if name == "matmul_dot":
+        a, b = inputs
+        return [a @ b, np.zeros((a.shape[0], b.shape[1]), np.float32)]
+    return None
+
 
 LOG_LINE = re.compile(r"tap_print: n=\d+ min=\S+ max=\S+ mean=[^\s\"]+")
 
@@ -115,8 +147,16 @@ def run_one(name, mlir_path, lib, outdir):
     # registers. Its host is the one the evaluator used.
     os.environ["CALLBOX_LIB"] = lib
     sys.path.insert(0, os.path.join(ROOT, "python"))
+    import logging
+
     import callbox
     import callbox.jax
+
+    # The package routes the library's log lines (the guests' tap_print
+    # output among them) to the "callbox" logger: send them to stderr,
+    # where the parent reads the effects.
+    logging.basicConfig(stream=sys.stderr, format="%(message)s")
+    logging.getLogger("callbox").setLevel(logging.INFO)
 
     callbox.jax.register(callbox.Host(CONFIG))
     with open(mlir_path) as f:
@@ -164,6 +204,9 @@ def check(expected, lib):
             if not status["ok"]:
                 problems.append("XLA failed: " + status["error"])
             else:
+                reference = numpy_reference(name, [np.load(p) for p in inputs_of(name)])
+                if reference is None or len(reference) != nres:
+                    problems.append("no NumPy reference with %d results" % nres)
                 for i in range(nres):
                     want = np.load(os.path.join(expected, "%s.out%d.npy" % (name, i)))
                     got = np.load(os.path.join(work, "%s.xla%d.npy" % (name, i)))
@@ -171,6 +214,10 @@ def check(expected, lib):
                         problems.append("result %d: %s%s from XLA, %s%s from the evaluator" % (i, got.dtype, got.shape, want.dtype, want.shape))
                     elif not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
                         problems.append("result %d differs: XLA %s, evaluator %s" % (i, got.tolist(), want.tolist()))
+                    elif reference is not None and i < len(reference):
+                        ref = np.asarray(reference[i])
+                        if ref.shape != got.shape or not np.allclose(got, ref, rtol=1e-5, atol=1e-5):
+                            problems.append("result %d differs from NumPy: XLA %s, NumPy %s" % (i, got.tolist(), ref.tolist()))
         else:
             code, callback = failure
             if status["ok"]:
@@ -180,9 +227,7 @@ def check(expected, lib):
         xla_log = log_lines(r.stderr)
         eval_log = meta["log"]
         if xla_log or eval_log:
-            if not xla_log:
-                print("  %s: libcallbox printed no guest log lines; effect order not compared" % name)
-            elif ordered and xla_log != eval_log:
+            if ordered and xla_log != eval_log:
                 problems.append("effects differ (in order):\n    XLA:  %s\n    eval: %s" % (xla_log, eval_log))
             elif not ordered and sorted(xla_log) != sorted(eval_log):
                 problems.append("effects differ (as a multiset):\n    XLA:  %s\n    eval: %s" % (sorted(xla_log), sorted(eval_log)))
@@ -190,7 +235,8 @@ def check(expected, lib):
             failures.append("%s:\n  %s" % (name, "\n  ".join(problems)))
             print("FAIL %s" % name)
         else:
-            what = "failed as the evaluator did (%s)" % status.get("error", "")[:120] if failure else "results agree"
+            what = ("failed as the evaluator did (%s)" % status.get("error", "")[:120] if failure
+                    else "results agree with the evaluator and NumPy")
             print("ok   %s: %s; %d effects" % (name, what, len(xla_log)))
     if failures:
         print("\n".join(failures), file=sys.stderr)

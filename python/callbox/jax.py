@@ -36,11 +36,14 @@ from jax._src import callback as _callback
 from jax._src import core as _core
 from jax._src import dispatch as _dispatch
 from jax._src import effects as _effects
+from jax._src import ffi as _jax_ffi
+from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
 from jax._src.lib.mlir import ir as _ir
 from jax._src.lib.mlir.dialects import hlo as _hlo
 from jax._src.sharding_impls import SdyArray as _SdyArray
+from jax._src.sharding_impls import ShardingContext as _ShardingContext
 from jax._src.sharding_impls import SdyArrayList as _SdyArrayList
 
 from . import _lib
@@ -113,9 +116,16 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
 
     ordered=True orders the call with every other ordered callbox call and
     tap in the program (like io_callback(ordered=True)). Under vmap an
-    ordered call runs once per batch element, in order (element 0 first),
-    whatever the `batching` key; a callback with a leading batch dimension
-    then gets batches of size 1. chain names a
+    ordered call with a batched operand runs once per batch element, in
+    order (element 0 first), whatever the `batching` key; a callback with a
+    leading batch dimension then gets batches of size 1. A call none of
+    whose operands is batched is not batched by JAX: it runs once and its
+    result is broadcast. An ordered call cannot be differentiated (a clear
+    ValueError); wrap a pure call in jax.custom_jvp to give it a derivative.
+    In a jit over several devices an ordered call must be made inside
+    jax.shard_map (each device calls, in order, on its shard): under
+    automatic partitioning XLA's Shardy partitioner cannot place it, and
+    the lowering says so. chain names a
     host-side chain: its first failure fails every later call on it, in
     this and later executions, until the chain is reset.
 
@@ -137,7 +147,7 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
             args = [a[None] for a in args]
         types = h.output_types(name, *args)
         avals = tuple(_core.ShapedArray(s, d) for s, d in types)
-        outs = _bind_ordered(args, info.id, chain or "", avals)
+        outs = _bind_ordered(args, info.name, info.id, chain or "", avals)
         if lead:
             outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -218,6 +228,33 @@ def _parallel(h, name, info, chain):
     return per_element
 
 
+def reset(chain: Optional[str] = None, host: Optional[Host] = None) -> None:
+    """Make the next execution with ordered callbox calls start clean
+    after one failed.
+
+    JAX threads one token per ordered effect from each execution into the
+    next. After a failing execution over several devices (shard_map), JAX
+    0.7 to 0.10 keep the errored token and feed it to every later
+    execution, so every later ordered callbox call in the process fails
+    with the old error (JAX issue 37587; io_callback has the same). reset()
+    waits for the failed execution to end, then drops callbox's token in
+    this thread (JAX keeps tokens per thread), so the next execution starts
+    from a fresh one. A failure on one device needs no reset (JAX does not
+    keep that token), and reset() is harmless then. With chain, it also
+    resets that host chain (Chain.reset), whose failure otherwise refuses
+    every later call on it, by design."""
+    tokens = _dispatch.runtime_tokens.current_tokens
+    token = tokens.get(_effect)
+    if token is not None:
+        try:
+            token.block_until_ready()
+        except Exception:  # noqa: BLE001  (the failure it carries was raised already)
+            pass
+        tokens.pop(_effect, None)
+    if chain:
+        _host(host).chain(chain).reset()
+
+
 def tap(name: str, *args: Any, chain: Optional[str] = None, host: Optional[Host] = None) -> Any:
     """Run callback name for its side effect, ordered (like io_callback
     with ordered=True); its results are discarded. Returns args (the first
@@ -240,6 +277,15 @@ class CallboxOrderedEffect(_effects.Effect):
 
     def __str__(self):
         return "CallboxOrdered"
+
+    # One effect, however made: jax.export rebuilds an ordered effect from
+    # its class (a nullary constructor that must give an equal object) when
+    # it serializes a program with callbox calls.
+    def __eq__(self, other):
+        return isinstance(other, CallboxOrderedEffect)
+
+    def __hash__(self):
+        return hash(CallboxOrderedEffect)
 
 
 _effect = CallboxOrderedEffect()
@@ -269,22 +315,24 @@ _ordered_p.multiple_results = True
 _ordered_p.def_impl(functools.partial(_dispatch.apply_primitive, _ordered_p))
 
 
-def _bind_ordered(args, callback, chain, result_avals):
+def _bind_ordered(args, name, callback, chain, result_avals):
     # ffi_call inserts the casts that make its inputs agree on varying manual
     # axes (shard_map) before binding; so do we.
-    args = _core.auto_insert_reshard(*args)
-    return _ordered_p.bind(*args, callback=callback, chain=chain, result_avals=tuple(result_avals))
+    # (JAX 0.9 and later; before it, ffi_call inserted none either.)
+    reshard = getattr(_core, "auto_insert_reshard", None)
+    if reshard is not None:
+        args = reshard(*args)
+    return _ordered_p.bind(*args, name=name, callback=callback, chain=chain, result_avals=tuple(result_avals))
 
 
 @_ordered_p.def_effectful_abstract_eval
-def _ordered_abstract_eval(*avals, callback, chain, result_avals):
-    # ffi_call's abstract eval rule: the inputs must agree on varying manual
-    # axes, and results without a mesh take the current mesh's sharding (so
-    # they mix with the rest of an explicitly sharded program).
-    _core.standard_vma_rule(_ordered_p.name, *avals)
-    outs = [r.update(sharding=_core.get_cur_mesh_sharding()) if r.sharding.mesh.empty else r
-            for r in result_avals]
-    return outs, {_effect}
+def _ordered_abstract_eval(*avals, name, callback, chain, result_avals):
+    # ffi_call's own abstract eval rule, whatever the installed JAX makes it
+    # (inputs agreeing on varying manual axes; since JAX 0.8, results without
+    # a mesh taking the current mesh's sharding), with our effect instead of
+    # ffi_call's: the ordered call's results have exactly an ffi_call's types.
+    outs, _ = _jax_ffi.ffi_call_abstract_eval(*avals, result_avals=result_avals, has_side_effect=True)
+    return list(outs), {_effect}
 
 
 def _row_major(aval):
@@ -293,13 +341,45 @@ def _row_major(aval):
     return tuple(reversed(range(len(getattr(aval, "shape", ())))))
 
 
-def _ordered_lowering(ctx, *operands, callback, chain, result_avals):
+def _check_partitioning(axis_context, name):
+    """Refuses, at lowering, the one placement XLA cannot compile: an
+    ordered call under automatic partitioning over several devices with
+    the Shardy partitioner (JAX's default since 0.7). Shardy keeps the
+    maximal (one-device) sharding that io_callback's recipe gives the call
+    only for JAX's own Python-callback targets and drops it for any other
+    custom call; XLA then fails with an INTERNAL RET_CHECK ("Side-effect
+    HLO must have sharding") that names nothing of the user's. The same
+    holds for jax.ffi.ffi_call(has_side_effect=True). Inside shard_map
+    (all axes manual) the call runs on each device, in order, and works;
+    so does the GSPMD partitioner (jax_use_shardy_partitioner=False)."""
+    if not isinstance(axis_context, _ShardingContext) or axis_context.num_devices <= 1:
+        return
+    if not jax.config.jax_use_shardy_partitioner:
+        return
+    raise NotImplementedError(
+        "callbox: ordered call of callback %r in a jit over %d devices: XLA's Shardy partitioner places a "
+        "side-effecting custom call on one device only for JAX's own Python callbacks, so XLA cannot compile "
+        "it. Make the ordered calls inside jax.shard_map (each device makes its own calls, in order), jit "
+        "the function on one device, or set jax_use_shardy_partitioner=False (GSPMD: the call runs once, "
+        "on the first device)." % (name, axis_context.num_devices))
+
+
+def _ir_type(mctx, aval):
+    """aval's MLIR type: JAX 0.9 and later take the module context too."""
+    try:
+        return _mlir.aval_to_ir_type(mctx, aval)
+    except TypeError:
+        return _mlir.aval_to_ir_type(aval)
+
+
+def _ordered_lowering(ctx, *operands, name, callback, chain, result_avals):
+    _check_partitioning(ctx.module_context.axis_context, name)
     token = ctx.tokens_in.get(_effect)
     attrs = {"callback": _ir.StringAttr.get(callback)}
     if chain:
         attrs["chain"] = _ir.StringAttr.get(chain)
     mctx = ctx.module_context
-    result_types = [_mlir.aval_to_ir_type(mctx, a) for a in ctx.avals_out] + [_hlo.TokenType.get()]
+    result_types = [_ir_type(mctx, a) for a in ctx.avals_out] + [_hlo.TokenType.get()]
     # Layouts: ffi_call always passes them (row-major, minor-to-major);
     # without them XLA may pick another layout for an operand (a transposed
     # one reaches the handler column-major). The token gets the empty layout,
@@ -333,7 +413,10 @@ def _ordered_lowering(ctx, *operands, callback, chain, result_avals):
             token_sharding = _SdyArray(mesh_shape=(), dim_shardings=(), logical_device_ids=first.logical_device_ids)
             shardings = list(sharding.shardings)[:len(ctx.avals_out)]
             sharding = _SdyArrayList(tuple(shardings) + (token_sharding,))
-        _mlir.set_sharding(mctx, op, sharding)
+        try:
+            _mlir.set_sharding(mctx, op, sharding)
+        except TypeError:  # before JAX 0.9: no module context
+            _mlir.set_sharding(op, sharding)
     results = list(op.results)
     # Update our token in the set, keep every other effect's (io_callback's
     # pattern): replacing the set would drop the tokens of other ordered
@@ -342,7 +425,7 @@ def _ordered_lowering(ctx, *operands, callback, chain, result_avals):
     return results[:-1]
 
 
-def _ordered_batching(args, dims, *, callback, chain, result_avals):
+def _ordered_batching(args, dims, *, name, callback, chain, result_avals):
     """vmap of an ordered call: one call per batch element, in order (index
     0 first), each an ordered call of its own, through lax.map (a scan,
     which carries the token). io_callback refuses to vmap ordered callbacks;
@@ -354,7 +437,7 @@ def _ordered_batching(args, dims, *, callback, chain, result_avals):
     def one(xs):
         it = iter(xs)
         merged = [next(it) if b else a for a, b in zip(moved, batched)]
-        return _ordered_p.bind(*merged, callback=callback, chain=chain, result_avals=result_avals)
+        return _ordered_p.bind(*merged, name=name, callback=callback, chain=chain, result_avals=result_avals)
 
     outs = jax.lax.map(one, [a for a, b in zip(moved, batched) if b])
     assert all(o.shape[0] == size for o in outs)
@@ -366,3 +449,13 @@ def _register_ordered(platform):
 
 
 _batching.primitive_batchers[_ordered_p] = _ordered_batching
+
+
+def _ordered_jvp(primals, tangents, *, name, **_):
+    raise ValueError(
+        "callbox: callback %r is called ordered and cannot be differentiated (an ordered call is an effect, which "
+        "AD must not run again). Differentiate a pure call (ordered=False) that you wrap in jax.custom_jvp or "
+        "jax.custom_vjp with the derivative." % name)
+
+
+_ad.primitive_jvps[_ordered_p] = _ordered_jvp

@@ -5,10 +5,10 @@ import os
 
 # JAX reads these when it is imported and when its backend starts: set them
 # before any test module can import jax. The JAX tests run on the CPU (a GPU
-# machine's default backend is the GPU) with two CPU devices, for the
+# machine's default backend is the GPU) with four CPU devices, for the
 # multi-device checks; a caller's own setting wins.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault("JAX_NUM_CPU_DEVICES", "2")
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "4")
 
 import pathlib  # noqa: E402
 import shutil  # noqa: E402
@@ -147,3 +147,30 @@ def demo_host():
     h = callbox.Host(str(EXAMPLES / "callbox.yaml"))
     yield h
     h.close()
+
+
+# `make test` sets CALLBOX_NO_SKIP=1: there every test must run (JAX is
+# installed from python/requirements-jax.txt), so a skipped test, and so a
+# JAX that cannot be imported (importorskip), fails the run. The summary
+# says how many JAX tests ran, under which JAX.
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    stats = reporter.stats
+    ran = [r for r in stats.get("passed", []) + stats.get("failed", [])
+           if getattr(r, "when", "call") == "call" and "tests/test_jax" in r.nodeid.replace("\\", "/")]
+    version = sys.modules["jax"].__version__ if "jax" in sys.modules else "not imported"
+    reporter.write_line("callbox: %d JAX tests ran (jax %s, JAX_PLATFORMS=%s, %s CPU devices)" % (
+        len(ran), version, os.environ.get("JAX_PLATFORMS"), os.environ.get("JAX_NUM_CPU_DEVICES")))
+    if not os.environ.get("CALLBOX_NO_SKIP"):
+        return
+    skipped = stats.get("skipped", [])
+    if skipped:
+        for r in skipped:
+            reporter.write_line("callbox: SKIPPED where every test must run: %s: %s" % (
+                r.nodeid, r.longrepr[2] if isinstance(r.longrepr, tuple) else r.longrepr))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if not ran:
+        reporter.write_line("callbox: no JAX test ran")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

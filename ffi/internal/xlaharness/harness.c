@@ -212,8 +212,12 @@ int hx_call(hx_frame *f, void *handler, char *msg, size_t cap) {
   return finish(&f->api, e, msg, cap);
 }
 
-int hx_metadata(void *handler, int32_t *major, int32_t *minor, uint32_t *traits) {
+int hx_metadata(void *handler, int32_t framework_minor, int api_table, int32_t *major, int32_t *minor,
+                uint32_t *traits) {
   hx_frame *f = hx_new(0, 0, 0);
+  f->api.version.minor = framework_minor;
+  if (framework_minor < 2) f->cf.struct_size = offsetof(call_frame, future);
+  if (!api_table) f->cf.api = NULL;
   metadata m;
   memset(&m, 0, sizeof m);
   m.struct_size = sizeof m;
@@ -225,6 +229,7 @@ int hx_metadata(void *handler, int32_t *major, int32_t *minor, uint32_t *traits)
   char msg[256];
   int code = hx_call(f, handler, msg, sizeof msg);
   f->cf.extension_start = NULL;
+  f->cf.api = &f->api;
   hx_free(f);
   *major = m.api_version.major;
   *minor = m.api_version.minor;

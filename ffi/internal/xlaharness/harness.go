@@ -125,10 +125,14 @@ func Call(handler unsafe.Pointer, fr Frame) Result {
 
 // Metadata runs the registration handshake. ok is true when the handler
 // returned NULL; major, minor and traits are what it wrote.
-func Metadata(handler unsafe.Pointer) (major, minor int32, traits uint32, ok bool) {
+func Metadata(handler unsafe.Pointer, frameworkMinor int32, apiTable bool) (major, minor int32, traits uint32, ok bool) {
 	var ma, mi C.int32_t
 	var tr C.uint32_t
-	code := C.hx_metadata(handler, &ma, &mi, &tr)
+	table := C.int(0)
+	if apiTable {
+		table = 1
+	}
+	code := C.hx_metadata(handler, C.int32_t(frameworkMinor), table, &ma, &mi, &tr)
 	return int32(ma), int32(mi), uint32(tr), code == -1
 }
 

@@ -29,9 +29,11 @@ void hx_set_null_api(hx_frame *f);
 // returned NULL, else the error's code, its message copied into msg.
 int hx_call(hx_frame *f, void *handler, char *msg, size_t cap);
 
-// hx_metadata runs the metadata handshake: -1 and the version and traits
+// hx_metadata runs the metadata handshake as a framework at API
+// 0.framework_minor does: its frame that version's size, with its api table
+// when api_table is non-zero (jaxlib 0.7 passes none): -1 and the version and traits
 // the handler reported when it returned NULL, else the error's code.
-int hx_metadata(void *handler, int32_t *major, int32_t *minor, uint32_t *traits);
+int hx_metadata(void *handler, int32_t framework_minor, int api_table, int32_t *major, int32_t *minor, uint32_t *traits);
 
 // Errors created by Error_Create and not yet destroyed.
 int64_t hx_live_errors(void);
