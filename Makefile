@@ -58,13 +58,15 @@ security-doc:
 # The host and FFI micro-benchmarks, then the side-by-side suite (cmd/callbox/internal/bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
-bench:
-	@mkdir -p bin
+bench: lib jaxenv
+	@mkdir -p bin build/testguests
+	wat2wasm ffi/testdata/kit.wat -o build/testguests/kit.wasm
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ ./ffi/ > bin/bench-host.txt; status=$$?; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
-	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --since $$start
+	CALLBOX_LIB=$(CURDIR)/build/libcallbox.so JAX_PLATFORMS=cpu $(JAXENV)/bin/python python/bench_jax.py --markdown bin/bench-xla.md --json bin/bench-xla.json || exit $$?; \
+	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --xla-bench bin/bench-xla.md --since $$start
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -7,8 +7,9 @@
 # build/testguests, the StableHLO `callbox lower` emits for the example
 # programs (with the evaluator's results) in build/xla-check (`make
 # xla-check`) and a copy of pytest in build/pydeps (`make pydeps`, used only
-# where the machine's Python has no pytest), all dependencies of pytest;
-# carry build/ (about 38 MiB) and guests/build.
+# where the machine's Python has no pytest), all dependencies of pytest.
+# Carry those five paths and guests/build (the device tool's carry; not the
+# whole of build/, whose virtual environments exceed what a carry takes).
 #
 # Steps (each recorded with its exit status; one that cannot run is
 # recorded as not run, with the reason):
@@ -18,7 +19,7 @@
 #                 the library will declare in its metadata handshake)
 #   header        the public header compiles and links against the library
 #   pytest-cpu    every Python test, the JAX ones on the CPU backend
-#                 (JAX_PLATFORMS=cpu, two CPU devices): among them the
+#                 (JAX_PLATFORMS=cpu, four CPU devices): among them the
 #                 transposed-operand test through ordered and unordered calls,
 #                 fori_loop/scan/while/cond order with a failing middle call,
 #                 vmap of pure and ordered calls and taps, a two-device jit,
@@ -33,16 +34,20 @@
 #                 per call in a 100-call ordered chain, 4 and 32 MiB)
 #   cuda          scripts/device-check-cuda.sh: the GPU handler through
 #                 jax.ffi.ffi_call, both copy modes, timings and the floor
-# and writes ONE JSON file with every result: $DEVICE_CHECK_JSON, default
-# $OUT/device-check.json ($OUT defaults to build/device-check). Exit status:
-# 0 when every step that ran and every check passed.
+# and writes ONE JSON file with every result into $OUT (the device tool's
+# folder that comes back): $DEVICE_CHECK_JSON, default
+# $OUT/device-check.json ($OUT defaults to build/device-check). Everything
+# else (junit files, per-step JSON, the CUDA script's files) goes to
+# $DEVICE_CHECK_WORK, default build/device-check-work, never into $OUT.
+# Exit status 0, and "ok": true in the JSON, only when every step ran and
+# passed and no test skipped: a step that could not run is a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 OUT=${OUT:-$ROOT/build/device-check}
 JSON=${DEVICE_CHECK_JSON:-$OUT/device-check.json}
-PARTS=$OUT/parts
+PARTS=${DEVICE_CHECK_WORK:-$ROOT/build/device-check-work}
 rm -rf "$PARTS"
 mkdir -p "$PARTS" "$(dirname "$JSON")"
 export CALLBOX_LIB="$ROOT/build/libcallbox.so"
@@ -69,7 +74,7 @@ skip() {
 
 for f in build/libcallbox.so build/callbox.h build/testguests/kit.wasm; do
   if [ ! -f "$f" ]; then
-    echo "device-check: $f is missing: run 'make lib guests pytest' on the development machine and carry build/ (and guests/build)" >&2
+    echo "device-check: $f is missing: run 'make lib guests pytest' on the development machine and carry build/libcallbox.so, build/callbox.h, build/testguests, build/xla-check, build/pydeps and guests/build" >&2
     exit 2
   fi
 done
@@ -139,8 +144,8 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && have_gpu=1
 
 if [ $have_pytest = 1 ]; then
   [ -f build/xla-check/pipeline.mlir ] || echo "device-check: build/xla-check is missing (make xla-check): the lowered-program test will skip"
-  step pytest-cpu env JAX_PLATFORMS=cpu JAX_NUM_CPU_DEVICES=2 \
-    bash -c 'cd python && "$@"' _ "${PYTEST[@]}" -q -rs --junitxml="$PARTS/pytest-cpu.junit.xml" tests
+  step pytest-cpu env JAX_PLATFORMS=cpu JAX_NUM_CPU_DEVICES=4 \
+    bash -c 'cd python && "$@"' _ "${PYTEST[@]}" -q -rs --junitxml="$PARTS/pytest-cpu.junit.xml" --ignore=tests/test_jax_gpu.py tests
   if [ $have_gpu = 1 ] && [ $have_jax = 1 ]; then
     step pytest-gpu env JAX_PLATFORMS=cuda,cpu \
       bash -c 'cd python && "$@"' _ "${PYTEST[@]}" -q -rs --junitxml="$PARTS/pytest-gpu.junit.xml" tests/test_jax_gpu.py

@@ -65,7 +65,9 @@ def junit(path):
     counts = {}
     for t in tests.values():
         counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
-    return {"counts": counts, "ok": not counts.get("failed") and not counts.get("error"), "tests": tests}
+    # A skipped test did not check what it is for: not ok, as a failure is.
+    return {"counts": counts, "ok": bool(tests) and not counts.get("failed") and not counts.get("error")
+            and not counts.get("skipped"), "tests": tests}
 
 
 def _load(path):
@@ -102,7 +104,12 @@ def collect(parts, out):
         for name in sorted(os.listdir(cuda)):
             if name.endswith(".json"):
                 doc["cuda"][name[:-5]] = _load(os.path.join(cuda, name))
+    # ok means every step ran and passed: a step that could not run (no GPU,
+    # no jax, no pytest) is a failure of the check, with its reason.
     failed = [s for s, v in doc["steps"].items() if v["ran"] and v["rc"] != 0]
+    failed += ["%s not run (%s)" % (s, v["note"]) for s, v in doc["steps"].items() if not v["ran"]]
+    failed += ["pytest %s: %d skipped" % (k, v["counts"]["skipped"]) for k, v in doc["pytest"].items()
+               if v["counts"].get("skipped")]
     failed += ["pytest " + k for k, v in doc["pytest"].items() if not v["ok"]]
     for run, res in doc["cuda"].items():
         failed += ["cuda %s: %s" % (run, c["check"]) for c in res.get("checks", []) if not c.get("ok")]
@@ -116,8 +123,8 @@ def collect(parts, out):
     for suite, res in doc["pytest"].items():
         print("pytest %s: %s" % (suite, res["counts"]))
         for name, t in res["tests"].items():
-            if t["outcome"] in ("failed", "error"):
-                print("  FAIL %s: %s" % (name, t.get("message", "")[:200]))
+            if t["outcome"] in ("failed", "error", "skipped"):
+                print("  %s %s: %s" % (t["outcome"].upper(), name, t.get("message", "")[:200]))
     print("steps not run: %s" % (", ".join("%s (%s)" % (s, v["note"]) for s, v in doc["steps"].items() if not v["ran"]) or "none"))
     print("%s; results: %s" % ("ALL OK" if doc["ok"] else "FAILED: " + "; ".join(failed), out))
     return 0 if doc["ok"] else 1

@@ -29,6 +29,7 @@ func newBenchCmd() *cobra.Command {
 		targets   string
 		since     int64
 		goBench   string
+		xlaBench  string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -78,6 +79,13 @@ func newBenchCmd() *cobra.Command {
 				}
 				opts.GoBench = string(b)
 			}
+			if xlaBench != "" {
+				b, rerr := os.ReadFile(xlaBench)
+				if rerr != nil {
+					return usageErr(rerr)
+				}
+				opts.XLABench = string(b)
+			}
 			rep, err := bench.RunSuite(cmd.Context(), opts)
 			if rep == nil {
 				return err
@@ -123,6 +131,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache, batch) matches this regexp")
 	f.Int64Var(&since, "since", 0, "unix time the enclosing run (make bench) started, to report its duration")
 	f.StringVar(&goBench, "go-bench", "", "a file of `go test -bench` output to include in the report")
+	f.StringVar(&xlaBench, "xla-bench", "", "a Markdown file from python/bench_jax.py (callbox through XLA) to include in the report")
 	return cmd
 }
 
@@ -146,7 +155,7 @@ func benchCommand(cmd *cobra.Command) string {
 	args := []string{"callbox", "bench"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "since", "go-bench", "quiet", "chart":
+		case "since", "go-bench", "xla-bench", "quiet", "chart":
 			return
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())

@@ -37,6 +37,10 @@ type Report struct {
 	MakeDuration time.Duration
 	// GoBench is the output of the micro-benchmarks run before, if any.
 	GoBench string
+	// XLABench is the Markdown that python/bench_jax.py wrote in the same
+	// make bench: callbox through XLA beside JAX's callbacks and a raw C
+	// FFI handler, if any.
+	XLABench string
 }
 
 // SuiteOptions configure RunSuite.
@@ -59,6 +63,9 @@ type SuiteOptions struct {
 	// GoBench is the output of the micro-benchmarks run before (make
 	// bench), for the report and the targets read from it (9).
 	GoBench string
+	// XLABench is the Markdown of python/bench_jax.py from the same make
+	// bench, included in the report as it is.
+	XLABench string
 }
 
 // runTarget reports whether the suite runs the named target measurement.
@@ -128,6 +135,7 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 	rep.Machine.LoadAfter = readLoad()
 	rep.Duration = time.Since(rep.Started)
 	rep.GoBench = opts.GoBench
+	rep.XLABench = opts.XLABench
 	rep.Targets = rep.evaluate()
 	return rep, ctx.Err()
 }
