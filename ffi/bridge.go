@@ -67,7 +67,7 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 		_ = gpu.Close()
 		return nil, err
 	}
-	bh, err := newBridgeHost(h, cfg)
+	bh, err := newBridgeHost(h)
 	if err != nil {
 		_ = h.Close(ctx)
 		_ = gpu.Close()
@@ -79,7 +79,7 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 
 // newBridgeHost resolves every callback of h once: a call through the
 // bridge finds its *host.Callback in the bridge's own table.
-func newBridgeHost(h *host.Host, cfg *config.Config) (*bridgeHost, error) {
+func newBridgeHost(h *host.Host) (*bridgeHost, error) {
 	bh := &bridgeHost{h: h, byKey: map[string]*cbInfo{}}
 	infos := h.Callbacks()
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
@@ -88,14 +88,10 @@ func newBridgeHost(h *host.Host, cfg *config.Config) (*bridgeHost, error) {
 		if err != nil {
 			return nil, err
 		}
-		batching := config.BatchingSequential
-		if cfg != nil {
-			if cb, ok := cfg.Callback(in.Name); ok {
-				batching = cb.BatchingRule()
-			}
-		}
+		// The host's resolved rule: a callback from a modules entry is not
+		// in cfg's callbacks section, and the host owns the rule.
 		ci := &cbInfo{index: i, name: in.Name, id: in.ID, signature: in.Signature.String(),
-			engine: in.Engine, batching: batching, sig: in.Signature, cb: cb}
+			engine: in.Engine, batching: in.Batching, sig: in.Signature, cb: cb}
 		bh.infos = append(bh.infos, ci)
 		bh.byKey[ci.name] = ci
 		bh.byKey[ci.id] = ci

@@ -69,7 +69,7 @@ func newRig(t *testing.T) *rig {
 		}
 		require.NoError(t, h.LoadModule(ctx, cb, wasm))
 	}
-	bh, err := newBridgeHost(h, nil)
+	bh, err := newBridgeHost(h)
 	require.NoError(t, err)
 	bh.gpu = gpu
 	require.NoError(t, setDefault(register(bh)))

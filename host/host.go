@@ -140,6 +140,9 @@ type Info struct {
 	Isolation string
 	Limits    config.Limits
 	WASI      bool
+	// Batching is the callback's resolved batching rule (config's Batching*
+	// names; sequential when unset), whichever config section loaded it.
+	Batching string
 	// CallerStack is the native stack, in bytes, a thread calling this
 	// callback must have: 0 when any thread will do (sandbox.CallerStack).
 	CallerStack uint64

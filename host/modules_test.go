@@ -81,6 +81,8 @@ modules:
     callbacks:
       spin:
         timeout: 50ms
+      tap:
+        batching: parallel
 callbacks:
   scale2:
     module: kit.wasm
@@ -106,6 +108,8 @@ callbacks:
 	}
 	assert.Equal(t, 5*time.Second, byName["scale"].Limits.Timeout, "the entry's settings, over defaults")
 	assert.Equal(t, 50*time.Millisecond, byName["spin"].Limits.Timeout, "the override")
+	assert.Equal(t, config.BatchingParallel, byName["tap"].Batching, "an override's batching rule, resolved by the host")
+	assert.Equal(t, config.BatchingSequential, byName["scale"].Batching)
 	assert.Equal(t, byName["scale2"].ID, byName["scale"].ID, "the same module, export and signature: the same content id")
 
 	out, err := h.Invoke(ctx, "scale", abi.From([]float32{1, 2, 3}), abi.Scalar[float32](2))

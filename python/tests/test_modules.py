@@ -28,3 +28,15 @@ def test_modules_entry_error_names_the_key():
     with pytest.raises(callbox.CallbackError) as e:
         callbox.Host(config)
     assert 'modules.rust.callbacks.nope: module %s declares no signature for export "nope"' % HISTOGRAM in str(e.value)
+
+
+def test_modules_entry_batching_reaches_every_door():
+    """A callback loaded from a modules entry and configured `batching:
+    parallel` is parallel through the C API too (what callbox.jax's vmap
+    reads): the library reports the host's resolved rule, not a second
+    reading of the config's callbacks section."""
+    config = {"modules": {"rust": {"module": HISTOGRAM, "callbacks": {"histogram": {"batching": "parallel"}}}}}
+    with callbox.Host(config) as host:
+        assert host.callback("histogram").batching == "parallel"
+    with callbox.Host({"modules": {"rust": {"module": HISTOGRAM}}}) as host:
+        assert host.callback("histogram").batching == "sequential"
