@@ -81,6 +81,25 @@ func TestBind(t *testing.T) {
 	_, err = s.Bind([]TensorMeta{{F32, Shape{3, 4}}})
 	assert.ErrorContains(t, err, "got 1 inputs")
 
+	// A symbol repeated inside one tensor binds once: a square matrix.
+	square := MustParseSignature("(a: f32[n,n]) -> f32[n]")
+	outs, err = square.Bind([]TensorMeta{{F32, Shape{3, 3}}})
+	require.NoError(t, err)
+	assert.Equal(t, []OutputSpec{{F32, Shape{3}, -1}}, outs)
+	_, err = square.Bind([]TensorMeta{{F32, Shape{2, 3}}})
+	assert.EqualError(t, err, "argument 0 (a): expected f32[n=2,n=2], got f32[2,3] (dimension 1: n=2 was bound by argument 0)")
+	_, err = square.Bind([]TensorMeta{{F32, Shape{3, 2}}})
+	assert.EqualError(t, err, "argument 0 (a): expected f32[n=3,n=3], got f32[3,2] (dimension 1: n=3 was bound by argument 0)")
+	// ... and across arguments, in both orders of binding.
+	pair := MustParseSignature("(a: f32[n,k], b: f32[k,n]) -> f32[n,n]")
+	outs, err = pair.Bind([]TensorMeta{{F32, Shape{2, 5}}, {F32, Shape{5, 2}}})
+	require.NoError(t, err)
+	assert.Equal(t, Shape{2, 2}, outs[0].Shape)
+	_, err = pair.Bind([]TensorMeta{{F32, Shape{2, 5}}, {F32, Shape{5, 3}}})
+	assert.EqualError(t, err, "argument 1 (b): expected f32[k=5,n=2], got f32[5,3] (dimension 1: n=2 was bound by argument 0)")
+	_, err = pair.Bind([]TensorMeta{{F32, Shape{2, 5}}, {F32, Shape{4, 2}}})
+	assert.EqualError(t, err, "argument 1 (b): expected f32[k=5,n=2], got f32[4,2] (dimension 0: k=5 was bound by argument 0)")
+
 	fixed := MustParseSignature("(f32[2,3]) -> f32[]")
 	_, err = fixed.Bind([]TensorMeta{{F32, Shape{2, 4}}})
 	assert.ErrorContains(t, err, "dimension 1 is 4, want 3")

@@ -299,3 +299,38 @@ func BenchmarkCompileBlocks(b *testing.B) {
 		}
 	}
 }
+
+// A bulk operation costs its length in BytesPerFuel units rounded up, on
+// both engines: one call of an export doing one operation of length n
+// (its argument) uses exactly ceil(n/BytesPerFuel) more fuel than the same
+// call with n = 0. Lengths that are not multiples of 8 are the point: a
+// charge rounded down would make a 7-byte fill free.
+func TestBulkFuelRoundsUp(t *testing.T) {
+	src := `(module
+  (memory (export "memory") 3)
+  (data $d "` + strings.Repeat("x", 4096) + `")
+  (func (export "fill") (param i32) (result i32) (memory.fill (i32.const 64) (i32.const 7) (local.get 0)) (i32.const 0))
+  (func (export "copy") (param i32) (result i32) (memory.copy (i32.const 64) (i32.const 70000) (local.get 0)) (i32.const 0))
+  (func (export "init") (param i32) (result i32) (memory.init $d (i32.const 64) (i32.const 0) (local.get 0)) (i32.const 0)))`
+	lengths := []uint64{1, 7, 8, 9, 15, 17, 4095, 4096}
+	for _, ec := range engines(t) {
+		e := ec.new(t)
+		lim := limits()
+		lim.Fuel = 1 << 30
+		inst := instantiate(t, e, src, lim, nil)
+		used := func(export string, n uint64) uint64 {
+			_, err := call(t, inst, export, n)
+			require.NoError(t, err, "%s %s(%d)", ec.name, export, n)
+			u, known := inst.FuelConsumed()
+			require.True(t, known)
+			return u
+		}
+		for _, export := range []string{"fill", "copy", "init"} {
+			base := used(export, 0)
+			for _, n := range lengths {
+				want := (n + meter.BytesPerFuel - 1) / meter.BytesPerFuel
+				assert.Equal(t, want, used(export, n)-base, "%s: %s of %d bytes", ec.name, export, n)
+			}
+		}
+	}
+}
