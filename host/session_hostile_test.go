@@ -34,6 +34,10 @@ func TestSessionHostile(t *testing.T) {
 				start := time.Now()
 				s, err := h.NewSession(ctx, name)
 				require.NoError(t, err)
+				// Released before the deferred Close, which waits for every
+				// session: a failed assertion below must end the test, not
+				// leave Close waiting on a held instance (Release is idempotent).
+				defer s.Release(ctx)
 				x, err := s.Alloc(ctx, abi.F32, 4)
 				if err == nil {
 					copy(abi.MustView[float32](x), []float32{0, 1, 2, 3})

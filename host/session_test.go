@@ -18,6 +18,7 @@ func TestSessionZeroCopy(t *testing.T) {
 		ctx := context.Background()
 		s, err := h.NewSession(ctx, "scale")
 		require.NoError(t, err)
+		defer s.Release(ctx) // before the host's Close (t.Cleanup), which waits for it
 		x, err := s.Alloc(ctx, abi.F32, 4)
 		require.NoError(t, err)
 		copy(abi.MustView[float32](x), []float32{1, 2, 3, 4})
@@ -48,6 +49,7 @@ func TestSessionBrokenByTrap(t *testing.T) {
 		ctx := context.Background()
 		s, err := h.NewSession(ctx, "half_then_trap")
 		require.NoError(t, err)
+		defer s.Release(ctx) // before the host's Close (t.Cleanup), which waits for it
 		x, err := s.Alloc(ctx, abi.F32, 2)
 		require.NoError(t, err)
 		_, _, err = s.Invoke(ctx, x)
