@@ -3,6 +3,7 @@ package abi
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,37 +193,78 @@ func TestDecodeFrameRejectsHostileFrames(t *testing.T) {
 	l, err := planFrame([]TensorMeta{{F32, Shape{4}}}, []OutputSpec{{F32, Shape{4}, -1}})
 	require.NoError(t, err)
 	const base = 256
+	const in0, out0 = base + FrameHeaderSize, base + FrameHeaderSize + DescriptorSize
 	fresh := func() []byte {
 		mem := make([]byte, base+int(l.Size))
 		require.NoError(t, l.WriteMeta(mem[base:], base, 1))
 		return mem
 	}
 	le := binary.LittleEndian
-	cases := map[string]func(m []byte){
-		"magic":        func(m []byte) { m[base] = 'X' },
-		"version":      func(m []byte) { le.PutUint32(m[base+4:], 2) },
-		"huge count":   func(m []byte) { le.PutUint32(m[base+8:], math.MaxUint32) },
-		"dims pointer": func(m []byte) { le.PutUint32(m[base+32+8:], math.MaxUint32-3) },
-		"rank":         func(m []byte) { le.PutUint32(m[base+32+4:], 1<<20) },
-		"dtype":        func(m []byte) { le.PutUint32(m[base+32:], 13) },
-		"byte length":  func(m []byte) { le.PutUint32(m[base+32+20:], 15) },
-		"data pointer": func(m []byte) { le.PutUint32(m[base+32+16:], math.MaxUint32-8) },
-		"negative dim": func(m []byte) {
-			dims := le.Uint32(m[base+32+8:])
-			le.PutUint64(m[dims:], uint64(1<<63))
-		},
-		"alias":       func(m []byte) { le.PutUint32(m[base+64+12:], FlagOutput|FlagAlias); le.PutUint32(m[base+64+24:], 9) },
-		"output flag": func(m []byte) { le.PutUint32(m[base+32+12:], FlagOutput) },
+	dims := func(m []byte, at int) uint64 { return uint64(le.Uint32(m[at+8:])) }
+	// Each refusal names what it read and the guest address of the field
+	// that is wrong: the descriptors' offsets are checked for the input
+	// (index 0) and the output (index 1), so an offset computed from the
+	// wrong descriptor or field shows.
+	cases := []struct {
+		name    string
+		corrupt func(m []byte)
+		what    string
+		offset  func(m []byte) uint64
+		msg     string
+	}{
+		{"magic", func(m []byte) { m[base] = 'X' }, "frame header", func([]byte) uint64 { return base }, "magic"},
+		{"version", func(m []byte) { le.PutUint32(m[base+4:], 2) }, "frame header", func([]byte) uint64 { return base + 4 }, "version 2, want 1"},
+		{"huge count", func(m []byte) { le.PutUint32(m[base+8:], math.MaxUint32) }, "descriptor array", func([]byte) uint64 { return in0 }, "outside guest memory"},
+		{"unaligned descriptors", func(m []byte) { le.PutUint32(m[base+16:], in0+4) }, "descriptor array", func([]byte) uint64 { return in0 + 4 }, ""},
+		{"dims pointer", func(m []byte) { le.PutUint32(m[in0+8:], math.MaxUint32-3) }, "dims array", func([]byte) uint64 { return math.MaxUint32 - 3 }, "outside guest memory"},
+		{"rank", func(m []byte) { le.PutUint32(m[in0+4:], 1<<20) }, "descriptor", func([]byte) uint64 { return in0 + 4 }, "rank 1048576 exceeds 32"},
+		{"rank one past the most", func(m []byte) { le.PutUint32(m[out0+4:], MaxRank+1) }, "descriptor", func([]byte) uint64 { return out0 + 4 }, "rank 33 exceeds 32"},
+		{"dtype", func(m []byte) { le.PutUint32(m[in0:], 13) }, "descriptor", func([]byte) uint64 { return in0 }, "dtype 13 is not an ABI v1 type"},
+		{"output dtype", func(m []byte) { le.PutUint32(m[out0:], 13) }, "descriptor", func([]byte) uint64 { return out0 }, "dtype 13"},
+		{"byte length", func(m []byte) { le.PutUint32(m[in0+20:], 15) }, "descriptor", func([]byte) uint64 { return in0 + 20 }, "byte length 15 does not match f32[4] (16 bytes)"},
+		{"output byte length", func(m []byte) { le.PutUint32(m[out0+20:], 17) }, "descriptor", func([]byte) uint64 { return out0 + 20 }, "byte length 17 does not match f32[4] (16 bytes)"},
+		{"data pointer", func(m []byte) { le.PutUint32(m[in0+16:], math.MaxUint32-8) }, "tensor data", func([]byte) uint64 { return math.MaxUint32 - 8 }, "outside guest memory"},
+		{"unaligned data", func(m []byte) { le.PutUint32(m[out0+16:], le.Uint32(m[out0+16:])+4) }, "tensor data", func(m []byte) uint64 { return uint64(le.Uint32(m[out0+16:])) }, ""},
+		{"negative dim", func(m []byte) { le.PutUint64(m[dims(m, in0):], uint64(1<<63)) }, "descriptor", func(m []byte) uint64 { return dims(m, in0) }, "negative"},
+		{"alias past the inputs", func(m []byte) { le.PutUint32(m[out0+12:], FlagOutput|FlagAlias); le.PutUint32(m[out0+24:], 9) }, "descriptor", func([]byte) uint64 { return out0 + 24 }, "alias 9 is not an input index"},
+		{"alias one past the inputs", func(m []byte) { le.PutUint32(m[out0+12:], FlagOutput|FlagAlias); le.PutUint32(m[out0+24:], 1) }, "descriptor", func([]byte) uint64 { return out0 + 24 }, "alias 1 is not an input index"},
+		{"alias on an input", func(m []byte) { le.PutUint32(m[in0+12:], FlagAlias) }, "descriptor", func([]byte) uint64 { return in0 + 24 }, "alias 0 is not an input index"},
+		{"output flag on an input", func(m []byte) { le.PutUint32(m[in0+12:], FlagOutput) }, "descriptor", func([]byte) uint64 { return in0 + 12 }, "output flag is true for descriptor 0 of 1 inputs"},
+		{"no output flag on an output", func(m []byte) { le.PutUint32(m[out0+12:], 0) }, "descriptor", func([]byte) uint64 { return out0 + 12 }, "output flag is false for descriptor 1 of 1 inputs"},
 	}
-	for name, corrupt := range cases {
+	for _, c := range cases {
 		mem := fresh()
-		corrupt(mem)
+		c.corrupt(mem)
+		want := c.offset(mem)
 		_, err := DecodeFrame(mem, base)
 		var v *Violation
-		require.ErrorAs(t, err, &v, name)
+		require.ErrorAs(t, err, &v, c.name)
+		assert.Equal(t, c.what, v.What, c.name)
+		assert.Equal(t, want, v.Offset, "%s: %v", c.name, err)
+		assert.Contains(t, v.Msg, c.msg, c.name)
 	}
 	_, err = DecodeFrame(make([]byte, 16), 0)
 	assert.Error(t, err)
+
+	// The boundaries themselves are accepted: an output aliasing the last
+	// input, and a tensor of rank MaxRank.
+	mem := fresh()
+	le.PutUint32(mem[out0+12:], FlagOutput|FlagAlias)
+	le.PutUint32(mem[out0+24:], 0)
+	f, err := DecodeFrame(mem, base)
+	require.NoError(t, err)
+	assert.Equal(t, FlagOutput|FlagAlias, f.Outputs[0].Flags)
+	shape := make(Shape, MaxRank)
+	for i := range shape {
+		shape[i] = 1
+	}
+	deep, err := planFrame([]TensorMeta{{U8, shape}}, nil)
+	require.NoError(t, err)
+	mem = make([]byte, base+int(deep.Size))
+	require.NoError(t, deep.WriteMeta(mem[base:], base, 1))
+	f, err = DecodeFrame(mem, base)
+	require.NoError(t, err)
+	assert.Len(t, f.Inputs[0].Shape, MaxRank)
 }
 
 func TestGuestBytes(t *testing.T) {
@@ -263,4 +305,132 @@ func TestPredBytesAreZeroOrOne(t *testing.T) {
 	bad := Tensor{DType: PRED, Shape: Shape{3}, Data: []byte{0, 1, 2}}
 	assert.ErrorContains(t, bad.Validate(), "element 2 is 2")
 	assert.NoError(t, From([]bool{true, false}).Validate())
+}
+
+// TestBounds checks each limit of the ABI at the bound and one past it,
+// where an off-by-one (< for <=, or the reverse) would show: ranks,
+// byte lengths, table lookups and the line numbers errors report.
+func TestBounds(t *testing.T) {
+	// Ranks: MaxRank is allowed, one more is not (shapes and signatures).
+	ones := func(n int) Shape {
+		s := make(Shape, n)
+		for i := range s {
+			s[i] = 1
+		}
+		return s
+	}
+	n, err := ones(MaxRank).NumElements()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), n)
+	_, err = ones(MaxRank + 1).NumElements()
+	assert.EqualError(t, err, "rank 33 exceeds the ABI maximum 32")
+	dims := func(n int) string { return strings.TrimSuffix(strings.Repeat("1,", n), ",") }
+	_, err = ParseSignature("(x: f32[" + dims(MaxRank) + "]) -> f32[" + dims(MaxRank) + "]")
+	require.NoError(t, err)
+	_, err = ParseSignature("(x: f32[" + dims(MaxRank+1) + "]) -> f32[]")
+	assert.ErrorContains(t, err, "rank 33")
+	_, err = ParseSignature("(x: f32[]) -> f32[" + dims(MaxRank+1) + "]")
+	assert.ErrorContains(t, err, "rank 33")
+
+	// Byte lengths: MaxTensorBytes is allowed, one more is not.
+	assert.NoError(t, Shape{0, MaxTensorBytes}.checkStrides(U8))
+	assert.Error(t, Shape{0, MaxTensorBytes + 1}.checkStrides(U8))
+	_, err = New(U8, MaxTensorBytes+1)
+	assert.ErrorContains(t, err, "above the ABI maximum")
+	big := Tensor{DType: U8, Shape: Shape{MaxTensorBytes + 1}}
+	assert.ErrorContains(t, big.Validate(), "above the ABI maximum")
+	_, err = MustParseSignature("(x: u8[n]) -> u8[n]").Bind([]TensorMeta{{U8, Shape{MaxTensorBytes}}})
+	assert.NoError(t, err, "a result of exactly MaxTensorBytes")
+	_, err = MustParseSignature("(x: u8[n]) -> (u8[n], u8[2])").Bind([]TensorMeta{{U8, Shape{MaxTensorBytes}}})
+	assert.NoError(t, err)
+	_, err = MustParseSignature("(x: u16[n]) -> u16[n]").Bind([]TensorMeta{{U16, Shape{MaxTensorBytes/2 + 1}}})
+	assert.ErrorContains(t, err, "too large for the ABI")
+	// Overflow of the element count and of the byte length.
+	_, err = Shape{1 << 32, 1 << 32}.NumElements()
+	assert.ErrorContains(t, err, "overflows")
+	n, err = Shape{1 << 31, 1 << 32}.NumElements()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1)<<63, n)
+	_, err = Shape{1 << 61}.ByteLen(F64) // 2^64 bytes
+	assert.ErrorContains(t, err, "overflows")
+	b, err := Shape{1<<61 - 1}.ByteLen(F64)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(math.MaxUint64-7), b)
+
+	// Table lookups one past their end name the value instead of panicking.
+	assert.False(t, DType(len(dtypeTable)).Valid())
+	assert.True(t, C128.Valid())
+	assert.Equal(t, "unknown", numKinds.String())
+	assert.Equal(t, "Unknown", numKinds.Ident())
+	last := numKinds - 1
+	assert.Equal(t, kindIdents[last], last.Ident())
+	assert.Equal(t, kindNames[last], last.String())
+	assert.Equal(t, "UNAUTHENTICATED", Code(len(codeNames)-1).String())
+	assert.Equal(t, "code(17)", Code(len(codeNames)).String())
+	assert.Equal(t, "code(-1)", Code(-1).String())
+	assert.Len(t, Kinds(), int(numKinds)-1)
+
+	// The largest count that does not overflow, and a dimension 0 checked
+	// for strides as well as the last one.
+	n, err = Shape{math.MaxUint64 / 3, 3}.NumElements()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(math.MaxUint64), n)
+	assert.Error(t, Shape{MaxTensorBytes + 1, 0}.checkStrides(U8))
+	// A tensor of exactly MaxTensorBytes is within the maximum: what is
+	// wrong with this one is its missing data.
+	exact := Tensor{DType: U8, Shape: Shape{MaxTensorBytes}}
+	assert.ErrorContains(t, exact.Validate(), "needs 4294967295 bytes of data, has 0")
+	// Empty tensors: no data, and a zero dimension binds a symbol.
+	e, err := New(F32, 0)
+	require.NoError(t, err)
+	assert.Empty(t, e.Data)
+	assert.NotNil(t, From([]float32{}, 0).Data)
+	outs, err := MustParseSignature("(x: f32[n]) -> f32[n]").Bind([]TensorMeta{{F32, Shape{0}}})
+	require.NoError(t, err)
+	assert.Equal(t, Shape{0}, outs[0].Shape)
+	var ae *ArgumentError
+	_, err = MustParseSignature("(x: f32[n]) -> f32[n]").Bind(nil)
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, -1, ae.Index, "a count mismatch names no argument")
+	// Views: same-size dtypes are not interchangeable, but f16/bf16 view as u16.
+	_, err = View[uint16](From([]int16{1}, 1))
+	assert.ErrorContains(t, err, "cannot view s16 data as u16")
+	h, err := New(BF16, 1)
+	require.NoError(t, err)
+	_, err = View[uint16](h)
+	assert.NoError(t, err)
+	// Pass-through results name an existing parameter: the last one, not
+	// one past it.
+	_, err = ParseSignature("(x: f32[], y: s8[2]) -> $1")
+	require.NoError(t, err)
+	_, err = ParseSignature("(x: f32[], y: s8[2]) -> $2")
+	assert.Error(t, err)
+	// Identifiers start with a letter or underscore: every edge of the
+	// ranges.
+	for _, name := range []string{"a", "z", "A", "Z", "_"} {
+		_, err := ParseSignature("(" + name + ": f32[" + name + "]) -> f32[" + name + "]")
+		assert.NoError(t, err, name)
+	}
+	for _, name := range []string{"`", "{", "@", "["} {
+		_, err := ParseSignature("(" + name + ": f32[]) -> f32[]")
+		assert.Error(t, err, name)
+	}
+	assert.Equal(t, "OK", Code(0).String())
+	// Frame planning: an output may alias the last input, not one past it;
+	// a frame may end exactly at the 4 GiB boundary, not one byte past.
+	_, err = Plan([]TensorMeta{{F32, Shape{2}}}, []OutputSpec{{F32, Shape{2}, 0}}, PlanOptions{})
+	require.NoError(t, err)
+	_, err = Plan([]TensorMeta{{F32, Shape{2}}}, []OutputSpec{{F32, Shape{2}, 1}}, PlanOptions{})
+	assert.ErrorContains(t, err, "output 0 aliases input 1 of 1")
+	l, err := Plan([]TensorMeta{{F32, Shape{2}}}, nil, PlanOptions{})
+	require.NoError(t, err)
+	frame := make([]byte, l.Size)
+	require.NoError(t, l.WriteMeta(frame, uint32(math.MaxUint32-l.Size), 1))
+	assert.ErrorContains(t, l.WriteMeta(frame, uint32(math.MaxUint32-l.Size+1), 1), "passes the 4 GiB guest address space")
+
+	// Errors count lines from 1.
+	_, err = ParseSignatureTable([]byte("a = (f32[n]) -> f32[n]\nb = (f32[n) -> f32[n]\n"))
+	assert.ErrorContains(t, err, "signature table line 2 (b)")
+	_, err = ParseSignatureTable([]byte("\na = (f32[n]) -> f32[n]\na = (f64[n]) -> f64[n]\n"))
+	assert.ErrorContains(t, err, "signature table line 3: a declared twice")
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -398,6 +399,7 @@ func TestHarnessCAPI(t *testing.T) {
 	r.fails(t, "chain_null", abi.InvalidArgument, "chain: NULL")
 	r.fails(t, "chain_empty", abi.InvalidArgument, "chain: empty name")
 	r.fails(t, "chain_output_shape", abi.InvalidArgument, "output 0: buffer is s32[3], result is s32[]")
+	r.ok(t, "tap_copies_input", "tap_copies_input_barrier") // the tap read its own copy of the freed buffer
 	r.ok(t, "tap_ok", "tap_fail", "barrier_again")
 	r.fails(t, "barrier", abi.GuestError, `callback "fail" failed`)
 	r.fails(t, "tap_unknown", abi.UnknownCallback, "unknown callback")
@@ -709,6 +711,25 @@ func TestHarnessFork(t *testing.T) {
 	assert.Equal(t, "0", r.vals["fork_child_handle"], "a failed open leaves 0")
 	r.xfails(t, "fork_child_xla", abi.CodeFailedPrecondition, "callbox_xla_ffi: this process was forked")
 	assert.Equal(t, "0", r.vals["fork_child_dtypes"])
+	// Every entry of the header that returns a callbox_error, read from
+	// callbox.h so that a new entry cannot go untested: each refused at
+	// once, naming itself. (Not from exports.c's guards: an entry whose
+	// guard was removed would leave that list too.)
+	hdr, err := os.ReadFile("include/callbox.h")
+	require.NoError(t, err)
+	entries := regexp.MustCompile(`(?m)^callbox_error \*(callbox_[a-z_]+)\(`).FindAllStringSubmatch(string(hdr), -1)
+	require.Greater(t, len(entries), 20, "callbox.h's entries")
+	for _, m := range entries {
+		name := m[1]
+		if name == "callbox_open" || name == "callbox_call" { // fork_child_open and fork_child_call above
+			continue
+		}
+		r.fails(t, "fork_entry_"+name, abi.FailedPrecondition, name+": this process was forked")
+	}
+	assert.Equal(t, "0", r.vals["fork_child_cancel_token"], "no token made")
+	assert.Equal(t, "0", r.vals["fork_child_default_host"], "no host reported")
+	assert.Equal(t, "9", r.vals["fork_child_cuda_call"], "FAILED_PRECONDITION")
+	assert.Equal(t, "-1", r.vals["fork_child_cuda_stats"])
 	ms, err := strconv.Atoi(r.vals["fork_child_ms"])
 	require.NoError(t, err)
 	assert.Less(t, ms, 1000, "the child's errors come at once")

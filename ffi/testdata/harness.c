@@ -482,6 +482,31 @@ static void group_chains(void) {
   callbox_tensor wrong = tensor(&count, CALLBOX_DL_INT, 32, 1, &bad);
   report("chain_output_shape", callbox_chain_call(host, "c2", "bump", &ti, 1, &wrong, 1));
 
+  // A tap reads a copy of its inputs, made before callbox_chain_tap
+  // returns: the caller overwrites its buffer at once. nonneg refuses a
+  // negative first element, so a tap that read the caller's memory late
+  // would fail. (The buffer is freed only after the barrier: malloc's own
+  // bookkeeping would overwrite the -1 that makes a late read visible.)
+  // Sixteen 4 MiB copies queued first on the same chain give the caller a
+  // head start of milliseconds (were the caller slower, the check could
+  // only pass, never fail wrongly).
+  {
+    int64_t bn = 1 << 20;
+    float *big = calloc((size_t)bn, sizeof(float));
+    callbox_tensor tb = f32(big, 1, &bn);
+    for (int i = 0; i < 16; i++) callbox_error_free(callbox_chain_tap(host, "tc", "copy_f32", &tb, 1));
+    float *mine = malloc(2 * sizeof(float));
+    mine[0] = 1;
+    mine[1] = 2;
+    callbox_tensor tm = f32(mine, 1, &n);
+    report("tap_copies_input", callbox_chain_tap(host, "tc", "nonneg_seq", &tm, 1));
+    mine[0] = -1;
+    mine[1] = -1;
+    report("tap_copies_input_barrier", callbox_chain_barrier(host, "tc"));
+    free(mine);
+    free(big);
+  }
+
   // Unordered taps and the host barrier; inputs may change right after.
   report("tap_ok", callbox_tap(host, "bump", &ti, 1));
   report("tap_fail", callbox_tap(host, "fail", &ti, 1));
@@ -954,6 +979,11 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static void fork_done(void *user, callbox_error *err) {
+  (void)user;
+  callbox_error_free(err);
+}
+
 // group_fork forks a child after the parent has used the library: every
 // entry the child calls must fail at once with FailedPrecondition (the Go
 // runtime did not survive the fork), and the parent keeps serving.
@@ -974,6 +1004,49 @@ static void group_fork(const char *cfg) {
     xbuf a = {11, x, 1, &n, 0}, r = {11, y, 1, &n, 0};
     xcall("fork_child_xla", "copy_f32", &a, 1, &r, 1);
     val("fork_child_dtypes", "%zu", callbox_dtypes(NULL, 0));
+    // Every other guarded entry, each reported as fork_entry_<name>: all
+    // must refuse at once, naming themselves (a missing guard would enter
+    // the dead Go runtime and hang or crash the child).
+    size_t count = 0;
+    callbox_callback_info info;
+    callbox_limits lim;
+    memset(&lim, 0, sizeof lim);
+    lim.struct_size = sizeof lim;
+    callbox_type types[1];
+    callbox_cancel_token tok = 0;
+    int32_t expired = 0;
+    callbox_host dh = 0;
+    report("fork_entry_callbox_open_config", callbox_open_config("callbacks: {}", "yaml", ".", &h));
+    report("fork_entry_callbox_callback_count", callbox_callback_count(host, &count));
+    report("fork_entry_callbox_callback_at", callbox_callback_at(host, 0, &info));
+    report("fork_entry_callbox_callback_find", callbox_callback_find(host, "copy_f32", &info));
+    report("fork_entry_callbox_callback_limits", callbox_callback_limits(host, "copy_f32", &lim));
+    report("fork_entry_callbox_output_types", callbox_output_types(host, "copy_f32", &ti, 1, types, 1));
+    report("fork_entry_callbox_call_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
+    report("fork_entry_callbox_call_cancelable", callbox_call_cancelable(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
+    report("fork_entry_callbox_call_within",
+           callbox_call_within(host, 0, "copy_f32", &ti, 1, &to, 1, 1000000000, &expired));
+    report("fork_entry_callbox_call_async",
+           callbox_call_async(host, 0, NULL, "copy_f32", &ti, 1, &to, 1, fork_done, NULL));
+    report("fork_entry_callbox_tap", callbox_tap(host, "copy_f32", &ti, 1));
+    report("fork_entry_callbox_barrier", callbox_barrier(host));
+    report("fork_entry_callbox_chain_call", callbox_chain_call(host, "fc", "copy_f32", &ti, 1, &to, 1));
+    report("fork_entry_callbox_chain_tap", callbox_chain_tap(host, "fc", "copy_f32", &ti, 1));
+    report("fork_entry_callbox_chain_barrier", callbox_chain_barrier(host, "fc"));
+    report("fork_entry_callbox_chain_reset", callbox_chain_reset(host, "fc"));
+    report("fork_entry_callbox_set_default_host", callbox_set_default_host(host));
+    report("fork_entry_callbox_default_host", callbox_default_host(&dh));
+    report("fork_entry_callbox_cancel_token_new", callbox_cancel_token_new(&tok));
+    report("fork_entry_callbox_cancel_token_fire", callbox_cancel_token_fire(1));
+    report("fork_entry_callbox_cancel_token_free", callbox_cancel_token_free(1));
+    report("fork_entry_callbox_cancel_on_signal", callbox_cancel_on_signal(1, SIGUSR1));
+    report("fork_entry_callbox_set_log_callback", callbox_set_log_callback(NULL, NULL, 0));
+    report("fork_entry_callbox_close", callbox_close(host));
+    val("fork_child_cancel_token", "%llu", (unsigned long long)tok);
+    val("fork_child_default_host", "%llu", (unsigned long long)dh);
+    char msg[64];
+    val("fork_child_cuda_call", "%d", callbox_cuda_call_dlpack("copy_f32", 0, NULL, 0, NULL, 0, msg, sizeof msg));
+    val("fork_child_cuda_stats", "%lld", (long long)callbox_cuda_stats(msg, sizeof msg));
     val("fork_child_ms", "%.0f", now_ms() - t0);
     fflush(stdout);
     _exit(0);

@@ -250,10 +250,26 @@ def test_taps_and_host_barrier(host):
     x = np.ones(2, np.float32)
     host.tap("bump", x)
     host.tap("fail", x)
-    x[:] = -1  # taps copy their inputs
     with pytest.raises(callbox.GuestError):
         host.barrier()
     host.barrier()
+
+
+def test_taps_copy_their_inputs(host):
+    """A tap runs after tap() returns, on a copy of its inputs taken before:
+    the caller's array is overwritten at once, and nonneg, which refuses a
+    negative first element, still sees the 1 it was given. Sixteen 4 MiB
+    copies queued first on the chain give the caller a head start (were
+    the caller slower, the check could only pass, never fail wrongly)."""
+    ch = host.chain("py-tapcopy")
+    big = np.zeros(1 << 20, np.float32)
+    for _ in range(16):
+        ch.tap("copy_f32", big)
+    x = np.ones(2, np.float32)
+    ch.tap("nonneg_seq", x)
+    x[:] = -1
+    del big
+    ch.barrier()
 
 
 def test_threads(host):
