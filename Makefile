@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -42,6 +42,12 @@ check-prebuilt:
 # Bounded runs of every fuzz target (longer locally: make fuzz FUZZTIME=5m).
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+# Mutation testing of the rule-owning packages (scripts/mutate.sh, go-gremlins
+# at a pinned version in build/tools); slow, so not part of `make test`:
+# make mutate MUTATE_PKGS=./abi for one package. Scores: docs/TESTING.md.
+mutate:
+	scripts/mutate.sh $(MUTATE_PKGS)
 
 # The soak: 100,000 mixed healthy and hostile calls on one host, printing
 # RSS, goroutines and live instances every 10,000 and asserting they stay

@@ -732,7 +732,7 @@ func TestHarnessFork(t *testing.T) {
 	assert.Equal(t, "-1", r.vals["fork_child_cuda_stats"])
 	ms, err := strconv.Atoi(r.vals["fork_child_ms"])
 	require.NoError(t, err)
-	assert.Less(t, ms, 1000, "the child's errors come at once")
+	assert.Less(t, ms, 5000, "the child's errors come at once (a hang ends at its 10 s alarm)")
 }
 
 // TestHarnessCancel cancels a 5 s spinning call 100 ms in, three ways: a
@@ -747,7 +747,7 @@ func TestHarnessCancel(t *testing.T) {
 		e := r.fails(t, label, abi.Canceled, `callback "spin_long"`)
 		ms, err := strconv.Atoi(r.vals[fmt.Sprintf("cancel_ms_%d", round)])
 		require.NoError(t, err)
-		assert.Less(t, ms, 2000, "%s: canceled 100 ms in, not at its 5 s timeout", label)
+		assert.Less(t, ms, 4000, "%s: canceled 100 ms in, not at its 5 s timeout", label)
 		if round == 2 {
 			assert.Equal(t, "canceled_chain", e.chain)
 		}
@@ -783,7 +783,7 @@ func TestHarnessWithin(t *testing.T) {
 		_, err := fmt.Sscanf(r.vals[label], "%d %d", &expired, &ms)
 		require.NoError(t, err, label)
 		assert.Equal(t, 1, expired, label)
-		assert.Less(t, ms, 2000, "%s: given up 20 ms in, not at its 5 s timeout", label)
+		assert.Less(t, ms, 4000, "%s: given up 20 ms in, not at its 5 s timeout", label)
 	}
 	assert.Equal(t, "0 4", r.vals["within_after"])
 	r.fails(t, "within_timeout", abi.Timeout, "timeout after 250ms")
@@ -854,7 +854,7 @@ func TestHarnessAsync(t *testing.T) {
 	r.fails(t, "async_cancel", abi.Canceled, `callback "spin_long"`)
 	ms, err := strconv.Atoi(r.vals["async_cancel_ms"])
 	require.NoError(t, err)
-	assert.Less(t, ms, 2000, "canceled 100 ms in, not at its 5 s timeout")
+	assert.Less(t, ms, 4000, "canceled 100 ms in, not at its 5 s timeout")
 	r.fails(t, "async_in_flight_at_close", abi.Timeout, `callback "spin"`)
 	ms, err = strconv.Atoi(r.vals["async_close_ms"])
 	require.NoError(t, err)

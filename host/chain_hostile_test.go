@@ -141,7 +141,7 @@ func TestChainStopsAtHostileCall(t *testing.T) {
 // TestChainCancelMidChain: cancelling the caller's context while a chain's
 // call spins (with a 30 s timeout) ends that call, skips the 60 calls and
 // taps queued behind it, ends host-level taps on the same context, and
-// lets every Barrier return, all within a second.
+// lets every Barrier return, promptly (well within the 30 s timeout).
 func TestChainCancelMidChain(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -166,7 +166,12 @@ func TestChainCancelMidChain(t *testing.T) {
 
 		_, err := firstTap.Wait(context.Background())
 		require.NoError(t, err)
-		time.Sleep(100 * time.Millisecond) // the spin is running
+		// The chain's spin and the two host-level taps are running: three
+		// instances of "bad" serving calls.
+		require.Eventually(t, func() bool {
+			st, _ := h.PoolStats("bad")
+			return st.Live-st.Idle == 3
+		}, 30*time.Second, time.Millisecond, "the three spinners started")
 		start := time.Now()
 		cancel()
 
@@ -180,7 +185,9 @@ func TestChainCancelMidChain(t *testing.T) {
 		require.ErrorIs(t, ch.Barrier(context.Background()), host.Canceled)
 		require.ErrorIs(t, h.Barrier(context.Background()), host.Canceled)
 		elapsed := time.Since(start)
-		assert.Less(t, elapsed, time.Second, "everything must end promptly after cancel")
+		// Promptly: far below the spin's 30 s timeout (a generous bound for a
+		// loaded machine; the kinds above show what ended it).
+		assert.Less(t, elapsed, 10*time.Second, "everything must end promptly after cancel")
 		assert.Equal(t, int64(1), ran.Load(), "only the call before the spin ran")
 
 		st, _ := h.PoolStats("bad")

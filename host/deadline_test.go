@@ -164,21 +164,32 @@ func TestContextDeadlineIsTheCallsDeadline(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), "the caller's deadline passed")
 
-		// The one instance busy: the wait for it ends at the deadline.
+		// The one instance busy: the wait for it ends at the deadline. The
+		// spinner holds the instance until it is cancelled, after the
+		// check, so no timing decides which call gets it.
 		busy := make(chan error, 1)
+		busyCtx, stopBusy := context.WithCancel(context.Background())
+		defer stopBusy()
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-			defer cancel()
-			_, err := h.Invoke(ctx, "spin", x)
+			_, err := h.Invoke(busyCtx, "spin", x)
 			busy <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		require.Eventually(t, func() bool {
+			st, _ := h.PoolStats("spin")
+			return st.Live-st.Idle == 1
+		}, 30*time.Second, time.Millisecond, "the spinner took the one instance")
 		_, err = h.Invoke(deadlineOnly{context.Background(), time.Now().Add(20 * time.Millisecond)}, "spin", x)
 		require.Error(t, err)
 		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), "while waiting for an instance")
-		assert.ErrorIs(t, <-busy, context.DeadlineExceeded)
+		stopBusy()
+		select {
+		case err := <-busy:
+			assert.ErrorIs(t, err, context.Canceled)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the cancelled spinner did not return within 30 s")
+		}
 
 		// The callback's own timeout, when it comes first, is reported as
 		// its own.

@@ -150,7 +150,10 @@ func TestTimeoutThenServe(t *testing.T) {
 		elapsed := time.Since(start)
 		require.ErrorIs(t, err, host.Timeout)
 		assert.Equal(t, `callback "spin" failed: timeout after 50ms`, err.Error())
-		assert.Less(t, elapsed, 500*time.Millisecond)
+		// A generous bound for a loaded machine (the timeout's accuracy is
+		// make bench's measurement); not before the timeout.
+		assert.Less(t, elapsed, 10*time.Second)
+		assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond)
 
 		outs, err := h.Invoke(context.Background(), "scale", abi.From([]float32{2}), abi.Scalar[float32](2))
 		require.NoError(t, err)

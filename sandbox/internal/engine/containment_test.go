@@ -70,7 +70,10 @@ func TestStdoutFloodIsLinear(t *testing.T) {
 		require.Equal(t, uint64(0), stack[0])
 	}
 	g.End()
-	assert.Less(t, time.Since(start), 2*time.Second, "320 MiB of stdout must cost linear time")
+	// A generous bound (CI runs this under -race on 2 cores): a cost
+	// quadratic in the 320 MiB written would take far longer; what the host
+	// keeps is bounded exactly by the assertion below.
+	assert.Less(t, time.Since(start), 30*time.Second, "320 MiB of stdout must cost linear time")
 	assert.Equal(t, uint64(64<<10), g.LogBytes)
 }
 

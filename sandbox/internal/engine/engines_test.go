@@ -191,7 +191,10 @@ func TestTimeoutThenServe(t *testing.T) {
 			elapsed := time.Since(start)
 			require.ErrorIs(t, err, abi.Timeout)
 			assert.Contains(t, err.Error(), "timeout after 50ms")
-			assert.Less(t, elapsed, 500*time.Millisecond)
+			// Stopped by its own 50 ms timeout: not before it, and well before
+			// anything else would stop it (a generous bound for a loaded CI
+			// machine; the timeout's accuracy is measured by make bench).
+			assert.Less(t, elapsed, 10*time.Second)
 			assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond)
 
 			fresh := instantiate(t, e, trapsWAT, lim, nil)
