@@ -434,3 +434,58 @@ func TestBounds(t *testing.T) {
 	_, err = ParseSignatureTable([]byte("\na = (f32[n]) -> f32[n]\na = (f64[n]) -> f64[n]\n"))
 	assert.ErrorContains(t, err, "signature table line 3: a declared twice")
 }
+
+// TestPlanPlacesEveryBuffer: data buffers of odd sizes start on DataAlign
+// boundaries (16 past one, skewed), after the metadata and each other's
+// ends (an output's guard included), and an input the caller placed
+// (zero-copy) is used where it is.
+func TestPlanPlacesEveryBuffer(t *testing.T) {
+	ins := []TensorMeta{{U8, Shape{1}}, {U8, Shape{3}}, {F64, Shape{5}}, {S16, Shape{}}}
+	outs := []OutputSpec{{U8, Shape{7}, -1}, {S16, Shape{3}, -1}, {U8, Shape{3}, 1}}
+	for _, skewed := range []bool{false, true} {
+		l, err := Plan(ins, outs, PlanOptions{Skewed: skewed})
+		require.NoError(t, err)
+		want := uint32(0)
+		if skewed {
+			want = MinDataAlign
+		}
+		end := uint64(l.MetaLen)
+		for i, r := range l.Inputs {
+			assert.Equal(t, want, r.Off%DataAlign, "input %d at %d", i, r.Off)
+			assert.GreaterOrEqual(t, uint64(r.Off), end, "input %d overlaps what precedes it", i)
+			end = r.End()
+		}
+		for i, r := range l.Outputs[:2] {
+			assert.Equal(t, want, r.Off%DataAlign, "output %d at %d", i, r.Off)
+			assert.GreaterOrEqual(t, uint64(r.Off), end, "output %d overlaps what precedes it", i)
+			assert.Equal(t, r.End(), uint64(l.Guards[i].Off), "output %d's guard follows it", i)
+			end = l.Guards[i].End()
+		}
+		assert.Equal(t, l.Inputs[1], l.Outputs[2], "the aliased output is its input's buffer")
+		assert.LessOrEqual(t, end, uint64(l.Size))
+	}
+	// Packed tightly: a buffer of exactly DataAlign bytes is followed at
+	// once by the next; the first starts at the first boundary past the
+	// metadata.
+	l, err := Plan([]TensorMeta{{F32, Shape{16}}, {U8, Shape{1}}}, nil, PlanOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, (l.MetaLen+DataAlign-1)/DataAlign*DataAlign, l.Inputs[0].Off)
+	assert.Equal(t, l.Inputs[0].Off+DataAlign, l.Inputs[1].Off)
+	// A caller-placed input may end on the last byte of the address space,
+	// not one past it.
+	_, err = Plan([]TensorMeta{{U8, Shape{15}}}, nil, PlanOptions{InputAt: []uint32{math.MaxUint32 - 15}})
+	require.NoError(t, err)
+	_, err = Plan([]TensorMeta{{U8, Shape{16}}}, nil, PlanOptions{InputAt: []uint32{math.MaxUint32 - 15}})
+	assert.ErrorContains(t, err, "out of range")
+	l, err = Plan(ins[:2], nil, PlanOptions{InputAt: []uint32{0, 4096}})
+	require.NoError(t, err)
+	assert.Equal(t, Region{Off: 4096, Len: 3, Abs: true}, l.Inputs[1], "the caller's placement")
+	assert.False(t, l.Inputs[0].Abs, "0: placed in the frame")
+	_, err = Plan(ins[:1], nil, PlanOptions{InputAt: []uint32{4100}})
+	assert.ErrorContains(t, err, "misaligned")
+	// A signature cut short anywhere is an error, never a panic.
+	for _, text := range []string{"(", "(x", "(x:", "(x: f32[", "(x: f32[n]) ->", "(x: f32[n]) -> $"} {
+		_, err := ParseSignature(text)
+		assert.Error(t, err, text)
+	}
+}

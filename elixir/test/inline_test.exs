@@ -16,14 +16,18 @@ defmodule Callbox.InlineTest do
 
   test "a short call finishes on the caller's scheduler, with the dirty route's result", %{host: host} do
     x = f32([1.0, -2.5, 3.0])
-    {counts, inline} = routes(fn -> Callbox.call(host, "copy_f32", [x]) end)
+    # A slice of a whole second: the call finishes inline however loaded
+    # the machine (the default 100 us slice could be outrun by a
+    # descheduled thread; that route is the next test's).
+    {counts, inline} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 1_000_000) end)
     assert counts == %{inline: 1, gave_up: 0, dirty: 0}
     assert {:ok, [^x]} = inline
     {counts, dirty} = routes(fn -> Callbox.call(host, "copy_f32", [x], inline_us: 0) end)
     assert counts == %{inline: 0, gave_up: 0, dirty: 1}
     assert dirty == inline
     # Tensors given as {binary, type, shape} take the same route.
-    {counts, tuple} = routes(fn -> Callbox.call(host, "copy_f32", [{x.data, {:f, 32}, {3}}]) end)
+    {counts, tuple} =
+      routes(fn -> Callbox.call(host, "copy_f32", [{x.data, {:f, 32}, {3}}], inline_us: 1_000_000) end)
     assert counts.inline == 1
     assert tuple == inline
   end
