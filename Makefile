@@ -19,7 +19,7 @@ unit:
 # the engines, the FFI bridge, and the GPU path (concurrent streams, on
 # the fake device).
 race:
-	$(GO) test -count=1 -race ./host/... ./sandbox/... ./cuda/... ./lowering/... ./ffi/...
+	$(GO) test -count=1 -race ./abi/... ./host/... ./sandbox/... ./cuda/... ./lowering/... ./ffi/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
