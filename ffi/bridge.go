@@ -293,7 +293,7 @@ func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 		return err
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(nIn), int(nOut))
+	defer sc.release(uint64(nIn), uint64(nOut))
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
 		return forCallback(err, name)
@@ -327,7 +327,7 @@ func tapDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr) 
 		return err
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(nIn), 0)
+	defer sc.release(uint64(nIn), 0)
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
 		return forCallback(err, name)
@@ -364,9 +364,12 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // release drops the references the call left (n inputs and outputs at
 // most) and returns s to the pool.
-func (s *scratch) release(nIn, nOut int) {
-	clear(s.in[:min(nIn, len(s.in))])
-	clear(s.out[:min(nOut, len(s.out))])
+// release clears what a call used and returns s to the pool. The counts
+// are the caller's, untrusted (SIZE_MAX from C, a negative int64 from XLA
+// as uint64): each is clamped to the scratch arrays.
+func (s *scratch) release(nIn, nOut uint64) {
+	clear(s.in[:min(nIn, uint64(len(s.in)))])
+	clear(s.out[:min(nOut, uint64(len(s.out)))])
 	scratchPool.Put(s)
 }
 

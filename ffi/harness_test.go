@@ -367,6 +367,16 @@ func TestHarnessCAPI(t *testing.T) {
 	g := r.fails(t, "guest_error", abi.GuestError, `callback "fail" failed`)
 	assert.Equal(t, "bad input", g.guest)
 	assert.Equal(t, "fail", g.callback)
+	for _, label := range []string{"count_max_call", "count_max_batch", "count_max_within", "count_max_tap",
+		"count_max_chain_call", "count_max_chain_tap", "count_max_output_types"} {
+		r.fails(t, label, abi.InvalidArgument, "inputs: count 18446744073709551615 exceeds the maximum 1024")
+	}
+	for _, label := range []string{"count_max_call_out", "count_max_cancelable"} {
+		r.fails(t, label, abi.InvalidArgument, "outputs: count 18446744073709551615 exceeds the maximum 1024")
+	}
+	for _, label := range []string{"pointer_kernel", "pointer_noncanonical", "pointer_kernel_out"} {
+		r.fails(t, label, abi.InvalidArgument, "where user space ends: a kernel, non-canonical or wild pointer")
+	}
 	to := r.fails(t, "timeout", abi.Timeout, `callback "spin" failed: timeout after 250ms`)
 	assert.Equal(t, int(abi.CodeDeadlineExceeded), to.code)
 	r.ok(t, "ok_after")

@@ -144,7 +144,7 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 		return callback, bh.gpuCall(ctx, chain, callback, cuda.Stream(c.Stream), ins, outs)
 	}
 	sc := scratchPool.Get().(*scratch)
-	defer sc.release(int(c.NumArgs), int(c.NumRets))
+	defer sc.release(uint64(c.NumArgs), uint64(c.NumRets))
 	in, err := xlaTensors("argument", c.Args[:c.NumArgs], sc.in[:])
 	if err != nil {
 		return callback, err

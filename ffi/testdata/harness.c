@@ -453,6 +453,31 @@ static void group_bad(void) {
   report("output_dtype", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
   report("input_dtype", callbox_call(host, "copy_f32", (callbox_tensor[]){tensor(x, CALLBOX_DL_INT, 32, 1, &n)}, 1, &to, 1));
   CHECK(y[0] == 0 && y[3] == 0, "a refused call wrote its output");
+  // Counts of SIZE_MAX through every entry that takes one: refused as
+  // InvalidArgument (not a HostPanic from a negative count).
+  {
+    callbox_type types[1];
+    int32_t expired = 0;
+    report("count_max_call", callbox_call(host, "copy_f32", &ti, SIZE_MAX, &to, 1));
+    report("count_max_call_out", callbox_call(host, "copy_f32", &ti, 1, &to, SIZE_MAX));
+    report("count_max_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, SIZE_MAX, &to, 1));
+    report("count_max_cancelable", callbox_call_cancelable(host, 0, NULL, "copy_f32", &ti, 1, &to, SIZE_MAX));
+    report("count_max_within", callbox_call_within(host, 0, "copy_f32", &ti, SIZE_MAX, &to, 1, 1000000000, &expired));
+    report("count_max_tap", callbox_tap(host, "copy_f32", &ti, SIZE_MAX));
+    report("count_max_chain_call", callbox_chain_call(host, "cm", "copy_f32", &ti, SIZE_MAX, &to, 1));
+    report("count_max_chain_tap", callbox_chain_tap(host, "cm", "copy_f32", &ti, SIZE_MAX));
+    report("count_max_output_types", callbox_output_types(host, "copy_f32", &ti, SIZE_MAX, types, 1));
+  }
+  // Pointers no user-space buffer can have: the kernel half and a
+  // non-canonical address, refused before any byte is read.
+  bad = ti;
+  bad.data = (void *)(uintptr_t)0xffff888000000000ull;
+  report("pointer_kernel", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad.data = (void *)(uintptr_t)0x0800000000000000ull;
+  report("pointer_noncanonical", callbox_call(host, "copy_f32", &bad, 1, &to, 1));
+  bad = to;
+  bad.data = (void *)(uintptr_t)0xffff888000000000ull;
+  report("pointer_kernel_out", callbox_call(host, "copy_f32", &ti, 1, &bad, 1));
   report("guest_error", callbox_call(host, "fail", &ti, 1, &to, 1));
   CHECK(y[0] == 0, "a failed call wrote its output");
   report("timeout", callbox_call(host, "spin", &ti, 1, &to, 1));

@@ -133,6 +133,15 @@ func ToABI(d DType) (abi.DType, bool) {
 // there is NULL plus an offset, or a small integer passed as a pointer.
 const MinAddress = 64 << 10
 
+// MaxHostAddress bounds the end of host memory a tensor may name: user
+// space ends below 2^47 on x86-64 (2^56 with five-level page tables) and
+// below 2^52 on arm64, so an address past 2^57 is a kernel-half pointer
+// (0xffff888000000000), a non-canonical one (0x0800000000000000) or a wild
+// one. Reading it would fault inside the Go runtime and abort the caller's
+// process; it is refused instead, as the lowest 64 KiB are. Device memory
+// (the GPU entries) is not held to it.
+const MaxHostAddress = 1 << 57
+
 // Memory says which memory a caller can move bytes from: the C API reads
 // host memory, the GPU entries device memory.
 type Memory uint8
@@ -235,7 +244,8 @@ func CheckInto(v *View, t *Tensor, m Memory) error {
 	if n > 0 {
 		base := uintptr(t.Data)
 		start := base + uintptr(t.ByteOffset)
-		if base == 0 || start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start || start < MinAddress {
+		if base == 0 || start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start || start < MinAddress ||
+			m == OnHost && uint64(start)+n > MaxHostAddress {
 			return badAddress(t, d, shape, n)
 		}
 		addr = unsafe.Add(t.Data, uintptr(t.ByteOffset))
@@ -261,6 +271,8 @@ func badAddress(t *Tensor, d abi.DType, shape abi.Shape, n uint64) error {
 		return fail("data is NULL for %s%s (%d bytes)", d, shape, n)
 	case start < base || t.ByteOffset > uint64(^uintptr(0)) || start+uintptr(n) < start:
 		return fail("byte_offset %d and %d bytes overflow the address space from data %#x", t.ByteOffset, n, base)
+	case start >= MinAddress:
+		return fail("data %#x (+ byte_offset %d) and %d bytes pass %#x, where user space ends: a kernel, non-canonical or wild pointer", base, t.ByteOffset, n, uint64(MaxHostAddress))
 	}
 	return fail("data %#x (+ byte_offset %d) is in the lowest %d KiB of the address space, which is never mapped: a NULL or wild pointer", base, t.ByteOffset, MinAddress>>10)
 }

@@ -100,6 +100,25 @@ func TestBothMemoriesOneRule(t *testing.T) {
 		_, err = dlpack.Check(low, dlpack.OnHost)
 		assert.ErrorContains(t, err, "is in the lowest 64 KiB of the address space, which is never mapped")
 	}
+	// A kernel-half, a non-canonical and a wild high pointer, and a tensor
+	// running past the end of user space, are refused in host memory (they
+	// would fault inside the runtime); device memory is not held to it.
+	for _, addr := range []uint64{0xffff888000000000, 0x0800000000000000, 1 << 57} {
+		a := uintptr(addr)
+		high := tensor(dlpack.CPU, *(*unsafe.Pointer)(unsafe.Pointer(&a)), abi.F32, []int64{2}, nil)
+		_, err = dlpack.Check(high, dlpack.OnHost)
+		assert.ErrorContains(t, err, "where user space ends: a kernel, non-canonical or wild pointer", "%#x", addr)
+	}
+	edge := uintptr(dlpack.MaxHostAddress - 8)
+	last := tensor(dlpack.CPU, *(*unsafe.Pointer)(unsafe.Pointer(&edge)), abi.F32, []int64{2}, nil)
+	_, err = dlpack.Check(last, dlpack.OnHost)
+	assert.NoError(t, err, "ending exactly at MaxHostAddress")
+	last.Shape = &[]int64{3}[0]
+	_, err = dlpack.Check(last, dlpack.OnHost)
+	assert.ErrorContains(t, err, "where user space ends")
+	dev := uintptr(0xffff888000000000)
+	_, err = dlpack.Check(tensor(dlpack.CUDA, *(*unsafe.Pointer)(unsafe.Pointer(&dev)), abi.F32, []int64{2}, nil), dlpack.OnDevice)
+	assert.NoError(t, err)
 	// The view's data starts at byte_offset.
 	o := tensor(dlpack.CPU, p, abi.F32, []int64{2}, nil)
 	o.ByteOffset = 8
