@@ -21,8 +21,10 @@
  *    CALLBOX_MAX_RANK, negative dimensions, sizes that overflow, strides
  *    that are not row-major, wrong counts, mismatched shapes, and data
  *    pointers that cannot be valid (NULL for a non-empty tensor, inside
- *    the lowest 64 KiB of the address space, which Linux never maps, or
- *    data + byte_offset + size past the end of the address space).
+ *    the lowest 64 KiB of the address space, which Linux never maps, past
+ *    2^57, where user space has ended on every 64-bit Linux (the kernel
+ *    half, non-canonical addresses), or data + byte_offset + size past the
+ *    end of the address space).
  *  - What the caller must guarantee, as for memcpy: a tensor's data
  *    addresses its whole size (dtype size x elements) of readable memory
  *    for an input and writable memory for an output, for the duration of
