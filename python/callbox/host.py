@@ -171,7 +171,15 @@ def _as_array(a: Any, index: int, param: Optional[_signature.Param]) -> np.ndarr
             if hasattr(a, "__array_interface__") or hasattr(a, "__array__"):
                 return np.asarray(a)
             raise
-    return np.asarray(a)
+    arr = np.asarray(a)
+    if arr.dtype.kind == "f" and isinstance(a, (list, tuple)):
+        # NumPy makes a sequence of Python ints with one past int64 (2**63)
+        # float64, losing the values: keep them as Python ints, whose range
+        # _convert checks against the parameter's integer dtype.
+        exact = np.asarray(a, dtype=object)
+        if exact.size and all(type(v) is int for v in exact.ravel()):
+            return exact
+    return arr
 
 
 def _np_name(d: np.dtype) -> str:

@@ -94,6 +94,14 @@ def test_arrays_of_another_dtype(host):
                        match=r"argument 0 \(x\): got float64 array, the callback takes s32, and float64 -> int32 is not "
                              r"a same_kind cast \(it can lose values\): pass x\.astype\(np\.int32\)"):
         host.call("copy_s32", np.zeros(3))
+    # Python ints go to any integer dtype that holds them, also past int64
+    # (NumPy alone would make [2**63, 1] float64).
+    np.testing.assert_array_equal(host.call("copy_u64", [2**63, 1]), np.array([2**63, 1], np.uint64))
+    np.testing.assert_array_equal(host.call("copy_u64", [2**64 - 1, 0]), np.array([2**64 - 1, 0], np.uint64))
+    with pytest.raises(callbox.InvalidArgument, match=r"u64 holds 0\.\.18446744073709551615; the values span -1\.\.9223372036854775808"):
+        host.call("copy_u64", [-1, 2**63])
+    with pytest.raises(callbox.InvalidArgument, match=r"not a same_kind cast"):
+        host.call("copy_s64", [2**63, 1.5])  # a float among them: NumPy's float64, refused as before
     with pytest.raises(callbox.InvalidArgument, match=r"got int64 array, the callback takes u64"):
         host.call("copy_u64", np.arange(3))  # signed -> unsigned is not same_kind for arrays
     with pytest.raises(callbox.InvalidArgument, match=r"got complex64 array, the callback takes f32"):
