@@ -707,6 +707,16 @@ func TestHarnessOpenCloseSoak(t *testing.T) {
 // soakGrowthKiB bounds the RSS growth of 900 open/close rounds.
 const soakGrowthKiB = 32 << 10
 
+// TestHarnessSignalFlags: cancel_on_signal keeps the program's SA_RESTART
+// choice and mask (issue: Ctrl-C no longer interrupted Python's os.read).
+func TestHarnessSignalFlags(t *testing.T) {
+	r := harnessGroups(t, false, nil, "sigflags")
+	r.ok(t, "sigflags_token", "sigflags_install_plain", "sigflags_install_restart", "sigflags_install_ignored", "sigflags_free")
+	assert.Equal(t, "restart=0 mask_term=1", r.vals["sigflags_plain"], "a handler without SA_RESTART stays without it, with its mask")
+	assert.Equal(t, "restart=1", r.vals["sigflags_restart"])
+	assert.Equal(t, "restart=1", r.vals["sigflags_ignored"], "an ignored signal interrupted nothing before")
+}
+
 // TestHarnessFork forks a child after the parent used the library: the
 // child's every entry fails at once with FailedPrecondition naming spawn
 // and forkserver (the Go runtime does not survive fork, and entering it

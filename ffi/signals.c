@@ -21,11 +21,16 @@ static uint64_t cbx_sig_token[CBX_NSIG];
 static int cbx_pipe_fds[2] = {-1, -1};
 static pthread_mutex_t cbx_sig_mu = PTHREAD_MUTEX_INITIALIZER;
 
+int cbx_in_fork_child(void);  // exports.c
+
 static void cbx_on_signal(int signo, siginfo_t *info, void *uctx) {
   int saved = errno;
   uint64_t tok = __atomic_load_n(&cbx_sig_token[signo], __ATOMIC_RELAXED);
   int fd = __atomic_load_n(&cbx_pipe_fds[1], __ATOMIC_RELAXED);
-  if (tok != 0 && fd >= 0) {
+  // A fork child inherits this handler and the pipe's write end, which the
+  // parent reads: a signal to the child must not cancel the parent's
+  // calls. The child only chains to the program's handler.
+  if (tok != 0 && fd >= 0 && !cbx_in_fork_child()) {
     ssize_t r = write(fd, &tok, sizeof tok);  // non-blocking: a full pipe drops it
     (void)r;
   }
@@ -72,11 +77,18 @@ int cbx_signal_install(int signo, uint64_t token) {
   } else if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == cbx_on_signal)) {
     // Not ours (first time, or the program installed its own since):
     // install, chaining to whatever is there now.
+    // The program's flags and mask are kept: a handler installed without
+    // SA_RESTART (Python's) lets its blocking calls be interrupted, and
+    // must go on doing so. Under the default or ignored disposition there
+    // is no handler of the program's to follow: SA_RESTART, so that a
+    // program ignoring the signal sees no EINTR it never saw before (the
+    // default action ends the process anyway).
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = cbx_on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    int program_handler = (cur.sa_flags & SA_SIGINFO) || (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN);
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | (program_handler ? (cur.sa_flags & SA_RESTART) : SA_RESTART);
+    sa.sa_mask = cur.sa_mask;
     cbx_prev[signo] = cur;
     if (sigaction(signo, &sa, NULL) != 0) err = errno;
   }

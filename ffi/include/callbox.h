@@ -417,10 +417,15 @@ callbox_error *callbox_call_cancelable(callbox_host host, callbox_cancel_token c
  * SIGILL, SIGPROF, SIGURG, which the Go runtime and wasmtime own) fire
  * cancel: the library installs a handler (SA_ONSTACK) that fires the token
  * and then calls the handler it replaced (a default action still happens:
- * SIGINT still ends a program that did not handle it). A program that
- * installs its own handler for signum afterwards replaces the library's;
- * calling this again reinstalls it, chaining to the new one. Python's
- * binding uses it so that Ctrl-C cancels a call in flight. */
+ * SIGINT still ends a program that did not handle it). It keeps the
+ * replaced handler's SA_RESTART choice and mask (a program whose handler
+ * lets Ctrl-C interrupt its blocking reads keeps that), and restarts
+ * interrupted calls when the signal was ignored or default. In a fork()
+ * child the handler only chains: a signal to the child never fires the
+ * parent's token. A program that installs its own handler for signum
+ * afterwards replaces the library's; calling this again reinstalls it,
+ * chaining to the new one. Python's binding uses it so that Ctrl-C
+ * cancels a call in flight. */
 callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum);
 
 /* A batched call (since 1.3): every input and output has one extra

@@ -1009,6 +1009,37 @@ static void fork_done(void *user, callbox_error *err) {
   callbox_error_free(err);
 }
 
+static void sig_noop(int signo) { (void)signo; }
+
+// group_sigflags: callbox_cancel_on_signal keeps the SA_RESTART flag of
+// the handler it chains to (Python installs its own without it, so that
+// Ctrl-C interrupts a blocking read), and restarts under an ignored or
+// default disposition. No signal is sent: the flags are read back.
+static void group_sigflags(void) {
+  callbox_cancel_token tok = 0;
+  report("sigflags_token", callbox_cancel_token_new(&tok));
+  struct sigaction sa, got;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sa.sa_handler = sig_noop;
+  sa.sa_flags = 0;
+  sigaction(SIGUSR2, &sa, NULL);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &sa, NULL);
+  signal(SIGTSTP, SIG_IGN);
+  report("sigflags_install_plain", callbox_cancel_on_signal(tok, SIGUSR2));
+  report("sigflags_install_restart", callbox_cancel_on_signal(tok, SIGWINCH));
+  report("sigflags_install_ignored", callbox_cancel_on_signal(tok, SIGTSTP));
+  sigaction(SIGUSR2, NULL, &got);
+  val("sigflags_plain", "restart=%d mask_term=%d", (got.sa_flags & SA_RESTART) != 0, sigismember(&got.sa_mask, SIGTERM));
+  sigaction(SIGWINCH, NULL, &got);
+  val("sigflags_restart", "restart=%d", (got.sa_flags & SA_RESTART) != 0);
+  sigaction(SIGTSTP, NULL, &got);
+  val("sigflags_ignored", "restart=%d", (got.sa_flags & SA_RESTART) != 0);
+  report("sigflags_free", callbox_cancel_token_free(tok));
+}
+
 // group_fork forks a child after the parent has used the library: every
 // entry the child calls must fail at once with FailedPrecondition (the Go
 // runtime did not survive the fork), and the parent keeps serving.
@@ -1566,6 +1597,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "shapes")) group_shapes();
     else if (!strcmp(g, "bad")) group_bad();
     else if (!strcmp(g, "chains")) group_chains();
+    else if (!strcmp(g, "sigflags")) group_sigflags();
     else if (!strcmp(g, "batch")) group_batch();
     else if (!strcmp(g, "xla")) group_xla();
     else if (!strcmp(g, "threads")) group_threads();

@@ -145,6 +145,35 @@ def test_ctrl_c_cancels_a_call(kit_config):
     assert "serving" in out
 
 
+def test_ctrl_c_still_interrupts_the_programs_own_blocking_calls(kit_config):
+    """After a call from the main thread (which chains the library's
+    SIGINT handler in front of Python's), Ctrl-C still interrupts a
+    blocking os.read at once: the handler keeps Python's flags (no
+    SA_RESTART), so the read is not restarted until the pipe's writer, 8 s
+    later, ends it."""
+    out = run_script("""
+        import os, signal, threading, time
+        import numpy as np, callbox
+        host = callbox.Host(%r)
+        x = np.ones(4, np.float32)
+        assert (host.call("copy_f32", x) == x).all()
+        r, w = os.pipe()
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        fallback = threading.Timer(8.0, os.write, (w, b"x"))
+        fallback.start()
+        t0 = time.monotonic()
+        try:
+            os.read(r, 1)
+            print("read returned after %%.3f" %% (time.monotonic() - t0))
+        except KeyboardInterrupt:
+            print("interrupted after %%.3f" %% (time.monotonic() - t0))
+        fallback.cancel()
+    """ % str(kit_config))
+    line = next(line for line in out.splitlines() if "after" in line)
+    assert line.startswith("interrupted after "), out
+    assert float(line.rsplit(" ", 1)[1]) < 5.0, out  # 0.5 s, not the writer's 8 s
+
+
 def test_open_close_soak_releases_everything(kit_config):
     """Thousands of hosts opened and closed (and dropped without close: the
     finalizer closes them) leave the RSS where the first few hundred put
