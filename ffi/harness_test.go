@@ -723,7 +723,8 @@ func TestHarnessSignalFlags(t *testing.T) {
 // would hang), and the parent keeps serving.
 func TestHarnessFork(t *testing.T) {
 	r := harnessGroups(t, false, nil, "fork")
-	r.ok(t, "fork_parent_before", "fork_parent_after")
+	r.ok(t, "fork_parent_before", "fork_parent_after", "fork_signal_token")
+	assert.Equal(t, "Timeout", r.vals["fork_signal_call"], "a signal to the fork child canceled the parent's call")
 	assert.Equal(t, "0", r.vals["fork_child_exit"], "the child finished (a hang would end in SIGALRM)")
 	for _, label := range []string{"fork_child_open", "fork_child_call"} {
 		r.fails(t, label, abi.FailedPrecondition, "forked from one that had loaded libcallbox", `"spawn"`, "forkserver")

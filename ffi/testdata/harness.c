@@ -1011,6 +1011,23 @@ static void fork_done(void *user, callbox_error *err) {
 
 static void sig_noop(int signo) { (void)signo; }
 
+// sigcall runs spin_long under a cancel token and records how it ended.
+typedef struct {
+  callbox_cancel_token tok;
+  char kind[32];
+} sigcall;
+
+static void *sigcall_run(void *p) {
+  sigcall *c = p;
+  float x[1] = {1}, y[1] = {0};
+  int64_t n = 1;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  callbox_error *e = callbox_call_cancelable(host, c->tok, NULL, "spin_long", &ti, 1, &to, 1);
+  snprintf(c->kind, sizeof c->kind, "%s", e != NULL ? e->kind_name : "ok");
+  callbox_error_free(e);
+  return NULL;
+}
+
 // group_sigflags: callbox_cancel_on_signal keeps the SA_RESTART flag of
 // the handler it chains to (Python installs its own without it, so that
 // Ctrl-C interrupts a blocking read), and restarts under an ignored or
@@ -1113,6 +1130,30 @@ static void group_fork(const char *cfg) {
   memset(y, 0, sizeof y);
   report("fork_parent_after", callbox_call(host, "copy_f32", &ti, 1, &to, 1));
   CHECK(y[3] == 4, "the parent's call after the fork");
+
+  // A signal to a fork child must not fire the parent's token (the child
+  // inherits the handler and the pipe's write end). A call under token a
+  // spins (5 s timeout) while a child raises a's signal: the call must end
+  // at its timeout, not be canceled. (It starts 200 ms before the fork; were
+  // it later, the check could only pass, never fail wrongly.)
+  callbox_cancel_token ta = 0;
+  report("fork_signal_token", callbox_cancel_token_new(&ta));
+  signal(SIGUSR2, sig_noop);
+  callbox_error_free(callbox_cancel_on_signal(ta, SIGUSR2));
+  sigcall sc = {ta, ""};
+  pthread_t th;
+  pthread_create(&th, NULL, sigcall_run, &sc);
+  usleep(200000);
+  pid_t c2 = fork();
+  if (c2 == 0) {
+    alarm(10);
+    raise(SIGUSR2);
+    _exit(0);
+  }
+  waitpid(c2, &status, 0);
+  pthread_join(th, NULL);
+  val("fork_signal_call", "%s", sc.kind);
+  callbox_error_free(callbox_cancel_token_free(ta));
 }
 
 // group_within drives callbox_call_within: a quick call within its budget;
