@@ -67,7 +67,12 @@
  *    the first wasmtime host opens) install handlers for SIGSEGV, SIGBUS,
  *    SIGFPE (and wasmtime SIGILL), keeping the program's and chaining to
  *    them; wasm traps on wasmtime arrive as these signals. Asynchronous
- *    signals (SIGINT, SIGTERM, SIGUSR1, ...) stay the program's. Install
+ *    signals (SIGINT, SIGTERM, SIGUSR1, ...) stay the program's, with two
+ *    exceptions of the Go runtime's: SIGURG gets a handler (goroutine
+ *    preemption), chaining to the program's; SIGPIPE left at its default
+ *    gets a handler that keeps the default's effect (a write to a closed
+ *    pipe on a program thread still ends the process), and an ignored
+ *    SIGPIPE stays ignored (the write fails with EPIPE). Install
  *    every handler with SA_ONSTACK, and make a SIGSEGV/SIGBUS/SIGILL/SIGFPE
  *    handler installed after the library loads chain to the one it
  *    replaced for faults it does not own. docs/SECURITY.md ("The same
