@@ -596,8 +596,12 @@ def _sigint_token(lib):
     if tok is None:
         t = _lib.CancelToken(0)
         check(lib, lib.callbox_cancel_token_new(ctypes.byref(t)))
-        check(lib, lib.callbox_cancel_on_signal(t, signal.SIGINT))
         tok = _sigint[os.getpid()] = t.value
+    # Every time, not once: signal.signal (asyncio.run swaps SIGINT's
+    # handler and restores it) replaces the library's C handler while
+    # getsignal still reports Python's. The call reinstalls it only when it
+    # is not in place (one sigaction query otherwise).
+    check(lib, lib.callbox_cancel_on_signal(tok, signal.SIGINT))
     return tok
 
 

@@ -145,6 +145,36 @@ def test_ctrl_c_cancels_a_call(kit_config):
     assert "serving" in out
 
 
+def test_ctrl_c_cancels_after_the_handler_was_swapped_and_restored(kit_config):
+    """asyncio.run() (like any signal.signal pair) replaces SIGINT's C
+    handler and restores Python's: Ctrl-C must still cancel the next call,
+    not wait for its 5 s timeout."""
+    out = run_script("""
+        import asyncio, os, signal, threading, time
+        import numpy as np, callbox
+        host = callbox.Host(%r)
+        x = np.ones(4, np.float32)
+        assert (host.call("copy_f32", x) == x).all()
+        async def nothing():
+            return None
+        asyncio.run(nothing())
+        signal.signal(signal.SIGINT, lambda *a: None)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            host.call("spin_long", x)
+            print("returned after %%.3f" %% (time.monotonic() - t0))
+        except KeyboardInterrupt:
+            print("interrupted after %%.3f" %% (time.monotonic() - t0))
+        except callbox.CallbackError as e:
+            print("failed %%s after %%.3f" %% (e.kind, time.monotonic() - t0))
+    """ % str(kit_config))
+    line = next(line for line in out.splitlines() if "after" in line)
+    assert line.startswith("interrupted after "), out
+    assert float(line.rsplit(" ", 1)[1]) < 3.5, out  # 0.5 s, not the 5 s timeout
+
+
 def test_ctrl_c_still_interrupts_the_programs_own_blocking_calls(kit_config):
     """After a call from the main thread (which chains the library's
     SIGINT handler in front of Python's), Ctrl-C still interrupts a
