@@ -87,6 +87,12 @@ type Future struct {
 	mu       sync.Mutex
 	finished bool
 	done     chan struct{}
+	// started: the chain has begun running the call (its buffers may be in
+	// use). abandoned: its caller's context ended before that; the chain
+	// then fails at this call with abandoned as the error, never touching
+	// its buffers (invokeSync).
+	started   bool
+	abandoned *CallbackError
 
 	outputs []Tensor
 	stats   Stats
@@ -185,9 +191,13 @@ func (ch *Chain) invokeSync(ctx context.Context, s syncCall) ([]Tensor, Stats, e
 		select {
 		case <-f.Done():
 		case <-ctx.Done():
-			// The call still runs in its turn, with ctx (now done): it
-			// fails at once and fails the chain. Wait for that turn, so
-			// the caller's buffers are not used after we return.
+			// Not started yet: the caller goes now, and the call, in its
+			// turn, fails the chain without running (its buffers are never
+			// touched). Started: wait for it, so the caller's buffers are
+			// not used after we return.
+			if e := f.abandon(ctx); e != nil {
+				return nil, Stats{}, e
+			}
 			<-f.Done()
 		}
 		return f.outputs, f.stats, f.err
@@ -277,6 +287,35 @@ func (ch *Chain) enqueue(f *Future) *Future {
 	return f
 }
 
+// abandon withdraws a queued call whose caller's context ended, if the
+// chain has not started it: it returns the error the call fails with (and
+// fails the chain with, in its turn), or nil when the call has started.
+func (f *Future) abandon(ctx context.Context) *CallbackError {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started {
+		return nil
+	}
+	e := &CallbackError{Callback: f.callback, Chain: f.ch.name, Seq: f.seq, kind: Canceled,
+		Message: "canceled while waiting for its turn on the chain", Err: ctx.Err()}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e.kind, e.Message = Timeout, "timeout: the caller's deadline passed while waiting for its turn on the chain"
+	}
+	f.abandoned = e
+	return e
+}
+
+// begin marks f started, unless its caller abandoned it: then it returns
+// the error f fails with.
+func (f *Future) begin() *CallbackError {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.abandoned == nil {
+		f.started = true
+	}
+	return f.abandoned
+}
+
 // finish marks a call done and wakes its waiters.
 func (ch *Chain) finish(f *Future) {
 	f.mu.Lock()
@@ -323,6 +362,15 @@ func (ch *Chain) firstFailure() *CallbackError {
 // already failed (first), and fails the chain when the call fails.
 func (ch *Chain) run(f *Future, first *CallbackError) {
 	if f.barrier {
+		return
+	}
+	if e := f.begin(); e != nil {
+		// Its caller left before its turn: it fails the chain here, as a
+		// canceled call would, without running.
+		if first == nil {
+			ch.failWith(e)
+		}
+		f.err = e
 		return
 	}
 	if first != nil {

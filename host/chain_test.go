@@ -173,3 +173,48 @@ func TestChainUnknownCallbackFailsChain(t *testing.T) {
 	_, err = ch.Invoke(context.Background(), "scale", abi.From([]float32{1}), abi.Scalar[float32](1))
 	require.True(t, errors.Is(err, host.ErrChainFailed))
 }
+
+// A call queued behind a long one on a chain honours its own context:
+// cancelled before its turn, it returns Canceled at once (not when the
+// call ahead ends), its outputs untouched, and in its turn it fails the
+// chain without running.
+func TestChainQueuedCallHonoursItsContext(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Timeout = 30 * time.Second })
+		ch := h.NewChain("queued")
+		x := abi.From([]float32{1, 2})
+		spinCtx, stopSpin := context.WithCancel(context.Background())
+		defer stopSpin()
+		spin := ch.Submit(spinCtx, "spin", x)
+		require.Eventually(t, func() bool {
+			st, _ := h.PoolStats("spin")
+			return st.Live-st.Idle == 1
+		}, 30*time.Second, time.Millisecond, "the spin started")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		out := abi.From([]float32{7, 7})
+		done := make(chan error, 1)
+		go func() {
+			_, err := ch.InvokeInto(ctx, "scale", []host.Tensor{x, abi.Scalar[float32](2)}, []host.Tensor{out})
+			done <- err
+		}()
+		cancel()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, host.Canceled)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Contains(t, err.Error(), "canceled while waiting for its turn on the chain")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the cancelled call waited for the 30 s spin ahead of it")
+		}
+		assert.Equal(t, []float32{7, 7}, abi.MustView[float32](out), "a call that never ran wrote nothing")
+
+		stopSpin()
+		_, err := spin.Wait(context.Background())
+		require.ErrorIs(t, err, host.Canceled)
+		var ce *host.CallbackError
+		require.ErrorAs(t, ch.Barrier(context.Background()), &ce)
+		assert.Equal(t, "spin", ce.Callback, "the chain's first failure is the spin")
+		assert.Error(t, ch.Reset(), "Reset returns the failure it cleared")
+	})
+}
