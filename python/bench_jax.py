@@ -80,7 +80,9 @@ def _build_floor():
     import tempfile
 
     out = os.path.join(tempfile.mkdtemp(prefix="callbox-bench-floor-"), "bench_floor.so")
-    cc = os.environ.get("CC", "cc")
+    import shutil
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
     subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", out, str(ROOT / "python" / "bench_floor.c")], check=True)
     lib = ctypes.CDLL(out)
     jax.ffi.register_ffi_target("bench_floor", jax.ffi.pycapsule(lib.bench_floor), platform="cpu")
