@@ -25,6 +25,7 @@ Programs lowered by `callbox lower` (lowering/) name the same target,
 """
 
 import functools
+import inspect
 from typing import Any, Optional
 
 import jax
@@ -265,7 +266,8 @@ def tap(name: str, *args: Any, chain: Optional[str] = None, host: Optional[Host]
 
 # ---- the ordered primitive ----
 #
-# Built the way JAX 0.11 builds io_callback(ordered=True) (jax/_src/callback.py)
+# Built the way JAX builds io_callback(ordered=True) (jax/_src/callback.py;
+# JAX 0.7 to 0.10 tested)
 # and lowered the way jax.ffi.ffi_call lowers (jax/_src/ffi.py): the same
 # effect registrations, the same token handling, the same custom-call form
 # (row-major layouts, attributes in mhlo.backend_config), the same abstract
@@ -297,10 +299,12 @@ _effect = CallboxOrderedEffect()
 #   lowerable_effects: a jaxpr with the effect may be lowered at all.
 #   control_flow_allowed_effects: the effect may appear inside cond, while,
 #     scan and fori_loop (their lowering carries the token through).
-#   shardable_ordered_effects: a jit over several devices with the effect is
-#     not refused ("ordered effects are not supported for more than 1
+#   shardable_ordered_effects: JAX does not refuse a jit over several devices
+#     with the effect ("ordered effects are not supported for more than 1
 #     device"); the lowering below gives the call io_callback's sharding, so
-#     under automatic partitioning it runs once, on the first device.
+#     under GSPMD it runs once, on the first device, and inside shard_map on
+#     each; under Shardy, automatic partitioning is refused at lowering
+#     (_check_partitioning).
 # Like io_callback, and unlike the unordered ffi_call's FfiEffect, the effect
 # is NOT in remat_allowed_effects or custom_derivatives_allowed_effects:
 # jax.checkpoint would run an ordered call again when it recomputes the
@@ -364,12 +368,15 @@ def _check_partitioning(axis_context, name):
         "on the first device)." % (name, axis_context.num_devices))
 
 
+# JAX 0.9 gave mlir.aval_to_ir_type and mlir.set_sharding the module
+# context as a first parameter; read once which form the installed JAX has
+# (a TypeError caught per call would also hide a real one).
+_MLIR_TAKES_MODULE_CONTEXT = "ctx" in inspect.signature(_mlir.set_sharding).parameters
+
+
 def _ir_type(mctx, aval):
-    """aval's MLIR type: JAX 0.9 and later take the module context too."""
-    try:
-        return _mlir.aval_to_ir_type(mctx, aval)
-    except TypeError:
-        return _mlir.aval_to_ir_type(aval)
+    """aval's MLIR type, in either form of mlir.aval_to_ir_type."""
+    return _mlir.aval_to_ir_type(mctx, aval) if _MLIR_TAKES_MODULE_CONTEXT else _mlir.aval_to_ir_type(aval)
 
 
 def _ordered_lowering(ctx, *operands, name, callback, chain, result_avals):
@@ -413,9 +420,9 @@ def _ordered_lowering(ctx, *operands, name, callback, chain, result_avals):
             token_sharding = _SdyArray(mesh_shape=(), dim_shardings=(), logical_device_ids=first.logical_device_ids)
             shardings = list(sharding.shardings)[:len(ctx.avals_out)]
             sharding = _SdyArrayList(tuple(shardings) + (token_sharding,))
-        try:
+        if _MLIR_TAKES_MODULE_CONTEXT:
             _mlir.set_sharding(mctx, op, sharding)
-        except TypeError:  # before JAX 0.9: no module context
+        else:
             _mlir.set_sharding(op, sharding)
     results = list(op.results)
     # Update our token in the set, keep every other effect's (io_callback's
