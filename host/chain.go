@@ -305,8 +305,9 @@ func (f *Future) abandon(ctx context.Context) *CallbackError {
 	return e
 }
 
-// begin marks f started, unless its caller abandoned it: then it returns
-// the error f fails with.
+// begin marks a queued f started, unless its caller abandoned it: then it
+// returns the error f fails with. (A call run on its caller's goroutine,
+// invokeSync's idle path, cannot be abandoned and needs no mark.)
 func (f *Future) begin() *CallbackError {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -341,7 +342,16 @@ func (ch *Chain) drain() {
 		first := ch.first
 		ch.mu.Unlock()
 		for i, f := range batch {
-			ch.run(f, first)
+			if e := f.begin(); e != nil {
+				// Its caller left before its turn: it fails the chain here,
+				// as a canceled call would, without running.
+				if first == nil {
+					ch.failWith(e)
+				}
+				f.err = e
+			} else {
+				ch.run(f, first)
+			}
 			if f.err != nil && first == nil {
 				first = ch.firstFailure()
 			}
@@ -362,15 +372,6 @@ func (ch *Chain) firstFailure() *CallbackError {
 // already failed (first), and fails the chain when the call fails.
 func (ch *Chain) run(f *Future, first *CallbackError) {
 	if f.barrier {
-		return
-	}
-	if e := f.begin(); e != nil {
-		// Its caller left before its turn: it fails the chain here, as a
-		// canceled call would, without running.
-		if first == nil {
-			ch.failWith(e)
-		}
-		f.err = e
 		return
 	}
 	if first != nil {
