@@ -83,7 +83,8 @@ def _build_floor():
     import shutil
 
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", out, str(ROOT / "python" / "bench_floor.c")], check=True)
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", str(ROOT / "ffi"), "-o", out, str(ROOT / "python" / "bench_floor.c")],
+                   check=True)
     lib = ctypes.CDLL(out)
     jax.ffi.register_ffi_target("bench_floor", jax.ffi.pycapsule(lib.bench_floor), platform="cpu")
     return lib
