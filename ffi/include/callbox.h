@@ -565,9 +565,10 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  * Errors carry the code of the failure kind (the table under Errors) and
  * a message "callbox <Kind>: ..." naming the callback.
  *
- * The handlers declare XLA FFI API version 0.2 in the metadata handshake;
- * XLA accepts a handler whose version is at most its own (jaxlib 0.9 and
- * later ship 0.2; validated with jaxlib 0.11.2).
+ * The handlers declare XLA FFI API version 0.2 in the metadata handshake,
+ * or 0.1 to a framework at 0.1 (jaxlib 0.7 refuses a newer handler); XLA
+ * accepts a handler whose version is at most its own. Tested under jaxlib
+ * 0.7.2 and 0.10.2 by make test; layouts validated with jaxlib 0.11.2.
  *
  * The host it calls is the default host: the one set with
  * callbox_set_default_host, else one opened on first use from the file
