@@ -80,4 +80,9 @@ report["bumps_after"] = int(host.call("bump", np.ones(1, np.float32)))
 with open(out, "w") as fh:
     json.dump(report, fh)
 host.close()
-os._exit(0)  # no distributed shutdown barrier: the other process may have failed
+# Both processes are alive (a failed callback fails a computation, not the
+# process): leave through JAX's shutdown barrier, so that neither exits
+# while the other's coordination client still polls it (an exit without it
+# made the other process abort: "the JAX distributed service detected
+# fatal errors").
+jax.distributed.shutdown()
