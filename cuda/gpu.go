@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -393,6 +394,9 @@ type gpuCall struct {
 	st   *Stats
 	stg  *stagingBuf
 	path CopyPath
+	// regions: on the pinned path, where each registration of the
+	// instance's memory starts (a copy is split at each).
+	regions []unsafe.Pointer
 	// unsettled: a wait for the call's copies failed, so they may still
 	// be in flight (after a failed sync the device is as good as dead).
 	unsettled bool
@@ -416,7 +420,7 @@ func (c *gpuCall) choose(need uint64) {
 				g.pinNanos.Add(uint64(res.took))
 				g.pinnedBytes.Add(res.bytes)
 			}
-			c.path = PathPinned
+			c.path, c.regions = PathPinned, res.regions
 			return
 		}
 		g.logger.Warn("callbox: cannot pin guest memory; this instance copies through staging buffers", "callback", c.cb.Name(), "error", err)
@@ -469,7 +473,7 @@ func (c *gpuCall) run(ctx context.Context, specs []abi.OutputSpec, inputs, outpu
 			p = ptrOf(c.stg.mem[off : off+n])
 			off += alignUp(n)
 		}
-		if err := g.dev.CopyD2H(p, in.Ptr, n, c.s); err != nil {
+		if err := c.copyD2H(p, in.Ptr, n); err != nil {
 			// Earlier copies may be queued into guest memory: wait for
 			// them before the instance can be released.
 			if serr := g.dev.SyncStream(c.s); serr != nil {
@@ -531,7 +535,7 @@ func (c *gpuCall) run(ctx context.Context, specs []abi.OutputSpec, inputs, outpu
 			src = buf
 			off += alignUp(n)
 		}
-		if err := g.dev.CopyH2D(out.Ptr, ptrOf(src), n, c.s); err != nil {
+		if err := c.copyH2D(out.Ptr, ptrOf(src), n); err != nil {
 			cerr = c.deviceErr(fmt.Sprintf("copying result %d (%d bytes) to the device", i, n), err)
 			break
 		}
@@ -545,6 +549,28 @@ func (c *gpuCall) run(ctx context.Context, specs []abi.OutputSpec, inputs, outpu
 	}
 	st.Copy += time.Since(t1)
 	return cerr
+}
+
+// copyD2H queues a copy of n bytes from the device to host memory at dst,
+// split where it crosses from one pinned registration into the next.
+func (c *gpuCall) copyD2H(dst unsafe.Pointer, src DevicePtr, n uint64) error {
+	if c.path != PathPinned {
+		return c.g.dev.CopyD2H(dst, src, n, c.s)
+	}
+	return pinnedPieces(c.regions, dst, n, func(p unsafe.Pointer, off, n uint64) error {
+		return c.g.dev.CopyD2H(p, src+DevicePtr(off), n, c.s)
+	})
+}
+
+// copyH2D queues a copy of n bytes from host memory at src to the device,
+// split like copyD2H.
+func (c *gpuCall) copyH2D(dst DevicePtr, src unsafe.Pointer, n uint64) error {
+	if c.path != PathPinned {
+		return c.g.dev.CopyH2D(dst, src, n, c.s)
+	}
+	return pinnedPieces(c.regions, src, n, func(p unsafe.Pointer, off, n uint64) error {
+		return c.g.dev.CopyH2D(dst+DevicePtr(off), p, n, c.s)
+	})
 }
 
 // wait blocks until everything the call queued on its stream completed: an

@@ -37,6 +37,12 @@ type pinResult struct {
 	pinned bool          // registered something now
 	bytes  uint64        // how much
 	took   time.Duration // how long registering took
+	// regions is the start of each registration, in address order; each
+	// ends where the next starts. A copy must not cross from one into the
+	// next (the device refuses it: pinnedPieces splits it). Only the
+	// instance's own call, which holds it, appends to the list, so the
+	// slice stays valid for that call.
+	regions []unsafe.Pointer
 }
 
 // ensure makes base..base+size of instance id registered. It fails if a
@@ -68,7 +74,7 @@ func (p *pinCache) ensure(id uint64, base unsafe.Pointer, size uint64) (pinResul
 		return pinResult{}, pm.refused
 	}
 	if size <= pm.size {
-		return pinResult{}, nil
+		return pinResult{regions: pm.regions}, nil
 	}
 	start := unsafe.Add(base, pm.size)
 	n := size - pm.size
@@ -80,7 +86,26 @@ func (p *pinCache) ensure(id uint64, base unsafe.Pointer, size uint64) (pinResul
 	took := time.Since(t0)
 	pm.regions = append(pm.regions, start)
 	pm.size = size
-	return pinResult{pinned: true, bytes: n, took: took}, nil
+	return pinResult{pinned: true, bytes: n, took: took, regions: pm.regions}, nil
+}
+
+// pinnedPieces calls fn for each part of [p, p+n) that lies within one
+// registration: a range that crosses from one registration into the next
+// is split where the next starts.
+func pinnedPieces(regions []unsafe.Pointer, p unsafe.Pointer, n uint64, fn func(p unsafe.Pointer, off, n uint64) error) error {
+	start, end := uintptr(p), uintptr(p)+uintptr(n)
+	off := uint64(0)
+	for _, r := range regions {
+		b := uintptr(r)
+		if b <= start+uintptr(off) || b >= end {
+			continue
+		}
+		if err := fn(unsafe.Add(p, off), off, uint64(b-start)-off); err != nil {
+			return err
+		}
+		off = uint64(b - start)
+	}
+	return fn(unsafe.Add(p, off), off, n-off)
 }
 
 // refused reports whether instance id could not be pinned before.

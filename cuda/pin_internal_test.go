@@ -78,3 +78,31 @@ func TestPinCacheGrowthAndMove(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 2, dev.registers, "only the two earlier registrations succeeded")
 }
+
+// TestPinnedPieces: a host range is split exactly where a registration
+// starts inside it, and nowhere else.
+func TestPinnedPieces(t *testing.T) {
+	mem := make([]byte, 100)
+	at := func(i int) unsafe.Pointer { return unsafe.Pointer(&mem[i]) }
+	regions := []unsafe.Pointer{at(0), at(30), at(60)}
+	type piece struct{ start, off, n int }
+	pieces := func(from, n int) []piece {
+		var got []piece
+		require.NoError(t, pinnedPieces(regions, at(from), uint64(n), func(p unsafe.Pointer, off, n uint64) error {
+			got = append(got, piece{int(uintptr(p) - uintptr(at(0))), int(off), int(n)})
+			return nil
+		}))
+		return got
+	}
+	assert.Equal(t, []piece{{5, 0, 20}}, pieces(5, 20), "inside one registration: one piece")
+	assert.Equal(t, []piece{{30, 0, 30}}, pieces(30, 30), "starting on a boundary, ending on the next")
+	assert.Equal(t, []piece{{20, 0, 10}, {30, 10, 30}, {60, 40, 20}}, pieces(20, 60), "across two boundaries")
+	assert.Equal(t, []piece{{70, 0, 30}}, pieces(70, 30), "in the last registration")
+	var calls int
+	err := pinnedPieces(regions, at(20), 60, func(unsafe.Pointer, uint64, uint64) error {
+		calls++
+		return assert.AnError
+	})
+	assert.ErrorIs(t, err, assert.AnError)
+	assert.Equal(t, 1, calls, "the first failure stops the copy")
+}

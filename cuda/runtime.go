@@ -20,12 +20,20 @@ const (
 // cudaEventDisableTiming: events only order work; timing costs.
 const eventDisableTiming = 2
 
-// pointerAttributes is struct cudaPointerAttributes (CUDA 11 and later).
+// pointerAttributes is struct cudaPointerAttributes as CUDA 12 and 13
+// declare it: the four fields callbox reads, then reserved[8], which the
+// runtime writes too (88 bytes in all). Declaring only the first four (24
+// bytes, CUDA 11's layout) let cudaPointerGetAttributes write 64 bytes past
+// a Go heap object into its neighbours: on an H200 with jaxlib 0.11.2 that
+// corrupted wazero's state once in about a hundred GPU calls. slack leaves
+// room for a later runtime that grows the struct again.
 type pointerAttributes struct {
 	Type          int32
 	Device        int32
 	DevicePointer uintptr
 	HostPointer   uintptr
+	Reserved      [8]int64
+	slack         [16]int64
 }
 
 // Runtime is the CUDA runtime library loaded at run time. Its functions

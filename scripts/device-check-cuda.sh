@@ -30,8 +30,17 @@ status=0
 for mode in auto pageable; do
   echo "== copy mode: $mode"
   CALLBOX_LIB=$LIB CALLBOX_CUDA_COPY=$mode "$PY" scripts/device_check_cuda.py --mode "$mode" \
-    --json "$OUT/cuda-$mode.json" --floor "$OUT/floor.so" 2>"$OUT/cuda-$mode.log" || status=1
+    --json "$OUT/cuda-$mode.json" --floor "$OUT/floor.so" 2>"$OUT/cuda-$mode.log" && continue
+  status=1
+  echo "== copy mode $mode failed; the end of its stderr ($OUT/cuda-$mode.log):"
+  tail -n 40 "$OUT/cuda-$mode.log"
 done
-"$PY" scripts/device_check_cuda.py --report "$OUT"/cuda-auto.json "$OUT"/cuda-pageable.json | tee "$OUT/cuda-report.md" || status=1
+reports=()
+for mode in auto pageable; do [ -f "$OUT/cuda-$mode.json" ] && reports+=("$OUT/cuda-$mode.json"); done
+if [ ${#reports[@]} -gt 0 ]; then
+  "$PY" scripts/device_check_cuda.py --report "${reports[@]}" | tee "$OUT/cuda-report.md" || status=1
+else
+  echo "no copy mode finished: no report"
+fi
 echo "results: $OUT"
 exit $status

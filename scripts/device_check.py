@@ -99,11 +99,16 @@ def collect(parts, out):
             doc["xla_ffi_api"] = _load(path)
         elif name == "machine.json":
             doc["machine"] = _load(path)
+        elif name == "deselected.tsv":
+            doc["deselected"] = dict(line.rstrip("\n").split("\t", 1) for line in open(path) if "\t" in line)
     cuda = os.path.join(parts, "cuda")
     if os.path.isdir(cuda):
         for name in sorted(os.listdir(cuda)):
             if name.endswith(".json"):
                 doc["cuda"][name[:-5]] = _load(os.path.join(cuda, name))
+            elif name.endswith(".log"):  # a copy mode's stderr: its end says why it stopped
+                with open(os.path.join(cuda, name), errors="replace") as f:
+                    doc.setdefault("cuda_logs", {})[name] = f.read()[-3000:]
     # ok means every step ran and passed: a step that could not run (no GPU,
     # no jax, no pytest) is a failure of the check, with its reason.
     failed = [s for s, v in doc["steps"].items() if v["ran"] and v["rc"] != 0]
@@ -125,6 +130,8 @@ def collect(parts, out):
         for name, t in res["tests"].items():
             if t["outcome"] in ("failed", "error", "skipped"):
                 print("  %s %s: %s" % (t["outcome"].upper(), name, t.get("message", "")[:200]))
+    for test, why in doc.get("deselected", {}).items():
+        print("deselected %s: %s" % (test, why))
     print("steps not run: %s" % (", ".join("%s (%s)" % (s, v["note"]) for s, v in doc["steps"].items() if not v["ran"]) or "none"))
     print("%s; results: %s" % ("ALL OK" if doc["ok"] else "FAILED: " + "; ".join(failed), out))
     return 0 if doc["ok"] else 1

@@ -249,9 +249,15 @@ func (f *Fake) hostRangeLocked(call string, p unsafe.Pointer, n uint64) (pinned 
 	if _, err := f.deviceRangeLocked(call, cuda.DevicePtr(p), 1); err == nil {
 		return false, invalidValue(call, fmt.Sprintf("host pointer %p is device memory", p))
 	}
+	// As a real device does (seen on an H200, CUDA 12, driver 580): a
+	// range that starts inside a registration must end inside it too; one
+	// that crosses into the next registration is an invalid value.
 	a := uintptr(p)
 	for base, l := range f.pinned {
-		if a >= base && uint64(a-base)+n <= l {
+		if a >= base && uint64(a-base) < l {
+			if uint64(a-base)+n > l {
+				return false, invalidValue(call, fmt.Sprintf("host range [%#x, +%d) starts in the registration at %#x (%d bytes) and runs past its end", a, n, base, l))
+			}
 			return true, nil
 		}
 	}

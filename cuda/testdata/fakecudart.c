@@ -52,10 +52,13 @@ int cudaHostUnregister(void *p) {
   }
   return 713;
 }
-struct attrs { int type; int device; void *dptr; void *hptr; };
+// As CUDA 12 and 13 declare it (driver_types.h): reserved[8] is written
+// too; the fake fills it with a pattern the test looks for.
+struct attrs { int type; int device; void *dptr; void *hptr; long reserved[8]; };
 int cudaPointerGetAttributes(struct attrs *a, uintptr_t p) {
   if (p == 0) return 1;
   memset(a, 0, sizeof *a);
+  for (int i = 0; i < 8; i++) a->reserved[i] = 0x5EC0DE00 + i;
   if (p >= dev_lo && p < dev_hi) a->type = 2;
   for (int i = 0; i < nregs; i++)
     if (p >= regs[i].p && p < regs[i].p + regs[i].n) a->type = 1;

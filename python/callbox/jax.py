@@ -240,8 +240,10 @@ def reset(chain: Optional[str] = None, host: Optional[Host] = None) -> None:
     with the old error (JAX issue 37587; io_callback has the same). reset()
     waits for the failed execution to end, then drops callbox's token in
     this thread (JAX keeps tokens per thread), so the next execution starts
-    from a fresh one. A failure on one device needs no reset (JAX does not
-    keep that token), and reset() is harmless then. With chain, it also
+    from a fresh one. On the CPU backend a failure on one device needs no
+    reset (JAX does not keep that token); on the GPU backend (jax 0.11.2,
+    seen on an H200) it does keep it, even for one device. reset() is
+    harmless where nothing was kept. With chain, it also
     resets that host chain (Chain.reset), whose failure otherwise refuses
     every later call on it, by design."""
     tokens = _dispatch.runtime_tokens.current_tokens

@@ -56,7 +56,8 @@ def guest_dir():
     Where wat2wasm is missing (a lent GPU machine), the ones a previous run
     left there (carried with build/) are used."""
     d = ROOT / "build" / "testguests"
-    sources = [(ROOT / "ffi" / "testdata" / "kit.wat", d / "kit.wasm")]
+    sources = [(ROOT / "ffi" / "testdata" / "kit.wat", d / "kit.wasm"),
+               (ROOT / "python" / "tests" / "testdata" / "panic.wat", d / "panic.wasm")]
     for module in sorted({h[0] for h in HOSTILE}):
         sources.append((ROOT / "host" / "testdata" / "hostile" / (module + ".wat"), d / (module + ".wasm")))
     if shutil.which("wat2wasm"):

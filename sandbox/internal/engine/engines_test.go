@@ -406,6 +406,9 @@ func TestInstantiateMemoryAboveLimit(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, inst)
 			assert.Contains(t, err.Error(), "instantiate: ")
+			if ec.name == "wazero" {
+				assert.Regexp(t, `panicked: .* \(at \S+ \S+\.go:\d+`, err.Error(), "a recovered panic names where it was raised")
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -39,12 +40,39 @@ func Compile(ctx context.Context, e Engine, wasm []byte, cfg ModuleConfig) (Modu
 func (g *GuestState) CallHost(hf *HostFunc, mem []byte, stack []uint64) (abort bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			g.Fail(&Trap{Class: abi.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v", hf.Module, hf.Name, r)})
+			g.Fail(&Trap{Class: abi.HostPanic, Message: fmt.Sprintf("host function %s.%s panicked: %v (at %s)", hf.Module, hf.Name, r, PanicSite())})
 			abort = true
 		}
 	}()
 	hf.Fn(g, mem, stack)
 	return g.Abort != nil
+}
+
+// PanicSite names where a recovered panic was raised, for its error
+// message: the first three frames outside the Go runtime below the panic,
+// innermost first ("function file:line < caller file:line < ..."). Call it
+// from the deferred function that recovered.
+func PanicSite() string {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	var site []string
+	panicking := false
+	for len(site) < 3 {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && f.Function != "" && !strings.HasPrefix(f.Function, "runtime."):
+			site = append(site, fmt.Sprintf("%s %s:%d", f.Function, f.File, f.Line))
+		}
+		if !more {
+			break
+		}
+	}
+	if len(site) == 0 {
+		return "unknown"
+	}
+	return strings.Join(site, " < ")
 }
 
 // FuncType is a function type in the engine layer's terms.

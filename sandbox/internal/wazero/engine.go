@@ -375,7 +375,7 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.In
 func (m *module) instantiate(ctx context.Context) (mod api.Module, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("wazero instantiation panicked: %v", r)
+			err = fmt.Errorf("wazero instantiation panicked: %v (at %s)", r, engine.PanicSite())
 		}
 	}()
 	return m.e.rt.InstantiateModule(ctx, m.cm, m.e.modCfg)
