@@ -131,10 +131,18 @@ func Kinds() []Kind {
 
 // Kinder is implemented by every error that carries a Kind: the host's
 // CallbackError and LoadError, and the engine layer's traps. Read a kind
-// the same way everywhere with KindOf.
+// the same way everywhere with KindOf. Every Kinder also answers
+// errors.Is for its kind, through IsKind.
 type Kinder interface {
 	error
 	Kind() Kind
+}
+
+// IsKind is the Is method of every error with a kind: target is that kind
+// (errors.Is(err, abi.Timeout)). KindNone matches nothing.
+func IsKind(k Kind, target error) bool {
+	t, ok := target.(Kind)
+	return ok && t == k && k != KindNone
 }
 
 // KindOf returns the Kind of the first error in err's chain that has one,

@@ -1,6 +1,7 @@
 package abi_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -75,4 +76,17 @@ func TestCallbackIDForm(t *testing.T) {
 	assert.NotEqual(t, id, abi.CallbackID([32]byte{1}, "scal", sig), "another export, another id")
 	assert.False(t, abi.IsCallbackID("scale"))
 	assert.False(t, abi.IsCallbackID(id[:len(id)-1]))
+}
+
+// TestIsKind: IsKind, the Is method of every error with a kind, matches
+// exactly its kind and nothing else; KindNone matches nothing.
+func TestIsKind(t *testing.T) {
+	for _, k := range abi.Kinds() {
+		for _, other := range abi.Kinds() {
+			assert.Equal(t, k == other, abi.IsKind(k, other), "%v against %v", k, other)
+		}
+		assert.False(t, abi.IsKind(k, errors.New(k.String())), "only a Kind matches, not its text")
+		assert.False(t, abi.IsKind(abi.KindNone, k))
+	}
+	assert.False(t, abi.IsKind(abi.KindNone, abi.KindNone))
 }

@@ -172,10 +172,7 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Kind() abi.Kind { return e.kind }
 
 // Is matches the error's Kind.
-func (e *Error) Is(target error) bool {
-	k, ok := target.(abi.Kind)
-	return ok && k == e.kind
-}
+func (e *Error) Is(target error) bool { return abi.IsKind(e.kind, target) }
 
 // GPU runs callbacks on device tensors. It is safe for concurrent use;
 // each call names its own stream.

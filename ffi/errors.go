@@ -70,6 +70,9 @@ func (e *bridgeError) Error() string {
 // Kind is the failure's kind (abi.Kinder).
 func (e *bridgeError) Kind() abi.Kind { return e.kind }
 
+// Is matches the error's kind.
+func (e *bridgeError) Is(target error) bool { return abi.IsKind(e.kind, target) }
+
 // describe flattens any error of the call path into an errInfo. The kind
 // comes from the error (abi.KindOf); errors that carry none (configuration
 // problems, a closed host) are InvalidArgument. The code is the kind's,

@@ -40,6 +40,9 @@ func (e *argError) Error() string { return e.arg.String() + ": " + e.reason }
 // Kind is InvalidArgument (abi.Kinder).
 func (e *argError) Kind() abi.Kind { return abi.InvalidArgument }
 
+// Is matches InvalidArgument.
+func (e *argError) Is(target error) bool { return abi.IsKind(abi.InvalidArgument, target) }
+
 //go:noinline
 func badArg(a argName, format string, args ...any) error {
 	return &argError{arg: a, reason: fmt.Sprintf(format, args...)}

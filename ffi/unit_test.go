@@ -183,3 +183,19 @@ func TestBridgeConcurrentCallsAndClose(t *testing.T) {
 	assert.False(t, first, "a second close is a no-op")
 	assert.ErrorContains(t, bh.open(), "is closed")
 }
+
+// TestBridgeErrorsAnswerErrorsIs: the bridge's own errors answer
+// errors.Is for their kind, every kind, as the host's do.
+func TestBridgeErrorsAnswerErrorsIs(t *testing.T) {
+	check := func(err error, want abi.Kind) {
+		t.Helper()
+		require.Equal(t, want, abi.KindOf(err))
+		for _, k := range abi.Kinds() {
+			assert.Equal(t, k == want, errors.Is(err, k), "errors.Is(%q, %v)", err, k)
+		}
+	}
+	for _, k := range abi.Kinds() {
+		check(&bridgeError{kind: k, msg: "m"}, k)
+	}
+	check(badArg(arg("inputs"), "NULL"), abi.InvalidArgument)
+}

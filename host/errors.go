@@ -68,6 +68,9 @@ func (e *kindedError) Error() string { return e.msg }
 // Kind is the error's kind (abi.Kinder).
 func (e *kindedError) Kind() Kind { return e.kind }
 
+// Is matches the error's kind: errors.Is(err, host.UnknownCallback).
+func (e *kindedError) Is(target error) bool { return abi.IsKind(e.kind, target) }
+
 // ErrChainFailed matches (errors.Is) every error of a call that did not run
 // because an earlier call on its chain failed.
 var ErrChainFailed = errors.New("chain failed")
@@ -125,10 +128,7 @@ func (e *CallbackError) Error() string {
 func (e *CallbackError) Unwrap() error { return e.Err }
 
 // Is matches the error's Kind.
-func (e *CallbackError) Is(target error) bool {
-	k, ok := target.(Kind)
-	return ok && k == e.kind
-}
+func (e *CallbackError) Is(target error) bool { return abi.IsKind(e.kind, target) }
 
 // Kind is the failure's kind (abi.Kinder).
 func (e *CallbackError) Kind() Kind { return e.kind }
@@ -189,10 +189,7 @@ func (e *LoadError) Error() string { return fmt.Sprintf("callback %q: %v", e.Cal
 func (e *LoadError) Unwrap() error { return e.Err }
 
 // Is matches the error's Kind: errors.Is(err, host.ABIViolation).
-func (e *LoadError) Is(target error) bool {
-	k, ok := target.(Kind)
-	return ok && k == e.kind
-}
+func (e *LoadError) Is(target error) bool { return abi.IsKind(e.kind, target) }
 
 // Kind is why the load failed (abi.Kinder).
 func (e *LoadError) Kind() Kind { return e.kind }

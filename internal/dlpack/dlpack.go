@@ -189,6 +189,9 @@ func (e *Error) Error() string { return e.Reason }
 // Kind is InvalidArgument (abi.Kinder).
 func (e *Error) Kind() abi.Kind { return abi.InvalidArgument }
 
+// Is matches InvalidArgument.
+func (e *Error) Is(target error) bool { return abi.IsKind(abi.InvalidArgument, target) }
+
 //go:noinline
 func fail(format string, args ...any) error { return &Error{Reason: fmt.Sprintf(format, args...)} }
 

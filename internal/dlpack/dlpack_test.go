@@ -2,6 +2,7 @@ package dlpack_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"math/big"
 	"testing"
 	"unsafe"
@@ -242,5 +243,14 @@ func BenchmarkCheck(b *testing.B) {
 		if err := dlpack.CheckInto(&v, t, dlpack.OnHost); err != nil || v.Bytes != 1024 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestErrorIsInvalidArgument: a refused tensor answers errors.Is for its
+// kind and no other.
+func TestErrorIsInvalidArgument(t *testing.T) {
+	var err error = &dlpack.Error{Reason: "bad"}
+	for _, k := range abi.Kinds() {
+		assert.Equal(t, k == abi.InvalidArgument, errors.Is(err, k), "%v", k)
 	}
 }

@@ -453,3 +453,14 @@ func TestDeadlinePersistsAcrossCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestTrapAnswersErrorsIs: a trap of every kind answers errors.Is for it,
+// and for no other kind.
+func TestTrapAnswersErrorsIs(t *testing.T) {
+	for _, k := range abi.Kinds() {
+		var err error = &engine.Trap{Class: k, Message: "m"}
+		for _, other := range abi.Kinds() {
+			assert.Equal(t, k == other, errors.Is(err, other), "%v against %v", k, other)
+		}
+	}
+}

@@ -50,10 +50,7 @@ func (t *Trap) Kind() abi.Kind { return t.Class }
 func (t *Trap) Unwrap() error { return t.Cause }
 
 // Is matches the trap's kind: errors.Is(err, abi.Timeout).
-func (t *Trap) Is(target error) bool {
-	k, ok := target.(abi.Kind)
-	return ok && k == t.Class
-}
+func (t *Trap) Is(target error) bool { return abi.IsKind(t.Class, target) }
 
 // FormatFrames renders frames one per line, innermost first.
 func FormatFrames(frames []Frame) string {

@@ -1,0 +1,12 @@
+package host
+
+// NewCallbackErrorForTest is a call failure of kind k, for the external
+// tests that check every kind.
+func NewCallbackErrorForTest(k Kind) *CallbackError {
+	return &CallbackError{Callback: "t", kind: k, Message: k.String()}
+}
+
+// NewLoadErrorForTest is a load failure of kind k.
+func NewLoadErrorForTest(k Kind) *LoadError {
+	return &LoadError{Callback: "t", kind: k, Err: k}
+}
