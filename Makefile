@@ -5,12 +5,19 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: examples-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit race check-prebuilt fuzz pytest pyinstall-test elixir-test
+test: guests lint nocgo unit examples-test race check-prebuilt fuzz pytest pyinstall-test elixir-test
+
+# Examples that are Go modules of their own (their dependencies, such as an
+# OpenTelemetry SDK and exporter, stay out of the library's go.mod):
+# vetted and tested, the race detector on.
+EXAMPLE_MODULES := examples/metrics
+examples-test:
+	for m in $(EXAMPLE_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -race ./...) || exit $$?; done
 
 unit:
 	$(GO) test -count=1 ./...
@@ -70,6 +77,7 @@ bench: lib jaxenv
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ ./ffi/ > bin/bench-host.txt; status=$$?; \
+	[ $$status -eq 0 ] && { (cd examples/metrics && $(GO) test -run '^$$' -bench . -benchtime 500ms .) >> bin/bench-host.txt; status=$$?; }; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	CALLBOX_LIB=$(CURDIR)/build/libcallbox.so JAX_PLATFORMS=cpu $(JAXENV)/bin/python python/bench_jax.py --markdown bin/bench-xla.md --json bin/bench-xla.json || exit $$?; \
 	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --xla-bench bin/bench-xla.md --since $$start

@@ -379,7 +379,7 @@ func (r *batchRun) element(i int, ins, outs []Tensor) request {
 		lo := uint64(i) * n
 		outs[j] = Tensor{DType: s.DType, Shape: s.Shape, Data: r.outputs[j].Data[lo : lo+n : lo+n]}
 	}
-	return request{inputs: ins, outputs: outs, into: true}
+	return request{inputs: ins, outputs: outs, into: true, path: pathBatch}
 }
 
 // sequential runs the elements in order on the caller's goroutine,

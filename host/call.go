@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
@@ -121,6 +123,9 @@ func (p *Plan) Inputs() []abi.TensorMeta { return p.p.metas }
 type Call struct {
 	cl   call
 	done bool
+	ctx  context.Context // the caller's, with the call's span (telemetry)
+	span trace.Span
+	err  *CallbackError // Run's failure, for telemetry
 }
 
 // Start acquires an instance for one call with the given plan and writes
@@ -131,7 +136,10 @@ func (c *Callback) Start(ctx context.Context, p *Plan) (*Call, error) {
 		return nil, err
 	}
 	call := &Call{}
-	if cerr := call.cl.start(ctx, c, p.p); cerr != nil {
+	call.ctx, call.span = c.startSpan(ctx)
+	if cerr := call.cl.start(call.ctx, c, p.p); cerr != nil {
+		call.cl.finish(call.ctx)
+		c.record(call.ctx, pathStep, &call.cl.st, cerr, call.span)
 		c.h.inflight.Done()
 		return nil, cerr
 	}
@@ -150,6 +158,7 @@ func (c *Call) Run(ctx context.Context) error {
 		return ErrClosed
 	}
 	if cerr := c.cl.runGuarded(ctx); cerr != nil {
+		c.err = cerr
 		return cerr
 	}
 	return nil
@@ -178,8 +187,10 @@ func (c *Call) Close(ctx context.Context) {
 		return
 	}
 	c.done = true
+	cb := c.cl.c
 	c.cl.finish(ctx)
-	c.cl.c.h.inflight.Done()
+	cb.record(c.ctx, pathStep, &c.cl.st, c.err, c.span)
+	cb.h.inflight.Done()
 }
 
 // GuestMemory describes one instance's linear memory, for a caller that
@@ -225,6 +236,7 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	}
 	g, created, byCaller, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, cl.budget, true)
 	cl.byCaller = byCaller
+	cl.st.Wait = c.sinceUnlessUntimed(cl.began)
 	if err != nil {
 		return cl.callerTimeout(c.acquireError(ctx, err))
 	}
@@ -415,16 +427,20 @@ func (cl *call) memory() GuestMemory {
 
 // finish is the release phase.
 func (cl *call) finish(ctx context.Context) {
-	if cl.g == nil {
-		return
+	if cl.g != nil {
+		if cl.kept {
+			cl.c.pool.release(ctx, cl.g)
+		} else {
+			cl.c.pool.discard(ctx, cl.g)
+		}
+		cl.g = nil
 	}
-	if cl.kept {
-		cl.c.pool.release(ctx, cl.g)
-	} else {
-		cl.c.pool.discard(ctx, cl.g)
+	if cl.c != nil && !cl.began.IsZero() {
+		// A call refused or failed before it had an instance has a Wall
+		// too: an operator's histograms must see waits that ended in a
+		// timeout.
+		cl.st.Wall = cl.c.sinceUnlessUntimed(cl.began)
 	}
-	cl.g = nil
-	cl.st.Wall = cl.c.sinceUnlessUntimed(cl.began)
 }
 
 // callPlan is everything about a call that depends only on its input types:

@@ -402,7 +402,10 @@ func (ch *Chain) run(f *Future, first *CallbackError) {
 		}
 		return
 	}
-	r := request{inputs: f.inputs, outputs: f.into, into: f.into != nil, chain: ch.name, seq: f.seq}
+	r := request{inputs: f.inputs, outputs: f.into, into: f.into != nil, chain: ch.name, seq: f.seq, path: pathChain}
+	if f.tap {
+		r.path = pathTap
+	}
 	st, cerr := c.invoke(f.ctx, &r)
 	f.stats = st
 	if cerr != nil {
@@ -428,8 +431,16 @@ func (ch *Chain) failWith(e *CallbackError) {
 // next Barrier. Inputs must not be modified until the tap has run.
 func (h *Host) Tap(ctx context.Context, callback string, inputs ...Tensor) {
 	h.taps.Go(func() error {
-		_, err := h.Invoke(ctx, callback, inputs...)
-		return err
+		c, err := h.lookup(callback)
+		if err != nil {
+			return err
+		}
+		defer h.inflight.Done()
+		r := request{inputs: inputs, path: pathTap}
+		if _, cerr := c.invoke(ctx, &r); cerr != nil {
+			return cerr
+		}
+		return nil
 	})
 }
 

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
@@ -43,6 +46,10 @@ type Host struct {
 	untimed bool
 	// onInstanceClose is called before an instance is closed.
 	onInstanceClose func(instance uint64)
+
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	tel            *telemetry
 }
 
 // Option configures a Host.
@@ -88,6 +95,10 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, chains: map[string]*Chain{}, logger: slog.Default(), clock: newMonoClock()}
 	for _, o := range opts {
 		o(h)
+	}
+	h.tel = newTelemetry(h)
+	if h.tel.meterErr != nil {
+		h.logger.Warn("callbox: the meter provider refused an instrument; it records nothing", "error", h.tel.meterErr)
 	}
 	if cfg == nil {
 		return h, nil
@@ -160,6 +171,17 @@ func (h *Host) Callbacks() []Info {
 	return out
 }
 
+// loaded is every loaded callback (for the metrics' observer).
+func (h *Host) loaded() []*Callback {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]*Callback, 0, len(h.callbacks))
+	for _, c := range h.callbacks {
+		out = append(out, c)
+	}
+	return out
+}
+
 // Callback describes one loaded callback.
 func (h *Host) Callback(name string) (Info, bool) {
 	h.mu.RLock()
@@ -209,6 +231,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.taps.Wait(ctx)
 
+	h.tel.close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []error

@@ -14,6 +14,7 @@ import (
 // Stats describe one call.
 type Stats struct {
 	Wall        time.Duration // whole call, waiting for an instance included
+	Wait        time.Duration // waiting for an instance, creating one included
 	Guest       time.Duration // time inside the callback export
 	BytesIn     uint64        // input bytes copied into guest memory
 	BytesOut    uint64        // output bytes copied out of guest memory
@@ -112,12 +113,17 @@ type request struct {
 	inputAt []uint32      // guest addresses of inputs already in guest memory
 	chain   string
 	seq     uint64
+	path    callPath // how the call was made (telemetry)
 }
 
 // invoke runs one call through every phase; it always returns a
 // *CallbackError on failure.
 func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *CallbackError) {
-	var cl call
+	cl := call{c: c}
+	ctx, span := c.startSpan(ctx)
+	if span != nil && r.chain != "" {
+		span.SetAttributes(AttrChain.String(r.chain), AttrSeq.Int64(int64(r.seq)))
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			cl.kept = false
@@ -128,6 +134,7 @@ func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 		if err != nil {
 			err.Chain, err.Seq = r.chain, r.seq
 		}
+		c.record(ctx, r.path, &st, err, span)
 	}()
 	cl.began, cl.budget = c.h.clock.now(), r.budget
 	p, err := c.planFor(r.inputs, r.inputAt)

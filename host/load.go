@@ -34,6 +34,7 @@ type Callback struct {
 	hasFre bool
 	skewed bool
 	logger *slog.Logger
+	tel    *callbackTelemetry
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 	// scratch holds batched calls' output scratch buffers (batch.go).
@@ -171,6 +172,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	}
 	c.sig = sig
 	c.id = abi.CallbackID(sum, cb.Export, sig)
+	c.tel = newCallbackTelemetry(cb.Name, eng.Name(), c.id)
 	if cb.Isolation == config.IsolationPooled {
 		c.pool.put(probe)
 	} else {

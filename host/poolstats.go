@@ -25,10 +25,14 @@ func (h *Host) PoolStats(name string) (PoolStats, bool) {
 	if !ok {
 		return PoolStats{}, false
 	}
-	p := c.pool
+	return c.pool.stats(), true
+}
+
+// stats is the pool's snapshot.
+func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	st := PoolStats{Live: p.live, Idle: len(p.idle), Max: cap(p.slots)}
 	p.mu.Unlock()
 	st.Created, st.Discarded = p.created.Load(), p.discarded.Load()
-	return st, true
+	return st
 }

@@ -117,6 +117,7 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 		return nil, Stats{}, ErrSessionClosed
 	}
 	cl := call{c: s.c, g: s.g, kept: true, began: s.c.h.clock.now()}
+	ctx, span := s.c.startSpan(ctx)
 	mem := s.g.inst.Memory()
 	var inputAt []uint32
 	for i, in := range inputs {
@@ -137,6 +138,7 @@ func (s *Session) Invoke(ctx context.Context, inputs ...Tensor) ([]Tensor, Stats
 		cerr = s.runGuarded(ctx, &cl, &r)
 	}
 	cl.st.Wall = s.c.sinceUnlessUntimed(cl.began)
+	s.c.record(ctx, pathSession, &cl.st, cerr, span)
 	if cerr != nil {
 		if !cl.kept {
 			s.broken = true

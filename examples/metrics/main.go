@@ -1,0 +1,196 @@
+// Command metrics serves a callbox host's OpenTelemetry metrics to
+// Prometheus: the host reports through the OpenTelemetry API
+// (host.WithMeterProvider), this program chooses the exporter (the
+// OpenTelemetry Prometheus exporter) and serves it on a real HTTP listener,
+// while goroutines call callbacks every way the host offers.
+//
+//	cd examples/metrics && go run . -addr 127.0.0.1:9464
+//	curl -s 127.0.0.1:9464/metrics | grep '^callbox_'
+//
+// It is its own Go module, so that the callbox library depends on the
+// OpenTelemetry API alone, never on an SDK or an exporter.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
+	"github.com/seed4b3e0ccb/callbox/host"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:9464", "where /metrics is served")
+	workers := flag.Int("workers", 8, "goroutines calling callbacks")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := Start(ctx, *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("metrics on http://%s/metrics; Ctrl-C stops", srv.Addr)
+	var wg sync.WaitGroup
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := srv.Workload(ctx); err != nil && ctx.Err() == nil {
+					log.Print(err)
+				}
+			}
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	if err := srv.Close(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// Server is a callbox host with its metrics served over HTTP.
+type Server struct {
+	Addr     string // the listener's address
+	Host     *host.Host
+	provider *sdkmetric.MeterProvider
+	http     *http.Server
+}
+
+// Start opens a host whose metrics go to a Prometheus registry served at
+// http://addr/metrics (addr "127.0.0.1:0" picks a free port), and loads the
+// example callbacks.
+func Start(ctx context.Context, addr string) (*Server, error) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, err
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	h, err := host.New(ctx, nil, host.WithMeterProvider(provider))
+	if err != nil {
+		return nil, err
+	}
+	if err := loadExamples(ctx, h); err != nil {
+		return nil, errors.Join(err, h.Close(ctx))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, errors.Join(err, h.Close(ctx))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s := &Server{Addr: ln.Addr().String(), Host: h, provider: provider, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go func() { _ = s.http.Serve(ln) }()
+	return s, nil
+}
+
+// loadExamples loads the example callbacks scale (Rust) and tap_print
+// (AssemblyScript), prebuilt, with parallel batching.
+func loadExamples(ctx context.Context, h *host.Host) error {
+	for _, m := range []struct{ name, lang string }{{"scale", "rust"}, {"tap_print", "assemblyscript"}} {
+		wasm, err := prebuilt.Module(m.lang, m.name)
+		if err != nil {
+			return err
+		}
+		cb := config.DefaultCallback()
+		cb.Name = m.name
+		cb.Limits.Timeout = time.Second
+		cb.Batching = config.BatchingParallel
+		if err := h.LoadModule(ctx, cb, wasm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Workload makes one call each way the host offers: a plain call, two
+// calls on a chain, a tap, a batch of four, a session's call, and a call
+// stepped through by hand (as the GPU path and the XLA handlers do).
+func (s *Server) Workload(ctx context.Context) error {
+	h := s.Host
+	x := abi.From([]float32{1, 2, 3, 4})
+	two := abi.Scalar[float32](2)
+	if _, err := h.Invoke(ctx, "scale", x, two); err != nil {
+		return fmt.Errorf("call: %w", err)
+	}
+	ch := h.NewChain("metrics-example")
+	if _, err := ch.Invoke(ctx, "scale", x, two); err != nil {
+		return fmt.Errorf("chain: %w", err)
+	}
+	if _, err := ch.Invoke(ctx, "tap_print", x); err != nil {
+		return fmt.Errorf("chain: %w", err)
+	}
+	h.Tap(ctx, "tap_print", x)
+	if err := h.Barrier(ctx); err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	batch, err := abi.New(abi.F32, 4, 4)
+	if err != nil {
+		return err
+	}
+	factors, err := abi.New(abi.F32, 4)
+	if err != nil {
+		return err
+	}
+	if _, err := h.InvokeBatch(ctx, "scale", batch, factors); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	sess, err := h.NewSession(ctx, "scale")
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	_, _, err = sess.Invoke(ctx, x, two)
+	sess.Release(ctx)
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	return s.step(ctx, x, two)
+}
+
+// step is one call stepped through its phases.
+func (s *Server) step(ctx context.Context, inputs ...abi.Tensor) error {
+	cb, err := s.Host.Lookup("scale")
+	if err != nil {
+		return err
+	}
+	metas := make([]abi.TensorMeta, len(inputs))
+	for i, in := range inputs {
+		metas[i] = in.Meta()
+	}
+	plan, err := cb.Plan(metas)
+	if err != nil {
+		return err
+	}
+	call, err := cb.Start(ctx, plan)
+	if err != nil {
+		return err
+	}
+	defer call.Close(ctx)
+	for i, in := range inputs {
+		copy(call.Input(i), in.Data)
+	}
+	return call.Run(ctx)
+}
+
+// Close stops serving, closes the host and flushes the provider.
+func (s *Server) Close(ctx context.Context) error {
+	return errors.Join(s.http.Shutdown(ctx), s.Host.Close(ctx), s.provider.Shutdown(ctx))
+}
