@@ -176,4 +176,3 @@ func TestSpansJoinTraces(t *testing.T) {
 	assert.Contains(t, calls[1].Status().Description, `callback "scale"`)
 	assert.Contains(t, ok, "callbox.call.guest_s")
 }
-
