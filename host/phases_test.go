@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
 func TestLookupByNameAndID(t *testing.T) {
@@ -372,4 +377,37 @@ func TestChainRegistryCopiesName(t *testing.T) {
 	assert.Equal(t, "loop", ch.Name())
 	assert.Same(t, ch, h.Chain("loop"), "the registry is keyed by the copy")
 	assert.NotSame(t, ch, h.Chain("zzzz"))
+}
+
+// TestPhasesStartFailureReleasesTheInstance: when Start gets an instance
+// but cannot allocate the call frame (the guest's callbox_alloc traps),
+// the instance is discarded there, not leaked: with max_instances 1 the
+// next Start gets a new one and fails the same way, instead of waiting for
+// a slot that never frees.
+func TestPhasesStartFailureReleasesTheInstance(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		src, err := os.ReadFile(filepath.Join("testdata", "hostile", "alloc_trap.wat"))
+		require.NoError(t, err)
+		h, err := host.New(ctx, nil)
+		require.NoError(t, err)
+		defer h.Close(ctx)
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Engine, cb.MaxInstances = "alloc_trap", "run", engine, 1
+		cb.Signature = "(x: f32[n]) -> f32[n]"
+		require.NoError(t, h.LoadModule(ctx, cb, wat.Must(string(src))))
+		c, err := h.Lookup("alloc_trap")
+		require.NoError(t, err)
+		plan, err := c.Plan([]abi.TensorMeta{{DType: abi.F32, Shape: abi.Shape{4}}})
+		require.NoError(t, err)
+		for i := 1; i <= 2; i++ {
+			_, err = c.Start(ctx, plan)
+			require.ErrorIs(t, err, host.Unreachable, "start %d", i)
+			assert.Contains(t, err.Error(), "allocating the call frame")
+			st, _ := h.PoolStats("alloc_trap")
+			assert.Equal(t, 0, st.Live, "start %d: the instance was discarded", i)
+			assert.Equal(t, uint64(i), st.Discarded)
+		}
+	})
 }
