@@ -66,6 +66,12 @@ const (
 	// entry (XLA's handlers), or a GPU entry was registered where XLA
 	// gives it no stream.
 	FailedPrecondition
+	// Overloaded: every instance of the callback stayed busy for the
+	// callback's max_wait, so the call gave up waiting for one; the guest
+	// never ran. It says the host is short of instances (raise
+	// max_instances, or shed load), not that a guest ran away, which is a
+	// Timeout.
+	Overloaded
 	numKinds
 )
 
@@ -90,6 +96,7 @@ var kindNames = [numKinds]string{
 	InvalidArgument:      "invalid argument",
 	UnknownCallback:      "unknown callback",
 	FailedPrecondition:   "failed precondition",
+	Overloaded:           "overloaded",
 }
 
 var kindIdents = [numKinds]string{
@@ -97,7 +104,7 @@ var kindIdents = [numKinds]string{
 	"MemoryOutOfBounds", "DivideByZero", "IntegerOverflow", "InvalidConversion",
 	"TableOutOfBounds", "IndirectCallMismatch", "GuestError", "ABIViolation",
 	"HostPanic", "Canceled", "OtherTrap", "InvalidArgument", "UnknownCallback",
-	"FailedPrecondition",
+	"FailedPrecondition", "Overloaded",
 }
 
 // String is the human-readable name ("timeout", "ABI violation").
@@ -192,7 +199,7 @@ func (k Kind) Code(guest Status) Code {
 		return CodeOK
 	case Timeout:
 		return CodeDeadlineExceeded
-	case FuelExhausted, MemoryLimit:
+	case FuelExhausted, MemoryLimit, Overloaded:
 		return CodeResourceExhausted
 	case InvalidArgument:
 		return CodeInvalidArgument

@@ -19,6 +19,7 @@ func TestKindCodes(t *testing.T) {
 		abi.InvalidArgument:      abi.CodeInvalidArgument,
 		abi.UnknownCallback:      abi.CodeNotFound,
 		abi.FailedPrecondition:   abi.CodeFailedPrecondition,
+		abi.Overloaded:           abi.CodeResourceExhausted,
 		abi.Canceled:             abi.CodeCancelled,
 		abi.StackOverflow:        abi.CodeInternal,
 		abi.Unreachable:          abi.CodeInternal,

@@ -75,6 +75,7 @@ func Keys() []Key {
 			sizeRule{lo: 1, hi: MaxErrorLimit}),
 		sizeKey("max_log", func(cb *Callback) *uint64 { return &cb.Limits.MaxLog },
 			sizeRule{lo: 0, hi: MaxLogLimit}),
+		maxWaitKey(),
 		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
 		maxInstancesKey(),
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
@@ -321,6 +322,31 @@ func timeoutKey() Key {
 		},
 		check: func(cb *Callback) error {
 			d := cb.Limits.Timeout
+			if d < 0 || d > MaxTimeout {
+				return fmt.Errorf("%s is out of range (allowed: %s)", durationText(d), timeoutAllowed)
+			}
+			return nil
+		},
+	}
+}
+
+// maxWaitKey is max_wait: a positive duration up to MaxTimeout.
+func maxWaitKey() Key {
+	return Key{
+		Name: "max_wait",
+		parse: func(in input, cb *Callback) error {
+			d, err := parseDuration(in.val)
+			if err != nil {
+				return err
+			}
+			if d <= 0 {
+				return fmt.Errorf("%s: must be > 0 (allowed: %s)", durationText(d), timeoutAllowed)
+			}
+			cb.Limits.MaxWait = d
+			return nil
+		},
+		check: func(cb *Callback) error {
+			d := cb.Limits.MaxWait
 			if d < 0 || d > MaxTimeout {
 				return fmt.Errorf("%s is out of range (allowed: %s)", durationText(d), timeoutAllowed)
 			}

@@ -64,6 +64,12 @@ type Limits struct {
 	MaxError uint64
 	// MaxLog caps the guest log output per call, in bytes.
 	MaxLog uint64
+	// MaxWait bounds how long a call waits for a free instance while
+	// every one of the callback's instances is busy (max_instances); the
+	// call then fails as Overloaded, without running. The callback's
+	// timeout starts once the call has an instance. Zero means no bound;
+	// config files must set a positive one.
+	MaxWait time.Duration
 }
 
 // Callback is one callback entry, with defaults applied.
@@ -157,6 +163,7 @@ func DefaultCallback() Callback {
 			MaxOutput: 1 << 30,
 			MaxError:  4 << 10,
 			MaxLog:    64 << 10,
+			MaxWait:   10 * time.Second,
 		},
 	}
 }

@@ -265,9 +265,12 @@ func cbxgo_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_
 	})
 }
 
-// limitsSize15 is callbox_limits' size in C API 1.5, the least
-// struct_size callbox_callback_limits takes.
-const limitsSize15 = unsafe.Sizeof(C.callbox_limits{})
+// limitsSize is callbox_limits' size now; limitsSize15 its size in C API
+// 1.5, the least struct_size callbox_callback_limits takes.
+const (
+	limitsSize   = unsafe.Sizeof(C.callbox_limits{})
+	limitsSize15 = unsafe.Offsetof(C.callbox_limits{}.max_wait_ns) // 1.5's struct ends before max_wait_ns
+)
 
 //export cbxgo_callback_limits
 func cbxgo_callback_limits(h C.callbox_host, key *C.char, out *C.callbox_limits) *C.callbox_error {
@@ -285,15 +288,21 @@ func cbxgo_callback_limits(h C.callbox_host, key *C.char, out *C.callbox_limits)
 			}
 			info := ci.cb.Info()
 			l := info.Limits
-			*out = C.callbox_limits{
-				struct_size:  C.size_t(limitsSize15),
+			full := C.callbox_limits{
+				struct_size:  C.size_t(limitsSize),
 				timeout_ns:   C.uint64_t(l.Timeout.Nanoseconds()),
 				max_memory:   C.uint64_t(l.MaxMemory),
 				fuel:         C.uint64_t(l.Fuel),
 				max_stack:    C.uint64_t(l.MaxStack),
 				max_output:   C.uint64_t(l.MaxOutput),
 				caller_stack: C.uint64_t(info.CallerStack),
+				max_wait_ns:  C.uint64_t(l.MaxWait.Nanoseconds()),
 			}
+			// A caller of an older version has a shorter struct: fill what
+			// fits and write no byte past it.
+			n := min(uintptr(out.struct_size), limitsSize)
+			full.struct_size = C.size_t(n)
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))
 			return nil
 		})
 	})

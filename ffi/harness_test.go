@@ -297,7 +297,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.5.0 10500", r.vals["version"])
+	assert.Equal(t, "1.6.0 10600", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -825,13 +825,14 @@ func TestHarnessWithin(t *testing.T) {
 // callbox_callback_limits: as configured (timeouts) or defaulted, the
 // caller's stack 0 on wazero and, for wasmtime, 0 where the library
 // switches stacks and max_stack plus 1 MiB elsewhere; a later version's
-// bigger struct filled only as far as 1.5's; refusals.
+// bigger struct filled only as far as 1.6's, a 1.5 caller's as far as its
+// own; refusals.
 func TestHarnessLimits(t *testing.T) {
 	r := harnessGroups(t, false, nil, "limits")
-	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger")
+	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger", "limits_15")
 	d := config.DefaultCallback().Limits
 	row := func(timeout time.Duration, callerStack uint64) string {
-		return fmt.Sprintf("56 %d %d %d %d %d %d", timeout.Nanoseconds(), d.MaxMemory, d.Fuel, d.MaxStack, d.MaxOutput, callerStack)
+		return fmt.Sprintf("64 %d %d %d %d %d %d %d", timeout.Nanoseconds(), d.MaxMemory, d.Fuel, d.MaxStack, d.MaxOutput, callerStack, d.MaxWait.Nanoseconds())
 	}
 	assert.Equal(t, row(250*time.Millisecond, 0), r.vals["limits_copy_f32"])
 	assert.Equal(t, row(5*time.Second, 0), r.vals["limits_spin_long"])
@@ -841,11 +842,12 @@ func TestHarnessLimits(t *testing.T) {
 		// The engine's own figure (max_stack plus wasmtime's margin), not
 		// restated here: more than the margin alone.
 		var callerStack uint64
-		_, err := fmt.Sscanf(r.vals["limits_spin_wasmtime"], "56 %d %d %d %d %d %d", new(uint64), new(uint64), new(uint64), new(uint64), new(uint64), &callerStack)
+		_, err := fmt.Sscanf(r.vals["limits_spin_wasmtime"], "64 %d %d %d %d %d %d", new(uint64), new(uint64), new(uint64), new(uint64), new(uint64), &callerStack)
 		require.NoError(t, err)
 		assert.Greater(t, callerStack, uint64(1<<20))
 	}
-	assert.Equal(t, "56 1", r.vals["limits_bigger"], "1.5's size reported, the later field untouched")
+	assert.Equal(t, "64 1", r.vals["limits_bigger"], "1.6's size reported, the later field untouched")
+	assert.Equal(t, "56 1 1", r.vals["limits_15"], "a 1.5 struct: filled to its end (max_output written), max_wait_ns past it untouched")
 	r.fails(t, "limits_small", abi.InvalidArgument, "struct_size is 8")
 	r.fails(t, "limits_null", abi.InvalidArgument, "out")
 	r.fails(t, "limits_unknown", abi.UnknownCallback, "no_such")

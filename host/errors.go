@@ -35,6 +35,7 @@ const (
 	InvalidArgument      = abi.InvalidArgument
 	UnknownCallback      = abi.UnknownCallback
 	FailedPrecondition   = abi.FailedPrecondition
+	Overloaded           = abi.Overloaded
 )
 
 // Frame is one wasm stack frame of a trap, as far as the engine reports

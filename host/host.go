@@ -149,8 +149,11 @@ type Info struct {
 	Module    string // module path, or "<memory>" for LoadModule
 	ModuleSHA string // sha256 of the module bytes
 	Isolation string
-	Limits    config.Limits
-	WASI      bool
+	// MaxInstances is the pool's bound (pooled) or the most concurrent
+	// calls (fresh).
+	MaxInstances int
+	Limits       config.Limits
+	WASI         bool
 	// Batching is the callback's resolved batching rule (config's Batching*
 	// names; sequential when unset), whichever config section loaded it.
 	Batching string

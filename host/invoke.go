@@ -165,6 +165,10 @@ func (c *Callback) acquireError(ctx context.Context, err error) *CallbackError {
 		e.Message = "instantiation: " + e.Message
 		return e
 	}
+	if errors.Is(err, errWaitBound) {
+		return c.fail(Overloaded, fmt.Sprintf("overloaded: every instance (max_instances %d) stayed busy for max_wait %v; the callback did not run",
+			c.spec.MaxInstances, c.spec.Limits.MaxWait), err)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return c.fail(Timeout, "timeout: the caller's deadline passed while waiting for an instance", err)
 	}

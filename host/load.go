@@ -43,7 +43,7 @@ type Callback struct {
 
 func (c *Callback) info() Info {
 	return Info{Name: c.name, ID: c.id, Export: c.spec.Export, Signature: c.sig, Engine: c.spec.Engine,
-		Module: c.spec.Module, ModuleSHA: c.sha, Isolation: c.spec.Isolation, Limits: c.spec.Limits,
+		Module: c.spec.Module, ModuleSHA: c.sha, Isolation: c.spec.Isolation, MaxInstances: c.spec.MaxInstances, Limits: c.spec.Limits,
 		WASI: c.spec.WASI == config.WASIMinimal, Batching: c.spec.BatchingRule(),
 		CallerStack: sandbox.CallerStack(c.spec.Engine, c.spec.Limits)}
 }

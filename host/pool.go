@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -257,7 +258,7 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 		if budget > 0 {
 			budgetEnd = now.Add(budget)
 		}
-		if err := p.waitSlot(ctx, budgetEnd, bounded); err != nil {
+		if err := p.waitSlot(ctx, now, budgetEnd, bounded); err != nil {
 			return nil, false, false, err
 		}
 		now = p.c.h.clock.now()
@@ -295,12 +296,23 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 	return g, true, byCaller, nil
 }
 
-// waitSlot waits for a free slot until ctx is done or, when bounded, its
-// deadline or budgetEnd (when not zero) passes (context.DeadlineExceeded).
-func (p *pool) waitSlot(ctx context.Context, budgetEnd time.Time, bounded bool) error {
-	end := budgetEnd
+// errWaitBound is a wait for a slot that outlasted the callback's
+// max_wait (acquireError makes it an Overloaded failure).
+var errWaitBound = errors.New("max_wait passed")
+
+// waitSlot waits for a free slot, from began, until ctx is done, the
+// callback's max_wait passes (errWaitBound) or, when bounded, ctx's
+// deadline or budgetEnd (when not zero) passes (context.DeadlineExceeded),
+// whichever comes first.
+func (p *pool) waitSlot(ctx context.Context, began, budgetEnd time.Time, bounded bool) error {
+	end, byWait := budgetEnd, false
 	if d, ok := ctx.Deadline(); ok && bounded && (end.IsZero() || d.Before(end)) {
 		end = d
+	}
+	if mw := p.c.spec.Limits.MaxWait; mw > 0 {
+		if w := began.Add(mw); end.IsZero() || w.Before(end) {
+			end, byWait = w, true
+		}
 	}
 	var expired <-chan time.Time
 	if !end.IsZero() {
@@ -314,6 +326,9 @@ func (p *pool) waitSlot(ctx context.Context, budgetEnd time.Time, bounded bool) 
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-expired:
+		if byWait {
+			return errWaitBound
+		}
 		return context.DeadlineExceeded
 	}
 }

@@ -37,17 +37,22 @@ func newCheckCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			// Every effective limit, defaults applied, so a user can confirm
 			// what they set.
-			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tFUEL\tSTACK\tOUTPUT\tERROR\tLOG\tISOLATION\tWASI\tSIGNATURE")
+			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tFUEL\tSTACK\tOUTPUT\tERROR\tLOG\tISOLATION\tINSTANCES\tWAIT\tWASI\tSIGNATURE")
 			for _, info := range h.Callbacks() {
 				l := info.Limits
 				wasi := "none"
 				if info.WASI {
 					wasi = "minimal"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout,
+				wait := "unbounded"
+				if l.MaxWait > 0 {
+					wait = l.MaxWait.String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout,
 					config.FormatSize(l.MaxMemory), orWord(l.Fuel, "unlimited", fmt.Sprint(l.Fuel)),
 					orWord(l.MaxStack, "default", config.FormatSize(l.MaxStack)), config.FormatSize(l.MaxOutput),
-					config.FormatSize(l.MaxError), config.FormatSize(l.MaxLog), info.Isolation, wasi, termsafe.Text(info.Signature.String()))
+					config.FormatSize(l.MaxError), config.FormatSize(l.MaxLog), info.Isolation, info.MaxInstances, wait, wasi,
+					termsafe.Text(info.Signature.String()))
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))

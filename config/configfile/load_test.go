@@ -174,7 +174,7 @@ func TestFormatsLoadTheSameConfig(t *testing.T) {
 			Batching: config.BatchingSequential,
 			Limits: config.Limits{
 				Timeout: 250 * time.Millisecond, MaxMemory: 32 << 20, Fuel: 1000000, MaxStack: 256 << 10,
-				MaxOutput: 16 << 20, MaxError: 1 << 10, MaxLog: 0,
+				MaxOutput: 16 << 20, MaxError: 1 << 10, MaxLog: 0, MaxWait: 10 * time.Second,
 			},
 		}
 		spin := d
@@ -487,7 +487,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top-level key", "cachedir: x\n", nil, "cachedir", "unknown key (did you mean cache_dir?)"},
 		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, defaults, callbacks, modules)"},
 		{"unknown defaults key", "defaults:\n  max_mem: 1MiB\n", nil, "defaults.max_mem", "unknown key (did you mean max_memory?)"},
-		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_memory, fuel, max_stack, max_output, max_error, max_log, isolation, max_instances, wasi, batching)"},
+		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_memory, fuel, max_stack, max_output, max_error, max_log, max_wait, isolation, max_instances, wasi, batching)"},
 		{"unknown callback key", "callbacks:\n  spin:\n    module: a.wasm\n    timout: 1s\n", nil, "callbacks.spin.timout", "unknown key (did you mean timeout?)"},
 		{"key case matters", "callbacks:\n  spin:\n    module: a.wasm\n    Timeout: 1s\n", nil, "callbacks.spin.Timeout", "unknown key (did you mean timeout?)"},
 		{"per-callback key in defaults", "defaults:\n  module: a.wasm\n", nil, "defaults.module", "module cannot be set in defaults"},
@@ -536,6 +536,9 @@ func TestLoadErrors(t *testing.T) {
 		// negative
 		{"negative duration", "defaults:\n  timeout: -1s\n", nil, "defaults.timeout", "must be > 0"},
 		{"zero duration", "defaults:\n  timeout: 0s\n", nil, "defaults.timeout", "must be > 0"},
+		{"zero max_wait", "defaults:\n  max_wait: 0s\n", nil, "defaults.max_wait", "must be > 0"},
+		{"bare max_wait", "defaults:\n  max_wait: 5\n", nil, "defaults.max_wait", "unit"},
+		{"max_wait too long", "defaults:\n  max_wait: 2h\n", nil, "defaults.max_wait", "out of range"},
 		{"negative fuel", "defaults:\n  fuel: -1\n", nil, "defaults.fuel", "-1: must not be negative"},
 		{"negative size string", "defaults:\n  max_log: -1KiB\n", nil, "defaults.max_log", `"-1KiB": must not be negative`},
 		{"negative instances", "defaults:\n  max_instances: -2\n", nil, "defaults.max_instances", "-2: must not be negative (allowed: an integer from 1 to 1024)"},

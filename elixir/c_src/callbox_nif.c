@@ -811,19 +811,24 @@ static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 
 /* {name, id, signature, engine, batching, nin, nout, limits}, limits a
  * map of callbox_limits' fields (timeout_ns, max_memory, fuel, max_stack,
- * max_output, caller_stack), or nil when they could not be read. */
+ * max_output, caller_stack, max_wait_ns), or nil when they could not be
+ * read. */
 static ERL_NIF_TERM info_term(ErlNifEnv *env, callbox_host h, const callbox_callback_info *in) {
   callbox_limits l = {.struct_size = sizeof l};
   ERL_NIF_TERM limits = a_nil;
   callbox_error *e = p_callbox_callback_limits(h, in->name, &l);
   if (e == NULL) {
-    ERL_NIF_TERM keys[6] = {enif_make_atom(env, "timeout_ns"), enif_make_atom(env, "max_memory"),
+    ERL_NIF_TERM keys[7] = {enif_make_atom(env, "timeout_ns"), enif_make_atom(env, "max_memory"),
                             enif_make_atom(env, "fuel"),       enif_make_atom(env, "max_stack"),
-                            enif_make_atom(env, "max_output"), enif_make_atom(env, "caller_stack")};
-    ERL_NIF_TERM vals[6] = {enif_make_uint64(env, l.timeout_ns), enif_make_uint64(env, l.max_memory),
+                            enif_make_atom(env, "max_output"), enif_make_atom(env, "caller_stack"),
+                            enif_make_atom(env, "max_wait_ns")};
+    /* A library before 1.6 fills less: its max_wait_ns stays 0 (none). */
+    uint64_t max_wait = l.struct_size >= sizeof l ? l.max_wait_ns : 0;
+    ERL_NIF_TERM vals[7] = {enif_make_uint64(env, l.timeout_ns), enif_make_uint64(env, l.max_memory),
                             enif_make_uint64(env, l.fuel),       enif_make_uint64(env, l.max_stack),
-                            enif_make_uint64(env, l.max_output), enif_make_uint64(env, l.caller_stack)};
-    if (!enif_make_map_from_arrays(env, keys, vals, 6, &limits)) limits = a_nil;
+                            enif_make_uint64(env, l.max_output), enif_make_uint64(env, l.caller_stack),
+                            enif_make_uint64(env, max_wait)};
+    if (!enif_make_map_from_arrays(env, keys, vals, 7, &limits)) limits = a_nil;
   } else {
     p_callbox_error_free(e);
   }

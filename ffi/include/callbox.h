@@ -117,9 +117,12 @@ extern "C" {
  *        Linux, wasmtime guests called from a thread with a small stack
  *        run on a stack of the library's
  *   1.5  callbox_callback_limits: a callback's limits, and the native
- *        stack a thread calling it must have (caller_stack) */
+ *        stack a thread calling it must have (caller_stack)
+ *   1.6  kind OVERLOADED: a call that waited max_wait for a busy
+ *        callback's instance fails instead of waiting without end;
+ *        callbox_limits.max_wait_ns */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 5
+#define CALLBOX_VERSION_MINOR 6
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -216,6 +219,7 @@ typedef struct callbox_dtype_info {
 #define CALLBOX_KIND_INVALID_ARGUMENT 17
 #define CALLBOX_KIND_UNKNOWN_CALLBACK 18     /* since 1.2 (was INVALID_ARGUMENT) */
 #define CALLBOX_KIND_FAILED_PRECONDITION 19  /* since 1.2 (was INVALID_ARGUMENT) */
+#define CALLBOX_KIND_OVERLOADED 20           /* since 1.6 (was an unbounded wait) */
 
 /* The code of each failure, the same from every entry (callbox_error.code,
  * both XLA handlers' errors, callbox_cuda_call_dlpack's return):
@@ -224,7 +228,8 @@ typedef struct callbox_dtype_info {
  *   closed host, no default host, a CUDA handler    FAILED_PRECONDITION (9)
  *     without a stream
  *   timeout                                         DEADLINE_EXCEEDED (4)
- *   fuel or memory limit                            RESOURCE_EXHAUSTED (8)
+ *   fuel or memory limit; overloaded (every         RESOURCE_EXHAUSTED (8)
+ *     instance busy for max_wait)
  *   canceled                                        CANCELLED (1)
  *   the guest returned an error status              that status (an absl code)
  *   traps, ABI violations, GPU device failures      INTERNAL (13) */
@@ -315,6 +320,9 @@ typedef struct callbox_limits {
    * else about max_stack plus 1 MiB (wasmtime elsewhere): call from a
    * thread with that much room below its frame. */
   uint64_t caller_stack;
+  /* How long a call waits for an instance while every one is busy
+   * (max_wait), then fails as OVERLOADED; 0: no bound (since 1.6). */
+  uint64_t max_wait_ns;
 } callbox_limits;
 
 /* The function callbox_call_async reports to (since 1.3): err is NULL on

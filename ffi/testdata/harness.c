@@ -1229,10 +1229,18 @@ static void group_limits(void) {
     l.struct_size = sizeof l;
     snprintf(label, sizeof label, "limits_%s", names[i]);
     report(label, callbox_callback_limits(host, names[i], &l));
-    val(label, "%zu %llu %llu %llu %llu %llu %llu", l.struct_size, (unsigned long long)l.timeout_ns,
+    val(label, "%zu %llu %llu %llu %llu %llu %llu %llu", l.struct_size, (unsigned long long)l.timeout_ns,
         (unsigned long long)l.max_memory, (unsigned long long)l.fuel, (unsigned long long)l.max_stack,
-        (unsigned long long)l.max_output, (unsigned long long)l.caller_stack);
+        (unsigned long long)l.max_output, (unsigned long long)l.caller_stack, (unsigned long long)l.max_wait_ns);
   }
+  // A caller compiled against 1.5 passes the struct without max_wait_ns:
+  // filled as far as it goes, nothing written past it.
+  callbox_limits old15;
+  memset(&old15, 0xAB, sizeof old15);
+  old15.struct_size = offsetof(callbox_limits, max_wait_ns);
+  report("limits_15", callbox_callback_limits(host, "copy_f32", &old15));
+  val("limits_15", "%zu %d %d", old15.struct_size, old15.max_output != 0xABABABABABABABABull,
+      old15.max_wait_ns == 0xABABABABABABABABull);
   struct {
     callbox_limits l;
     uint64_t later;

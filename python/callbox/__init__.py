@@ -36,6 +36,7 @@ from .errors import (
     Unreachable,
     UnknownCallback,
     FailedPrecondition,
+    Overloaded,
 )
 from .host import CallbackInfo, CallbackLimits, Chain, Host
 
@@ -73,5 +74,5 @@ __all__ = [
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",
-    "UnknownCallback", "FailedPrecondition",
+    "UnknownCallback", "FailedPrecondition", "Overloaded",
 ]

@@ -84,7 +84,7 @@ class CallbackInfo(ctypes.Structure):
 
 
 class Limits(ctypes.Structure):
-    """callbox_limits (1.5): struct_size set before the call."""
+    """callbox_limits (1.6): struct_size set before the call."""
 
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -94,6 +94,7 @@ class Limits(ctypes.Structure):
         ("max_stack", ctypes.c_uint64),
         ("max_output", ctypes.c_uint64),
         ("caller_stack", ctypes.c_uint64),
+        ("max_wait_ns", ctypes.c_uint64),
     ]
 
 

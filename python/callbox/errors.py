@@ -75,10 +75,15 @@ UnknownCallback = _kind("UnknownCallback", 18, InvalidArgument, LookupError,
 FailedPrecondition = _kind("FailedPrecondition", 19, InvalidArgument,
                            doc="Nothing can serve the call: the host is closed, or no default host is set (code FAILED_PRECONDITION).")
 
+Overloaded = _kind("Overloaded", 20,
+                   doc="""Every instance of the callback stayed busy for its max_wait, so the
+    call gave up waiting and the guest never ran: the host is short of
+    instances, not running away (code RESOURCE_EXHAUSTED).""")
+
 KINDS = {cls.kind_number: cls for cls in (
     Timeout, FuelExhausted, MemoryLimit, StackOverflow, Unreachable, MemoryOutOfBounds, DivideByZero,
     IntegerOverflow, InvalidConversion, TableOutOfBounds, IndirectCallMismatch, GuestError, ABIViolation,
-    HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition)}
+    HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition, Overloaded)}
 
 
 class ChainError(CallbackError):

@@ -44,7 +44,9 @@ class CallbackLimits(NamedTuple):
     timeout in ns (0: none), linear memory and output bytes, fuel per call
     (0: unlimited), the wasm stack (0: the engine's default), and
     caller_stack: the native stack a thread calling it must have (0 when
-    any thread will do)."""
+    any thread will do), and max_wait_ns: how long a call waits for a busy
+    callback's instance before failing as Overloaded (0: no bound; 0 too
+    from a library before 1.6)."""
 
     timeout_ns: int
     max_memory: int
@@ -52,6 +54,7 @@ class CallbackLimits(NamedTuple):
     max_stack: int
     max_output: int
     caller_stack: int
+    max_wait_ns: int = 0
 
 
 # DLPack type codes -> NumPy kinds: DLPack's own encoding. Which (code,
@@ -408,7 +411,8 @@ class Host:
                                       % self._lib.callbox_version().decode())
         c = _lib.Limits(struct_size=ctypes.sizeof(_lib.Limits))
         check(self._lib, self._lib.callbox_callback_limits(self._handle, _b(name_or_id), ctypes.byref(c)))
-        return CallbackLimits(c.timeout_ns, c.max_memory, c.fuel, c.max_stack, c.max_output, c.caller_stack)
+        wait = c.max_wait_ns if c.struct_size >= ctypes.sizeof(_lib.Limits) else 0
+        return CallbackLimits(c.timeout_ns, c.max_memory, c.fuel, c.max_stack, c.max_output, c.caller_stack, wait)
 
     def output_types(self, name: str, *inputs: Any) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """The (shape, dtype) of each result of a call with inputs (arrays,

@@ -23,7 +23,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.5.0"
+    assert callbox.library_version() == "1.6.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 
@@ -357,3 +357,29 @@ def test_cuda_stats_follow_the_default_host(host):
     stats = callbox.cuda_stats()
     assert stats["mode"] == "auto"
     assert stats["calls"] == 0 and stats["pins"] == 0
+
+
+def test_a_busy_callback_is_overloaded_not_a_timeout(guest_dir):
+    """Two calls of a spinning callback with one instance: one gets the
+    instance and runs into its timeout; the other waits max_wait for the
+    instance and fails as Overloaded (code RESOURCE_EXHAUSTED) without
+    running. Whichever thread wins, the two kinds are one of each."""
+    import threading
+    cfg = {"callbacks": {"spin": {"module": str(guest_dir / "kit.wasm"), "export": "spin",
+                                  "signature": "(x: f32[n]) -> f32[n]", "timeout": "1s",
+                                  "max_instances": 1, "max_wait": "100ms"}}}
+    kinds = []
+
+    def call(h):
+        try:
+            h.call("spin", np.ones(1, np.float32))
+        except callbox.CallbackError as e:
+            kinds.append(type(e))
+    with callbox.Host(cfg) as h:
+        assert h.limits("spin").max_wait_ns == 100_000_000
+        t = threading.Thread(target=call, args=(h,))
+        t.start()
+        call(h)
+        t.join()
+    assert sorted(k.__name__ for k in kinds) == ["Overloaded", "Timeout"]
+    assert callbox.Overloaded.kind_number == 20
