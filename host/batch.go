@@ -66,7 +66,7 @@ func (h *Host) InvokeBatchInto(ctx context.Context, name string, inputs, outputs
 	if err != nil {
 		return Stats{}, err
 	}
-	defer h.inflight.Done()
+	defer c.leave()
 	st, cerr := c.invokeBatch(ctx, inputs, outputs, c.BatchParallelism(), true)
 	if cerr != nil {
 		return st, cerr
@@ -81,7 +81,7 @@ func (h *Host) InvokeBatch(ctx context.Context, name string, inputs ...Tensor) (
 	if err != nil {
 		return nil, err
 	}
-	defer h.inflight.Done()
+	defer c.leave()
 	outs, _, cerr := c.invokeBatchAlloc(ctx, inputs, c.BatchParallelism())
 	if cerr != nil {
 		return nil, cerr
@@ -91,10 +91,10 @@ func (h *Host) InvokeBatch(ctx context.Context, name string, inputs ...Tensor) (
 
 // InvokeBatchInto is Host.InvokeBatchInto on a resolved callback.
 func (c *Callback) InvokeBatchInto(ctx context.Context, inputs, outputs []Tensor) (Stats, error) {
-	if err := c.h.enter(); err != nil {
+	if err := c.enter(); err != nil {
 		return Stats{}, err
 	}
-	defer c.h.inflight.Done()
+	defer c.leave()
 	st, cerr := c.invokeBatch(ctx, inputs, outputs, c.BatchParallelism(), true)
 	if cerr != nil {
 		return st, cerr

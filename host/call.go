@@ -70,16 +70,29 @@ func (h *Host) unknownLocked(nameOrID string) error {
 	return fmt.Errorf("callback %q (%s): %w", nameOrID, loaded, ErrUnknownCallback)
 }
 
-// enter admits one call on the host: it fails after Close, and Close waits
-// for every admitted call to leave.
-func (h *Host) enter() error {
+// enter admits one call on the callback: it fails after the host's Close,
+// or once a Reload replaced or removed the callback (ErrReplaced); Close,
+// and the retirement of a replaced callback, wait for every admitted call
+// to leave.
+func (c *Callback) enter() error {
+	h := c.h
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
 		return ErrClosed
 	}
+	if c.retired {
+		return c.replacedError()
+	}
 	h.inflight.Add(1)
+	c.inflight.Add(1)
 	return nil
+}
+
+// leave ends a call admitted by enter or lookup.
+func (c *Callback) leave() {
+	c.inflight.Done()
+	c.h.inflight.Done()
 }
 
 // Name is the callback's name in the config.
@@ -132,7 +145,7 @@ type Call struct {
 // the call frame. The callback's timeout starts now and covers every guest
 // entry of the call, the frame allocation included.
 func (c *Callback) Start(ctx context.Context, p *Plan) (*Call, error) {
-	if err := c.h.enter(); err != nil {
+	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	call := &Call{}
@@ -140,7 +153,7 @@ func (c *Callback) Start(ctx context.Context, p *Plan) (*Call, error) {
 	if cerr := call.cl.start(call.ctx, c, p.p); cerr != nil {
 		call.cl.finish(call.ctx)
 		c.record(call.ctx, pathStep, &call.cl.st, cerr, call.span)
-		c.h.inflight.Done()
+		c.leave()
 		return nil, cerr
 	}
 	return call, nil
@@ -190,7 +203,7 @@ func (c *Call) Close(ctx context.Context) {
 	cb := c.cl.c
 	c.cl.finish(ctx)
 	cb.record(c.ctx, pathStep, &c.cl.st, c.err, c.span)
-	cb.h.inflight.Done()
+	cb.leave()
 }
 
 // GuestMemory describes one instance's linear memory, for a caller that

@@ -385,7 +385,7 @@ func (ch *Chain) run(f *Future, first *CallbackError) {
 		f.err = ce
 		return
 	}
-	defer ch.h.inflight.Done()
+	defer c.leave()
 	if f.step != nil {
 		if err := f.step(f.ctx, c); err != nil {
 			var ce *CallbackError
@@ -435,7 +435,7 @@ func (h *Host) Tap(ctx context.Context, callback string, inputs ...Tensor) {
 		if err != nil {
 			return err
 		}
-		defer h.inflight.Done()
+		defer c.leave()
 		r := request{inputs: inputs, path: pathTap}
 		if _, cerr := c.invoke(ctx, &r); cerr != nil {
 			return cerr

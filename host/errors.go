@@ -72,6 +72,15 @@ func (e *kindedError) Kind() Kind { return e.kind }
 // Is matches the error's kind: errors.Is(err, host.UnknownCallback).
 func (e *kindedError) Is(target error) bool { return abi.IsKind(e.kind, target) }
 
+// ErrReplaced is returned by calls on a *Callback that a Reload replaced
+// or removed; look the callback up again. Its kind is FailedPrecondition.
+var ErrReplaced error = &kindedError{FailedPrecondition, "callback was replaced or removed by a reload"}
+
+// replacedError says which callback a reload retired.
+func (c *Callback) replacedError() error {
+	return fmt.Errorf("callback %q: %w; look it up again (Host.Lookup)", c.name, ErrReplaced)
+}
+
 // ErrChainFailed matches (errors.Is) every error of a call that did not run
 // because an earlier call on its chain failed.
 var ErrChainFailed = errors.New("chain failed")

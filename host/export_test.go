@@ -10,3 +10,9 @@ func NewCallbackErrorForTest(k Kind) *CallbackError {
 func NewLoadErrorForTest(k Kind) *LoadError {
 	return &LoadError{Callback: "t", kind: k, Err: k}
 }
+
+// CallbackStateForTest reports whether c's pool and module are closed, and
+// how many of its instances are alive.
+func CallbackStateForTest(c *Callback) (closed bool, live int) {
+	return c.closed.Load(), c.pool.stats().Live
+}

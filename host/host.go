@@ -35,6 +35,10 @@ type Host struct {
 	chains    map[string]*Chain
 	closed    bool
 	inflight  sync.WaitGroup
+	// reloadMu serializes Reloads; retiring counts callbacks a Reload
+	// replaced that are not closed yet (Close waits for them).
+	reloadMu sync.Mutex
+	retiring sync.WaitGroup
 
 	taps   tapgroup.Group // the host's unordered taps
 	skewed bool
@@ -197,7 +201,7 @@ func (h *Host) Callback(name string) (Info, bool) {
 }
 
 // lookup resolves a callback by name or id and admits one call on it;
-// the caller must call h.inflight.Done when the call is over.
+// the caller must call c.leave when the call is over.
 func (h *Host) lookup(nameOrID string) (*Callback, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -211,6 +215,7 @@ func (h *Host) lookup(nameOrID string) (*Callback, error) {
 		}
 	}
 	h.inflight.Add(1)
+	c.inflight.Add(1)
 	return c, nil
 }
 
@@ -226,7 +231,7 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Unlock()
 
 	done := make(chan struct{})
-	go func() { h.inflight.Wait(); close(done) }()
+	go func() { h.inflight.Wait(); h.retiring.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

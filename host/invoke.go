@@ -38,7 +38,7 @@ func (h *Host) InvokeStats(ctx context.Context, name string, inputs ...Tensor) (
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	defer h.inflight.Done()
+	defer c.leave()
 	r := request{inputs: inputs}
 	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {
@@ -55,7 +55,7 @@ func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, out
 	if err != nil {
 		return Stats{}, err
 	}
-	defer h.inflight.Done()
+	defer c.leave()
 	r := request{inputs: inputs, outputs: outputs, into: true}
 	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {
@@ -66,10 +66,10 @@ func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, out
 
 // InvokeInto is Host.InvokeInto on a resolved callback.
 func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Tensor) (Stats, error) {
-	if err := c.h.enter(); err != nil {
+	if err := c.enter(); err != nil {
 		return Stats{}, err
 	}
-	defer c.h.inflight.Done()
+	defer c.leave()
 	r := request{inputs: inputs, outputs: outputs, into: true}
 	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {
@@ -91,10 +91,10 @@ func (c *Callback) InvokeIntoWithin(ctx context.Context, budget time.Duration, i
 	if budget <= 0 {
 		return Stats{}, c.fail(InvalidArgument, fmt.Sprintf("budget %v: give a positive budget", budget), nil)
 	}
-	if err := c.h.enter(); err != nil {
+	if err := c.enter(); err != nil {
 		return Stats{}, err
 	}
-	defer c.h.inflight.Done()
+	defer c.leave()
 	r := request{inputs: inputs, outputs: outputs, into: true, budget: budget}
 	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {

@@ -35,6 +35,14 @@ type Callback struct {
 	skewed bool
 	logger *slog.Logger
 	tel    *callbackTelemetry
+	// inflight counts the calls admitted on this callback (enter, lookup),
+	// so that a Reload that replaced it closes it after the last one.
+	inflight sync.WaitGroup
+	// retired: a Reload replaced or removed the callback (guarded by the
+	// host's mu); it admits no call.
+	retired bool
+	// closed: its pool and module are closed (tests read it).
+	closed atomic.Bool
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 	// scratch holds batched calls' output scratch buffers (batch.go).
@@ -49,6 +57,7 @@ func (c *Callback) info() Info {
 }
 
 func (c *Callback) close(ctx context.Context) error {
+	c.closed.Store(true)
 	c.pool.close(ctx)
 	return c.mod.Close(ctx)
 }
@@ -97,7 +106,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 
 func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Callback, error) {
 	sum := sha256.Sum256(wasm)
-	sha := hex.EncodeToString(sum[:])
+	sha := moduleSHA(wasm)
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
 		return nil, withKind(InvalidArgument, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256))
 	}
@@ -180,6 +189,12 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	}
 	h.logger.Debug("callback loaded", "callback", cb.Name, "callback_id", c.id, "engine", eng.Name(), "signature", sig.String())
 	return c, nil
+}
+
+// moduleSHA is the module bytes' sha256, in lower-case hex.
+func moduleSHA(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:])
 }
 
 // idHandler adds the callback's id to every record. The id is known only

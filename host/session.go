@@ -46,7 +46,7 @@ func (h *Host) NewSession(ctx context.Context, name string) (*Session, error) {
 	}
 	g, _, _, err := c.pool.get(ctx, time.Now(), c.spec.Limits.Timeout, 0, false)
 	if err != nil {
-		h.inflight.Done()
+		c.leave()
 		return nil, c.acquireError(ctx, err)
 	}
 	return &Session{h: h, c: c, g: g}, nil
@@ -177,7 +177,7 @@ func (s *Session) Release(ctx context.Context) {
 		return
 	}
 	s.done = true
-	defer s.h.inflight.Done()
+	defer s.c.leave()
 	if !s.broken {
 		s.g.inst.SetDeadline(sandbox.Deadline(time.Now(), s.c.spec.Limits.Timeout))
 		for len(s.g.blocks) > 0 {
