@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // logTarget is a C log callback (callbox_set_log_callback).
@@ -56,7 +59,9 @@ func bridgeLogger() *slog.Logger {
 // sinkHandler sends each record to the C callback when one is set, else
 // to stderr: the callback gets the level, the callback's name (the
 // "callback" attribute) and the message with the other attributes (but
-// the callback's content id) as key=value.
+// the callback's content id) as key=value. A guest's line has its text as
+// the message. The host's warning about a failed call goes out as a
+// debug line: through the library the caller gets every failure as its error.
 type sinkHandler struct {
 	stderr slog.Handler
 	attrs  []slog.Attr
@@ -71,12 +76,27 @@ func (h *sinkHandler) Enabled(ctx context.Context, level slog.Level) bool {
 
 func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 	t := logSink.Load()
+	if r.Message == host.LogCallFailed {
+		// The caller gets the failure as its error: the host's warning
+		// about it is passed on as a debug line.
+		r.Level = slog.LevelDebug
+		if t != nil && r.Level < t.min || t == nil && !h.stderr.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
 	if t == nil {
 		return h.stderr.Handle(ctx, r)
 	}
 	callback := ""
 	var b strings.Builder
-	b.WriteString(r.Message)
+	// A guest's line: its text is the message the C callback gets, as
+	// before the text became an attribute (callback names its source).
+	text, guest := host.GuestLogText(r)
+	if guest {
+		b.WriteString(text)
+	} else {
+		b.WriteString(r.Message)
+	}
 	add := func(a slog.Attr) bool {
 		switch a.Key {
 		case "callback":
@@ -84,6 +104,10 @@ func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 			return true
 		case "callback_id":
 			return true // the name says which callback; the id would drown the line
+		case sandbox.GuestSourceKey, sandbox.GuestTextKey:
+			if guest {
+				return true
+			}
 		}
 		b.WriteString(" " + a.Key + "=" + a.Value.String())
 		return true

@@ -292,8 +292,12 @@ type logSink struct {
 
 func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
 func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	text, ok := host.GuestLogText(r)
+	if !ok {
+		return nil // the host's own lines
+	}
 	s.mu.Lock()
-	s.lines = append(s.lines, r.Message)
+	s.lines = append(s.lines, text)
 	s.mu.Unlock()
 	return nil
 }

@@ -213,7 +213,7 @@ type concurrency struct {
 }
 
 func (c *concurrency) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "scaling" {
+	if text, _ := host.GuestLogText(r); text == "scaling" {
 		c.lines.Add(1)
 		n := c.now.Add(1)
 		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {

@@ -24,7 +24,7 @@ type countingHandler struct {
 }
 
 func (c countingHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "scaling" {
+	if text, _ := host.GuestLogText(r); text == "scaling" {
 		c.n.Add(1)
 	}
 	return nil

@@ -278,7 +278,8 @@ func TestGuestLogsCarryCallback(t *testing.T) {
 	info, _ := h.Callback("tap")
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Contains(t, buf.String(), `"msg":"scaling"`)
+	assert.Contains(t, buf.String(), `"msg":"guest log"`)
+	assert.Contains(t, buf.String(), `"source":"guest","text":"scaling"`)
 	assert.Contains(t, buf.String(), `"callback":"tap"`)
 	assert.Contains(t, buf.String(), `"callback_id":"`+info.ID+`"`)
 }

@@ -119,8 +119,9 @@ func (g *guestLog) Handle(_ context.Context, r slog.Record) error {
 		}
 		return true
 	})
+	text, _ := host.GuestLogText(r)
 	g.mu.Lock()
-	g.bytes[name] += len(r.Message)
+	g.bytes[name] += len(text)
 	g.mu.Unlock()
 	return nil
 }

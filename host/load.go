@@ -35,6 +35,7 @@ type Callback struct {
 	skewed bool
 	logger *slog.Logger
 	tel    *callbackTelemetry
+	logs   callLogs
 	// inflight counts the calls admitted on this callback (enter, lookup),
 	// so that a Reload that replaced it closes it after the last one.
 	inflight sync.WaitGroup

@@ -348,6 +348,9 @@ func (p *pool) release(ctx context.Context, g *guest) {
 // discard closes an instance that must not serve another call.
 func (p *pool) discard(ctx context.Context, g *guest) {
 	p.discarded.Add(1)
+	if !p.fresh { // with fresh isolation every call discards its instance
+		p.c.logger.DebugContext(ctx, "callbox: instance discarded after a failed call", "instance", g.id)
+	}
 	g.close(ctx)
 	p.mu.Lock()
 	p.live--

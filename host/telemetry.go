@@ -270,6 +270,7 @@ func (c *Callback) record(ctx context.Context, path callPath, st *Stats, err *Ca
 	if span != nil {
 		endSpan(span, st, err)
 	}
+	c.logCall(ctx, path, st, err)
 }
 
 // recordInstantiate records one instance's creation time.

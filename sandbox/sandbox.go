@@ -39,6 +39,16 @@ type Options struct {
 	CacheDir string
 }
 
+// A guest's log line is a record with this message, the source attribute
+// "guest" and the guest's text under GuestTextKey (host.GuestLogText reads
+// it); the guest never sets a record's message.
+const (
+	GuestLogMessage = engine.GuestLogMessage
+	GuestSourceKey  = engine.GuestSourceKey
+	GuestSource     = engine.GuestSource
+	GuestTextKey    = engine.GuestTextKey
+)
+
 // WasmtimeAvailable reports whether this build includes the wasmtime
 // engine (it needs cgo).
 const WasmtimeAvailable = wasmtime.Available

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // guestLogger prints guest log lines (callbox.log, WASI stdout and stderr)
@@ -36,9 +38,21 @@ type lineHandler struct {
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
 
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == host.LogCallFailed && h.level > slog.LevelDebug {
+		return nil // the command reports the failure itself (-v shows the host's line too)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "callbox: %s %s", r.Level, termsafe.Text(r.Message))
+	// A guest's line shows its text as the message, escaped like every
+	// value (the text is an attribute of the record: host.GuestLogText).
+	text, guest := host.GuestLogText(r)
+	if !guest {
+		text = r.Message
+	}
+	fmt.Fprintf(&b, "callbox: %s %s", r.Level, termsafe.Text(text))
 	put := func(a slog.Attr) bool {
+		if guest && (a.Key == sandbox.GuestSourceKey || a.Key == sandbox.GuestTextKey) {
+			return true
+		}
 		h.writeAttr(&b, h.prefix, a)
 		return true
 	}

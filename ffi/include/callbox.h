@@ -273,8 +273,11 @@ typedef struct callbox_error {
  * every line at min_level or above goes to it, from whichever thread logs
  * it (the callback must be thread-safe and must not call back into the
  * library). callback is the callback's name ("" for the library's own
- * lines); message is the line with any further attributes as key=value.
- * The callback reaches hosts already open. fn NULL restores stderr. */
+ * lines); message is the line with any further attributes as key=value
+ * (a guest's line: the guest's text). The host's warning about a failed
+ * call is passed on at level CALLBOX_LOG_DEBUG: the failure is the call's
+ * error already. The callback reaches hosts already open. fn NULL
+ * restores stderr. */
 #define CALLBOX_LOG_DEBUG (-4)
 #define CALLBOX_LOG_INFO 0
 #define CALLBOX_LOG_WARN 4

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib, _signature
-from .errors import FailedPrecondition, InvalidArgument, check
+from .errors import Canceled, FailedPrecondition, InvalidArgument, check
 
 ArrayLike = Any
 """What a call takes as an argument: a NumPy array or scalar, a Python
@@ -546,8 +546,9 @@ class Host:
             except InvalidArgument as e:
                 raise _refused(name, e) from None
         tok = _sigint_token(self._lib)
-        check(self._lib, self._lib.callbox_call_batch(self._handle, tok, None if chain is None else _b(chain), _b(name),
-                                                      _tensors(ins), len(ins), _tensors(outs), len(outs)))
+        _check_sigint(self._lib, tok, self._lib.callbox_call_batch(
+            self._handle, tok, None if chain is None else _b(chain), _b(name),
+            _tensors(ins), len(ins), _tensors(outs), len(outs)))
         return _result(outs, out)
 
     def tap(self, name: str, *arrays: ArrayLike) -> None:
@@ -578,11 +579,25 @@ def _invoke(lib, handle, chain, name, ins, outs):
     tok = _sigint_token(lib)
     ti, to = _tensors(ins), _tensors(outs)
     if tok:
-        check(lib, lib.callbox_call_cancelable(handle, tok, chain, name, ti, len(ins), to, len(outs)))
+        _check_sigint(lib, tok, lib.callbox_call_cancelable(handle, tok, chain, name, ti, len(ins), to, len(outs)))
     elif chain is None:
         check(lib, lib.callbox_call(handle, name, ti, len(ins), to, len(outs)))
     else:
         check(lib, lib.callbox_chain_call(handle, chain, name, ti, len(ins), to, len(outs)))
+
+
+def _check_sigint(lib, tok, err):
+    """check for a call made under the SIGINT token tok (0: none): its
+    Canceled is Ctrl-C's, and raises KeyboardInterrupt, as Python's own
+    handler would have. (That handler may have run already, and its
+    KeyboardInterrupt been lost, inside a log callback the library made
+    from this thread during the call.)"""
+    try:
+        check(lib, err)
+    except Canceled:
+        if tok:
+            raise KeyboardInterrupt from None
+        raise
 
 
 _sigint = {}

@@ -383,3 +383,21 @@ def test_a_busy_callback_is_overloaded_not_a_timeout(guest_dir):
         t.join()
     assert sorted(k.__name__ for k in kinds) == ["Overloaded", "Timeout"]
     assert callbox.Overloaded.kind_number == 20
+
+
+def test_a_failed_call_is_logged_at_debug_only(guest_dir, caplog):
+    """The host warns about failed calls (rate-limited); through the
+    library, where the failure is the caller's exception already, that
+    line reaches the "callbox" logger at DEBUG, never as a warning. (A
+    host of its own: the limit is per callback, one line a second.)"""
+    import logging
+    x = np.ones(2, np.float32)
+    cfg = {"callbacks": {"spin": {"module": str(guest_dir / "kit.wasm"), "export": "spin",
+                                  "signature": "(x: f32[n]) -> f32[n]", "timeout": "50ms"}}}
+    with caplog.at_level(logging.DEBUG, logger="callbox"), callbox.Host(cfg) as h:
+        with pytest.raises(callbox.Timeout):
+            h.call("spin", x)
+    failed = [r for r in caplog.records if "callbox: call failed" in r.getMessage()]
+    assert failed, [r.getMessage() for r in caplog.records]
+    assert all(r.levelno == logging.DEBUG for r in failed)
+    assert "kind=Timeout" in failed[0].getMessage()

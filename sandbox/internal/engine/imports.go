@@ -207,13 +207,25 @@ func (g *GuestState) emit(level slog.Level, text []byte, stream string) {
 	if !g.logger.Enabled(g.ctx, level) {
 		return // counted against the cap, but not formatted for nothing
 	}
-	msg := capText(text, room)
+	// The guest's text is an attribute, never the record's message: a
+	// guest must not be able to write a line that reads as the host's.
+	src, txt := slog.String(GuestSourceKey, GuestSource), slog.String(GuestTextKey, capText(text, room))
 	if stream != "" {
-		g.logger.Log(g.ctx, level, msg, "stream", stream)
+		g.logger.LogAttrs(g.ctx, level, GuestLogMessage, src, txt, slog.String("stream", stream))
 		return
 	}
-	g.logger.Log(g.ctx, level, msg)
+	g.logger.LogAttrs(g.ctx, level, GuestLogMessage, src, txt)
 }
+
+// A guest's log line (callbox.log, WASI stdout or stderr) is a record
+// whose message is GuestLogMessage, with GuestSourceKey = GuestSource and
+// the guest's text under GuestTextKey.
+const (
+	GuestLogMessage = "guest log"
+	GuestSourceKey  = "source"
+	GuestSource     = "guest"
+	GuestTextKey    = "text"
+)
 
 // lineBuffer splits a WASI stream into log lines.
 type lineBuffer struct{ pending []byte }
