@@ -45,6 +45,7 @@ type bridgeHost struct {
 	gpu    *cuda.GPU
 	infos  []*cbInfo          // sorted by name
 	byKey  map[string]*cbInfo // by name and by content id
+	idErr  map[string]error   // content ids the host refuses (ambiguous), with its error
 	last   atomic.Pointer[cbInfo]
 	closed atomic.Bool
 	// calls counts calls in flight through the bridge, so that close can
@@ -94,7 +95,23 @@ func newBridgeHost(h *host.Host) (*bridgeHost, error) {
 			engine: in.Engine, batching: in.Batching, sig: in.Signature, cb: cb}
 		bh.infos = append(bh.infos, ci)
 		bh.byKey[ci.name] = ci
-		bh.byKey[ci.id] = ci
+	}
+	// A content id resolves as the host resolves it: to the callback the
+	// host picks, or, when callbacks under different settings share it, to
+	// the host's refusal naming them (ErrAmbiguousID).
+	for _, ci := range bh.infos {
+		if _, done := bh.byKey[ci.id]; done || bh.idErr[ci.id] != nil {
+			continue
+		}
+		cb, err := h.Lookup(ci.id)
+		if err != nil {
+			if bh.idErr == nil {
+				bh.idErr = map[string]error{}
+			}
+			bh.idErr[ci.id] = err
+			continue
+		}
+		bh.byKey[ci.id] = bh.byKey[cb.Name()]
 	}
 	return bh, nil
 }
@@ -114,6 +131,9 @@ func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
 		return ci, nil
 	}
 	key = strings.Clone(key)
+	if err := bh.idErr[key]; err != nil {
+		return nil, err
+	}
 	if strings.HasPrefix(key, abi.CallbackIDPrefix) {
 		return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
 			msg: "no loaded callback has this content id: the module changed or is not loaded"}

@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +22,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
 )
 
 // The header's kind numbers are abi.Kind's, and its version and rank
@@ -198,4 +201,43 @@ func TestBridgeErrorsAnswerErrorsIs(t *testing.T) {
 		check(&bridgeError{kind: k, msg: "m"}, k)
 	}
 	check(badArg(arg("inputs"), "NULL"), abi.InvalidArgument)
+}
+
+// TestBridgeResolvesContentIDsAsTheHost: a content id shared by callbacks
+// under the same settings resolves (to the host's pick); one shared under
+// different limits is refused with the host's error naming them, never
+// resolved to whichever the bridge listed last.
+func TestBridgeResolvesContentIDsAsTheHost(t *testing.T) {
+	ctx := context.Background()
+	src, err := os.ReadFile("../guests/wat/testkit.wat")
+	require.NoError(t, err)
+	wasm, err := wat.Compile(string(src))
+	require.NoError(t, err)
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	load := func(name, export string, timeout time.Duration) {
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Signature = name, export, "(x: f32[n]) -> $x"
+		cb.Limits.Timeout = timeout
+		require.NoError(t, h.LoadModule(ctx, cb, wasm))
+	}
+	load("tap", "tap", time.Second)
+	load("tap_twin", "tap", time.Second)
+	load("spin_a", "spin", 100*time.Millisecond)
+	load("spin_b", "spin", 3*time.Second)
+	bh, err := newBridgeHost(h)
+	require.NoError(t, err)
+	tap, _ := h.Callback("tap")
+	ci, err := bh.resolve(tap.ID)
+	require.NoError(t, err)
+	assert.Contains(t, []string{"tap", "tap_twin"}, ci.name)
+	spin, _ := h.Callback("spin_a")
+	_, err = bh.resolve(spin.ID)
+	require.ErrorIs(t, err, host.ErrAmbiguousID)
+	assert.Equal(t, abi.InvalidArgument, abi.KindOf(err))
+	assert.Contains(t, err.Error(), "spin_a, spin_b")
+	ci, err = bh.resolve("spin_b")
+	require.NoError(t, err)
+	assert.Equal(t, "spin_b", ci.name)
 }

@@ -53,8 +53,16 @@ func (h *Host) Lookup(nameOrID string) (*Callback, error) {
 	return nil, h.unknownLocked(nameOrID)
 }
 
+// ErrAmbiguousID is returned for a content id that names callbacks with
+// different settings. Its kind is InvalidArgument.
+var ErrAmbiguousID error = &kindedError{InvalidArgument, "ambiguous content id"}
+
 // unknownLocked explains a failed lookup; h.mu is held.
 func (h *Host) unknownLocked(nameOrID string) error {
+	if names, ok := h.ambiguous[nameOrID]; ok {
+		return fmt.Errorf("content id %s names %d callbacks with different settings (%s): a call by id could run under either's limits; call one by name: %w",
+			nameOrID, len(names), strings.Join(names, ", "), ErrAmbiguousID)
+	}
 	if strings.HasPrefix(nameOrID, abi.CallbackIDPrefix) {
 		return fmt.Errorf("no loaded callback has id %s: its module, export or signature changed since the id was taken, or it is not loaded: %w", nameOrID, ErrUnknownCallback)
 	}

@@ -32,6 +32,10 @@ type Host struct {
 	engines   map[string]sandbox.Engine
 	callbacks map[string]*Callback
 	byID      map[string]*Callback
+	// ambiguous: content ids that name callbacks with different settings
+	// (the same module, export and signature under other limits); a lookup
+	// by such an id is refused, naming them.
+	ambiguous map[string][]string
 	chains    map[string]*Chain
 	closed    bool
 	inflight  sync.WaitGroup
@@ -96,7 +100,7 @@ func WithInstanceClose(fn func(instance uint64)) Option {
 // A callback that fails to load fails New, naming the config file, the
 // callback and the reason.
 func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error) {
-	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, chains: map[string]*Chain{}, logger: slog.Default(), clock: newMonoClock()}
+	h := &Host{engines: map[string]sandbox.Engine{}, callbacks: map[string]*Callback{}, byID: map[string]*Callback{}, ambiguous: map[string][]string{}, chains: map[string]*Chain{}, logger: slog.Default(), clock: newMonoClock()}
 	for _, o := range opts {
 		o(h)
 	}

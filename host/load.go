@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,7 +104,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 		return fmt.Errorf("callback %q is already loaded (module %s)", cb.Name, old.spec.Module)
 	}
 	h.callbacks[cb.Name] = c
-	h.byID[c.id] = c
+	h.indexByIDLocked(c)
 	return nil
 }
 
@@ -190,6 +193,44 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	}
 	h.logger.Debug("callback loaded", "callback", cb.Name, "callback_id", c.id, "engine", eng.Name(), "signature", sig.String())
 	return c, nil
+}
+
+// indexByIDLocked makes c findable by its content id, unless another
+// callback already has that id with different settings: then the id is
+// ambiguous (a call by it could run under either's limits) and is refused.
+// h.mu is held.
+func (h *Host) indexByIDLocked(c *Callback) {
+	if names, ok := h.ambiguous[c.id]; ok {
+		if !slices.Contains(names, c.name) {
+			names = append(names, c.name)
+			sort.Strings(names)
+			h.ambiguous[c.id] = names
+		}
+		return
+	}
+	first, ok := h.byID[c.id]
+	switch {
+	case !ok:
+		h.byID[c.id] = c
+	case !first.interchangeable(c):
+		delete(h.byID, c.id)
+		var names []string
+		for n, o := range h.callbacks {
+			if o.id == c.id {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		h.ambiguous[c.id] = names
+	}
+}
+
+// interchangeable reports whether a call by content id could run on c or
+// d alike: the same id (module, export, signature) and the same settings.
+func (c *Callback) interchangeable(d *Callback) bool {
+	a, b := c.spec, d.spec
+	a.Name, b.Name, a.Module, b.Module = "", "", "", ""
+	return c.id == d.id && reflect.DeepEqual(a, b)
 }
 
 // moduleSHA is the module bytes' sha256, in lower-case hex.

@@ -190,3 +190,42 @@ func TestModulesEntryErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAmbiguousContentIDIsRefused: two callbacks with the same module,
+// export and signature share a content id. Under different limits a call
+// by that id could run under either's, so it is refused, naming both (by
+// name each works); under the same settings they are interchangeable and
+// the id serves.
+func TestAmbiguousContentIDIsRefused(t *testing.T) {
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	load := func(name string, timeout time.Duration) {
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Signature = name, "scale", testkitSigs["scale"]
+		cb.Limits.Timeout = timeout
+		require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	}
+	load("fast", 200*time.Millisecond)
+	load("fast_too", 200*time.Millisecond)
+	fast, _ := h.Callback("fast")
+	c, err := h.Lookup(fast.ID)
+	require.NoError(t, err, "the same settings: either serves")
+	assert.Equal(t, "fast", c.Name())
+
+	load("slow", 3*time.Second)
+	slow, _ := h.Callback("slow")
+	require.Equal(t, fast.ID, slow.ID)
+	_, err = h.Lookup(fast.ID)
+	require.ErrorIs(t, err, host.ErrAmbiguousID)
+	require.ErrorIs(t, err, host.InvalidArgument)
+	for _, n := range []string{"fast", "fast_too", "slow"} {
+		assert.Contains(t, err.Error(), n)
+	}
+	x, two := abi.From([]float32{1}), abi.Scalar[float32](2)
+	_, err = h.Invoke(ctx, fast.ID, x, two)
+	require.ErrorIs(t, err, host.ErrAmbiguousID)
+	_, err = h.Invoke(ctx, "slow", x, two)
+	require.NoError(t, err, "by name it works")
+}

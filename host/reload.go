@@ -111,18 +111,15 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	}
 
 	// The switch.
-	byID := make(map[string]*Callback, len(order))
-	for _, c := range order {
-		if _, dup := byID[c.id]; !dup {
-			byID[c.id] = c
-		}
-	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return fail(ErrClosed)
 	}
-	h.callbacks, h.byID = next, byID
+	h.callbacks, h.byID, h.ambiguous = next, map[string]*Callback{}, map[string][]string{}
+	for _, c := range order {
+		h.indexByIDLocked(c)
+	}
 	for _, c := range retired {
 		c.retired = true
 	}

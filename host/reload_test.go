@@ -209,3 +209,29 @@ func TestReloadUnderLoad(t *testing.T) {
 	assert.True(t, closed, "closed after its last call")
 	assert.Zero(t, live, "every instance of the first version closed")
 }
+
+// TestReloadIndexesContentIDsAgain: after a reload the content ids are
+// those of the new configuration: an id two callbacks shared under
+// different limits is refused, and serves again once one of them is gone.
+func TestReloadIndexesContentIDsAgain(t *testing.T) {
+	ctx := context.Background()
+	kit := writeKit(t)
+	cfg := reloadConfig(kit, time.Second, "scale")
+	other := cfg.Callbacks[0]
+	other.Name, other.Export = "scale_slow", "scale"
+	other.Limits.Timeout = 3 * time.Second
+	both := &config.Config{Callbacks: append(append([]config.Callback(nil), cfg.Callbacks...), other)}
+	h, err := host.New(ctx, both, quiet)
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	info, _ := h.Callback("scale")
+	_, err = h.Lookup(info.ID)
+	require.ErrorIs(t, err, host.ErrAmbiguousID)
+	assert.Contains(t, err.Error(), "(scale, scale_slow)")
+
+	_, err = h.Reload(ctx, cfg)
+	require.NoError(t, err)
+	c, err := h.Lookup(info.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "scale", c.Name())
+}
