@@ -307,33 +307,19 @@ func batchingKey() Key {
 const timeoutAllowed = "a duration with a unit, > 0 and at most 1h, e.g. 50ms"
 
 func timeoutKey() Key {
-	return Key{
-		Name: "timeout",
-		parse: func(in input, cb *Callback) error {
-			d, err := parseDuration(in.val)
-			if err != nil {
-				return err
-			}
-			if d <= 0 {
-				return fmt.Errorf("%s: must be > 0 (allowed: %s)", durationText(d), timeoutAllowed)
-			}
-			cb.Limits.Timeout = d
-			return nil
-		},
-		check: func(cb *Callback) error {
-			d := cb.Limits.Timeout
-			if d < 0 || d > MaxTimeout {
-				return fmt.Errorf("%s is out of range (allowed: %s)", durationText(d), timeoutAllowed)
-			}
-			return nil
-		},
-	}
+	return durationKey("timeout", func(cb *Callback) *time.Duration { return &cb.Limits.Timeout })
 }
 
 // maxWaitKey is max_wait: a positive duration up to MaxTimeout.
 func maxWaitKey() Key {
+	return durationKey("max_wait", func(cb *Callback) *time.Duration { return &cb.Limits.MaxWait })
+}
+
+// durationKey is a duration a file sets > 0, up to MaxTimeout (a Config
+// built in code may leave it 0: none).
+func durationKey(name string, field func(*Callback) *time.Duration) Key {
 	return Key{
-		Name: "max_wait",
+		Name: name,
 		parse: func(in input, cb *Callback) error {
 			d, err := parseDuration(in.val)
 			if err != nil {
@@ -342,11 +328,11 @@ func maxWaitKey() Key {
 			if d <= 0 {
 				return fmt.Errorf("%s: must be > 0 (allowed: %s)", durationText(d), timeoutAllowed)
 			}
-			cb.Limits.MaxWait = d
+			*field(cb) = d
 			return nil
 		},
 		check: func(cb *Callback) error {
-			d := cb.Limits.MaxWait
+			d := *field(cb)
 			if d < 0 || d > MaxTimeout {
 				return fmt.Errorf("%s is out of range (allowed: %s)", durationText(d), timeoutAllowed)
 			}

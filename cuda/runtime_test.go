@@ -98,6 +98,23 @@ func TestRuntimeBindings(t *testing.T) {
 	assert.Error(t, rt.Unregister(unsafe.Pointer(&pinned[0])))
 }
 
+// TestPointerAttributesHoldWhatTheRuntimeWrites: cudaPointerGetAttributes
+// writes the whole struct of CUDA 12 and 13, reserved[8] included (88
+// bytes); the Go struct it writes into must be at least that large, or the
+// runtime writes past it into other Go objects (seen on an H200: wazero's
+// state corrupted once in about a hundred calls). The fake runtime writes
+// the real layout and fills reserved with a pattern.
+func TestPointerAttributesHoldWhatTheRuntimeWrites(t *testing.T) {
+	assert.GreaterOrEqual(t, cuda.PointerAttributesSizeForTest, uintptr(88), "CUDA 12/13's struct cudaPointerAttributes")
+	rt, err := cuda.OpenRuntimeFrom(buildFakeCudart(t))
+	require.NoError(t, err)
+	code, reserved := cuda.PointerAttributesReservedForTest(rt, 0x1000)
+	require.Zero(t, code)
+	for i, v := range reserved {
+		assert.Equal(t, int64(0x5EC0DE00+i), v, "reserved[%d] landed in the struct", i)
+	}
+}
+
 // buildFakeCudart compiles testdata/fakecudart.c into a fresh library (a
 // new file per test: dlopen shares a path's state across opens).
 func buildFakeCudart(t *testing.T) string {
