@@ -142,6 +142,7 @@ func TestAssemblyScriptNpmRecipe(t *testing.T) {
 			line = "npm pack --silent " + sdk
 		case strings.HasPrefix(line, "npm install "):
 			require.Contains(t, line, "assemblyscript@0.28.20")
+			require.Contains(t, line, "--save-exact", "the tested compiler, not a caret range")
 			line = strings.Replace(line, "assemblyscript@0.28.20", strings.Join(compiler, " "), 1) + " --offline --no-audit --no-fund"
 		}
 		lines = append(lines, line)
