@@ -5,19 +5,20 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: examples-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit examples-test race check-prebuilt fuzz pytest pyinstall-test elixir-test
+test: guests lint nocgo unit nested-test race check-prebuilt fuzz pytest pyinstall-test elixir-test
 
-# Examples that are Go modules of their own (their dependencies, such as an
-# OpenTelemetry SDK and exporter, stay out of the library's go.mod):
-# vetted and tested, the race detector on.
-EXAMPLE_MODULES := examples/metrics
-examples-test:
-	for m in $(EXAMPLE_MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -count=1 -race ./...) || exit $$?; done
+# The Go modules of their own, whose dependencies stay out of the
+# library's go.mod: the metrics example (an OpenTelemetry SDK and the
+# Prometheus exporter; tested with the race detector) and the benchmark
+# suite (the Extism SDK, gonum/plot).
+nested-test:
+	cd examples/metrics && $(GO) vet ./... && $(GO) test -count=1 -race ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 unit:
 	$(GO) test -count=1 ./...
@@ -68,7 +69,7 @@ soak:
 security-doc:
 	$(GO) test -count=1 -run '^TestHostile$$' ./host/ -args -security-doc
 
-# The host and FFI micro-benchmarks, then the side-by-side suite (cmd/callbox/internal/bench),
+# The host and FFI micro-benchmarks, then the side-by-side suite (bench/, callbox-bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
 bench: lib jaxenv
@@ -80,7 +81,7 @@ bench: lib jaxenv
 	[ $$status -eq 0 ] && { (cd examples/metrics && $(GO) test -run '^$$' -bench . -benchtime 500ms .) >> bin/bench-host.txt; status=$$?; }; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	CALLBOX_LIB=$(CURDIR)/build/libcallbox.so JAX_PLATFORMS=cpu $(JAXENV)/bin/python python/bench_jax.py --markdown bin/bench-xla.md --json bin/bench-xla.json || exit $$?; \
-	$(GO) run ./cmd/callbox bench --write docs/PERFORMANCE.md --go-bench bin/bench-host.txt --xla-bench bin/bench-xla.md --since $$start
+	cd bench && $(GO) run ./cmd/callbox-bench --write ../docs/PERFORMANCE.md --go-bench ../bin/bench-host.txt --xla-bench ../bin/bench-xla.md --since $$start
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every guest from source: the Rust, AssemblyScript, C and Go SDK
 # examples (each language's build.sh), the benchmark kernels (C, for
-# cmd/callbox/internal/bench) and the WAT modules, into guests/build/<lang>/.
+# the bench module) and the WAT modules, into guests/build/<lang>/.
 # Toolchains: scripts/install-toolchains.sh.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../guests"
 # lang/example pairs embedded for `callbox demo`, and the benchmark kernels
-# embedded for `callbox bench` (cmd/callbox/internal/bench).
+# embedded for callbox-bench (the bench module).
 modules=(rust/scale rust/histogram assemblyscript/softmax assemblyscript/tap_print c-freestanding/matmul go/checked wat/hostile
   bench/kernels bench/kernels_extism bench/kernels_simd)
 status=0

@@ -4,7 +4,6 @@
 //	callbox inspect module.wasm
 //	callbox check -c config.yaml
 //	callbox demo
-//	callbox bench --write docs/PERFORMANCE.md
 //
 // Exit status (README.md, "Exit status"):
 //
@@ -135,7 +134,7 @@ func newRoot() *cobra.Command {
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newBenchCmd(), newNpyCmd(), newLowerCmd(), newExecCmd())
+	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newNpyCmd(), newLowerCmd(), newExecCmd())
 	return root
 }
 

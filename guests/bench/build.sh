@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the benchmark modules of cmd/callbox/internal/bench (`callbox bench`):
+# Builds the benchmark modules of the bench module (callbox-bench):
 #
 #   guests/build/bench/kernels.wasm         callbox callbacks + raw entry points
 #   guests/build/bench/kernels_extism.wasm  the same kernels as an Extism plugin

@@ -1,5 +1,5 @@
 // Package prebuilt embeds the guest modules `callbox demo` runs, and the
-// benchmark kernels `callbox bench` runs (bench-*.wasm, from
+// benchmark kernels callbox-bench runs (bench-*.wasm, from
 // guests/bench), so both work on a machine with only Go installed. Each
 // file is a byte-for-byte copy of a module built from source by `make guests`
 // (guests/build/<lang>/<example>.wasm, named <lang>-<example>.wasm here);

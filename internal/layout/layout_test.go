@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -132,11 +133,27 @@ func TestRulesCatchBackArrows(t *testing.T) {
 	for _, c := range []struct{ from, to string }{
 		{"host", "sandbox"},
 		{"sandbox", "config"},
-		{"cmd/callbox/internal/bench", "host"},
+		{"bench", "host"},
 		{"internal/tapgroup", "abi"},
 	} {
 		if got := violations([]pkg{{ImportPath: module + "/" + c.from, Deps: []string{module + "/" + c.to}}}); len(got) != 0 {
 			t.Errorf("%s importing %s is allowed, got %q", c.from, c.to, got)
+		}
+	}
+}
+
+// TestLibraryGoModHasNoToolDependencies: what only the benchmark suite or
+// an example needs (the Extism SDK, gonum/plot, an OpenTelemetry SDK or
+// exporter, Prometheus) lives in that nested module's go.mod, never in the
+// library's, so a program depending on callbox downloads none of it.
+func TestLibraryGoModHasNoToolDependencies(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range []string{"extism", "gonum.org", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "prometheus"} {
+		if strings.Contains(string(mod), dep) {
+			t.Errorf("the library's go.mod requires %s", dep)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // engine. Run it with -benchtime 1x; it reports the p50, p99 and max
 // lateness of 200 calls each way.
 //
-//	go test -run XXX -bench TimeoutAccuracy -benchtime 1x ./cmd/callbox/internal/bench/
+//	go test -run XXX -bench TimeoutAccuracy -benchtime 1x .  (in bench/)
 func BenchmarkTimeoutAccuracy(b *testing.B) {
 	for _, engine := range []string{"wazero", "wasmtime"} {
 		b.Run(engine, func(b *testing.B) {

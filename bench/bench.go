@@ -5,8 +5,8 @@
 // without a timeout, copying and zero-copy API), on a table of workloads.
 //
 // Every (workload, variant) pair is one Case. The table runs as Go
-// benchmarks (`go test -bench . ./cmd/callbox/internal/bench`) and programmatically
-// through testing.Benchmark (Run, used by `callbox bench`, which also
+// benchmarks (`go test -bench .` in bench/) and programmatically
+// through testing.Benchmark (Run, used by callbox-bench, which also
 // measures the targets of targets.go and writes docs/PERFORMANCE.md).
 //
 // The kernels are one C module built with the C SDK

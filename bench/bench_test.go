@@ -65,8 +65,8 @@ func TestExpf(t *testing.T) {
 }
 
 // BenchmarkSuite is the whole table as Go benchmarks:
-// go test -run '^$' -bench . ./cmd/callbox/internal/bench
-// (`callbox bench` runs the same cases, interleaved and repeated, and
+// go test -run '^$' -bench . .
+// (callbox-bench runs the same cases, interleaved and repeated, and
 // writes the report.)
 func BenchmarkSuite(b *testing.B) {
 	env := newTestEnv(b)

@@ -14,7 +14,7 @@ import (
 // KiB with batching parallel against sequential, at every parallelism up
 // to GOMAXPROCS, 7 interleaved repetitions. Run it with -benchtime 1x:
 //
-//	go test -run XXX -bench ParallelBatch -benchtime 1x ./cmd/callbox/internal/bench/
+//	go test -run XXX -bench ParallelBatch -benchtime 1x .  (in bench/)
 func BenchmarkParallelBatch(b *testing.B) {
 	for _, engine := range Engines() {
 		b.Run(engine, func(b *testing.B) {

@@ -1,8 +1,17 @@
+// Command callbox-bench runs callbox's benchmark suite (package bench)
+// and writes docs/PERFORMANCE.md (make bench):
+//
+//	cd bench && go run ./cmd/callbox-bench --write ../docs/PERFORMANCE.md
+//
+// It lives in the nested module bench, with the suite's dependencies (the
+// Extism SDK, gonum/plot), so that the library's go.mod has none of them.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +21,48 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/bench"
+	"github.com/seed4b3e0ccb/callbox/bench"
 )
+
+// Exit statuses: 0 ok, 1 a measurement or report failed, 2 bad usage.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	programName = "callbox-bench"
+)
+
+// usageError is bad usage (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return usageError{err} }
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command with args, its output to stdout and stderr, and
+// returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newBenchCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}
 
 func newBenchCmd() *cobra.Command {
 	var (
@@ -32,15 +81,20 @@ func newBenchCmd() *cobra.Command {
 		xlaBench  string
 	)
 	cmd := &cobra.Command{
-		Use:   "bench",
+		Use:   programName,
 		Short: "Benchmark callbox against the physical floor, the raw engines and Extism",
-		Long: "bench runs the benchmark suite (cmd/callbox/internal/bench): scale, matmul, softmax and an ordered chain\n" +
+		Long: programName + " runs the benchmark suite (package bench): scale, matmul, softmax and an ordered chain\n" +
 			"on the floor (Go copy, native Go), wazero and wasmtime called by hand, Extism, and callbox in\n" +
 			"each mode, side by side in one run; then the targets' own measurements (timeout accuracy,\n" +
 			"fresh instantiation, module cache). It prints a table with ratios and the targets, writes a\n" +
 			"chart, and with --write a Markdown report (make bench writes docs/PERFORMANCE.md).\n" +
 			"The modules it runs are embedded in this binary.",
-		Args: exactArgs(0),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageErr(fmt.Errorf("takes no arguments, got %q", args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := bench.SuiteOptions{
 				Options:      bench.Options{BenchTime: benchTime, Reps: reps},
@@ -152,7 +206,7 @@ func writeReport(rep *bench.Report, path, chart string) error {
 // benchCommand is the command line that reproduces the run: the flags that
 // change what is measured, and where the report goes.
 func benchCommand(cmd *cobra.Command) string {
-	args := []string{"callbox", "bench"}
+	args := []string{programName}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "since", "go-bench", "xla-bench", "quiet", "chart":
