@@ -87,6 +87,17 @@ type Callback struct {
 	Limits       Limits
 }
 
+// SameSettings reports whether c and d run a callback the same way: every
+// setting equal (engine, isolation, instances, WASI, batching, limits,
+// export, signature text, expected sha256) whatever their names and module
+// paths. Two callbacks of one module, export and signature share a content
+// id; only when they have the same settings may a call by that id run on
+// either (host and lowering ask this).
+func (c Callback) SameSettings(d Callback) bool {
+	c.Name, d.Name, c.Module, d.Module = "", "", "", ""
+	return c == d
+}
+
 // Config is a loaded, validated configuration.
 type Config struct {
 	// File is the path the config was read from ("" when built in code).

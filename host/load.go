@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -228,9 +227,7 @@ func (h *Host) indexByIDLocked(c *Callback) {
 // interchangeable reports whether a call by content id could run on c or
 // d alike: the same id (module, export, signature) and the same settings.
 func (c *Callback) interchangeable(d *Callback) bool {
-	a, b := c.spec, d.spec
-	a.Name, b.Name, a.Module, b.Module = "", "", "", ""
-	return c.id == d.id && reflect.DeepEqual(a, b)
+	return c.id == d.id && c.spec.SameSettings(d.spec)
 }
 
 // moduleSHA is the module bytes' sha256, in lower-case hex.

@@ -2,6 +2,7 @@ package lowering
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -18,6 +19,20 @@ type Callee struct {
 	Name      string
 	ID        string
 	Signature *abi.Signature
+	// Ambiguous: other callbacks share ID under different settings, so
+	// the host refuses a call by it (abi/ABI.md, section 7); the program
+	// names this one by Name instead.
+	Ambiguous bool
+}
+
+// Key is what names the callee in a lowered program: its content id, which
+// any host with the same module resolves, or its name where the id is
+// ambiguous.
+func (c Callee) Key() string {
+	if c.Ambiguous {
+		return c.Name
+	}
+	return c.ID
 }
 
 // Catalog resolves callback names to callees.
@@ -51,7 +66,8 @@ func (c StaticCatalog) Names() []string {
 func HostCatalog(h *host.Host) Catalog {
 	c := StaticCatalog{}
 	for _, info := range h.Callbacks() {
-		c[info.Name] = Callee{Name: info.Name, ID: info.ID, Signature: info.Signature}
+		_, err := h.Lookup(info.ID)
+		c[info.Name] = Callee{Name: info.Name, ID: info.ID, Signature: info.Signature, Ambiguous: errors.Is(err, host.ErrAmbiguousID)}
 	}
 	return c
 }
@@ -68,6 +84,7 @@ func ConfigCatalog(cfg *config.Config) (Catalog, error) {
 		return nil, err
 	}
 	c := StaticCatalog{}
+	specs := map[string]config.Callback{}
 	for _, cb := range cfg.Callbacks {
 		wasm, err := os.ReadFile(cb.Module)
 		if err != nil {
@@ -94,6 +111,17 @@ func ConfigCatalog(cfg *config.Config) (Catalog, error) {
 			return nil, err
 		}
 		c[cb.Name] = Callee{Name: cb.Name, ID: abi.CallbackID(sha256.Sum256(wasm), export, sig), Signature: sig}
+		specs[cb.Name] = cb
+	}
+	// An id shared under different settings is ambiguous, as the host
+	// will find it.
+	for n, a := range c {
+		for m, b := range c {
+			if n != m && a.ID == b.ID && !specs[n].SameSettings(specs[m]) {
+				a.Ambiguous = true
+				c[n] = a
+			}
+		}
 	}
 	return c, nil
 }

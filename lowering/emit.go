@@ -267,7 +267,7 @@ func (e *emitter) callAttrs(op *Op, callee Callee) string {
 	if !key.pure {
 		attrs += ", has_side_effect = true"
 	}
-	cfg := "callback = " + strconv.Quote(callee.ID)
+	cfg := "callback = " + strconv.Quote(callee.Key())
 	if op.Ordered {
 		cfg += ", chain = " + strconv.Quote(op.Chain)
 	}

@@ -16,8 +16,12 @@ defmodule Callbox do
   shape tuple), `{binary, type, shape}` tuples, or, where Nx is loaded,
   `Nx.Tensor`s (see `Callbox.Nx`). Results are `Callbox.Tensor`s.
 
-  Every call runs on a dirty CPU scheduler: a guest runs up to its
-  timeout, and no normal scheduler ever waits for it. A calling process is
+  A call runs first on the caller's own scheduler for a slice of at most
+  `:inline_us` microseconds (a tiny call ends there), then, if it is not
+  over, on a dirty CPU scheduler (chain calls and `inline_us: 0` go there
+  at once), or on a libcallbox thread with `async: true`: a guest runs up
+  to its timeout, and no normal scheduler waits longer than the slice. A
+  calling process is
   monitored (once, on its first call): a caller killed mid-call has its
   guest canceled within milliseconds. A host may be shared by any number of processes. A host
   that is garbage-collected is closed (on a background thread); `close/1`
@@ -221,6 +225,12 @@ defmodule Callbox do
   @spec call_many(host, String.t(), [[tensor]], keyword()) ::
           {:ok, [[Tensor.t()]]} | {:error, non_neg_integer(), Error.t()}
   def call_many(%Host{ref: ref}, callback, input_lists, opts \\ []) do
+    try do
+      check_options!(callback, opts)
+    catch
+      :throw, {:callbox_bad_input, e} -> throw({:callbox_bad_input_at, 0, e})
+    end
+
     natives =
       input_lists
       |> Enum.with_index()
@@ -273,8 +283,27 @@ defmodule Callbox do
     end
   end
 
+  @call_options [:inline_us, :cancel, :async]
+
+  # Options are checked, not ignored: a misspelled or unsupported one
+  # (timeout: 50, say: the callback's timeout is the config's) is refused
+  # as an invalid argument naming it.
+  defp check_options!(callback, opts) do
+    case Keyword.keys(opts) -- @call_options do
+      [] ->
+        :ok
+
+      unknown ->
+        throw({:callbox_bad_input,
+               Error.invalid_argument(callback,
+                 "unknown option(s) #{inspect(unknown)}: a call takes #{inspect(@call_options)} " <>
+                   "(its time limit is the callback's timeout in the config)")})
+    end
+  end
+
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
+    check_options!(callback, opts)
     if !opts[:async] do
       sync_call(ref, chain, callback, inputs, token(opts), inline_ns(chain, opts))
     else

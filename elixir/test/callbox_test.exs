@@ -267,6 +267,21 @@ defmodule CallboxTest do
       :ok = Callbox.route_logs(nil)
     end
   end
+
+  test "an unknown option is refused, naming it, not ignored", %{host: host} do
+    x = f32([1.0])
+    assert {:error, %Error{kind: :invalid_argument, callback: "copy_f32", message: msg}} =
+             Callbox.call(host, "copy_f32", [x], timeout: 50)
+    assert msg =~ ":timeout"
+    assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [x], asynch: true)
+    assert {:error, 0, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", [[x]], inline: 5)
+    assert {:ok, [_]} = Callbox.call(host, "copy_f32", [x], inline_us: 0, async: false)
+  end
+
+  test "kind 20, overloaded, has its atom" do
+    assert {:error, %Error{kind: :overloaded, code: :resource_exhausted}} =
+             {:error, Error.from_native({20, 8, 0, 0, "Overloaded", "c", "", "busy", "", "busy", "", 0, ""})}
+  end
 end
 
 defmodule CallboxManyTest do

@@ -48,6 +48,7 @@ from jax._src.sharding_impls import ShardingContext as _ShardingContext
 from jax._src.sharding_impls import SdyArrayList as _SdyArrayList
 
 from . import _lib
+from .errors import InvalidArgument
 from .host import Host
 
 TARGET = "callbox"
@@ -148,7 +149,7 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
             args = [a[None] for a in args]
         types = h.output_types(name, *args)
         avals = tuple(_core.ShapedArray(s, d) for s, d in types)
-        outs = _bind_ordered(args, info.name, info.id, chain or "", avals)
+        outs = _bind_ordered(args, info.name, _key(h, info), chain or "", avals)
         if lead:
             outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -160,9 +161,21 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
     return _batched(h, name, info, chain)(*args)
 
 
+def _key(h, info):
+    """What names the callback in the lowered program: its content id,
+    which any host with the same module resolves, unless this host refuses
+    that id as ambiguous (callbacks of the same code under different
+    settings: abi/ABI.md, section 7); then its name."""
+    try:
+        h.callback(info.id)
+        return info.id
+    except InvalidArgument:
+        return info.name
+
+
 def _ffi(h, name, info, args, chain, vmap_method):
     types = h.output_types(name, *args)
-    attrs = {"callback": info.id}
+    attrs = {"callback": _key(h, info)}
     if chain:
         attrs["chain"] = chain
     result = [jax.ShapeDtypeStruct(s, d) for s, d in types]
@@ -216,7 +229,7 @@ def _parallel(h, name, info, chain):
     def rule(axis_size, in_batched, *xs):
         batch = [x if b else jnp.broadcast_to(x, (axis_size,) + tuple(x.shape)) for x, b in zip(xs, in_batched)]
         types = h.output_types(name, *[jax.ShapeDtypeStruct(tuple(x.shape[1:]), x.dtype) for x in batch])
-        attrs = {"callback": info.id, "batched": "true"}
+        attrs = {"callback": _key(h, info), "batched": "true"}
         if chain:
             attrs["chain"] = chain
         result = [jax.ShapeDtypeStruct((axis_size,) + tuple(s), d) for s, d in types]
