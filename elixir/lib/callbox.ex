@@ -201,7 +201,7 @@ defmodule Callbox do
   def call(host, callback, inputs, opts \\ [])
 
   # No options, the common case: no option lookups.
-  def call(%Host{ref: ref}, callback, inputs, []) do
+  def call(%Host{ref: ref}, callback, inputs, []) when is_binary(callback) do
     sync_call(ref, nil, callback, inputs, nil, @default_inline_us * 1000)
   end
 
@@ -225,6 +225,13 @@ defmodule Callbox do
   @spec call_many(host, String.t(), [[tensor]], keyword()) ::
           {:ok, [[Tensor.t()]]} | {:error, non_neg_integer(), Error.t()}
   def call_many(%Host{ref: ref}, callback, input_lists, opts \\ []) do
+    callback =
+      try do
+        callback_name!(callback)
+      catch
+        :throw, {:callbox_bad_input, e} -> throw({:callbox_bad_input_at, 0, e})
+      end
+
     try do
       check_options!(callback, opts)
     catch
@@ -303,6 +310,7 @@ defmodule Callbox do
 
   @doc false
   def do_call(ref, chain, callback, inputs, opts) do
+    callback = callback_name!(callback)
     check_options!(callback, opts)
     if !opts[:async] do
       sync_call(ref, chain, callback, inputs, token(opts), inline_ns(chain, opts))
@@ -324,8 +332,78 @@ defmodule Callbox do
       {:ok, outs} -> {:ok, tensors(outs)}
       {:error, e} -> {:error, Error.from_native(e)}
     end
+  rescue
+    # The NIF refused a term it cannot read (badarg): say which, as the
+    # documented {:error, %Callbox.Error{}}, never a bare ArgumentError.
+    ArgumentError -> {:error, Error.invalid_argument(to_string_safe(callback), explain_badarg(callback, inputs))}
   catch
     :throw, {:callbox_bad_input, e} -> {:error, e}
+  end
+
+  # A callback name: a binary, or an atom (a config written as an Elixir
+  # map has atom keys), without NUL bytes.
+  defp callback_name!(name) when is_atom(name) and name not in [nil, true, false],
+    do: callback_name!(Atom.to_string(name))
+
+  defp callback_name!(name) when is_binary(name) do
+    if String.contains?(name, <<0>>) do
+      throw({:callbox_bad_input, Error.invalid_argument(inspect(name), "a callback name with a NUL byte")})
+    end
+
+    name
+  end
+
+  defp callback_name!(other),
+    do: throw({:callbox_bad_input, Error.invalid_argument("", "callback name #{inspect(other)}: give a string (or an atom)")})
+
+  defp to_string_safe(name) when is_binary(name), do: name
+  defp to_string_safe(name), do: inspect(name)
+
+  # Why the NIF could not read the call's terms: the first bad input.
+  defp explain_badarg(callback, inputs) do
+    with :ok <- explain_name(callback),
+         :ok <- explain_inputs(inputs) do
+      "the call's arguments could not be read"
+    end
+  end
+
+  defp explain_name(name) when is_binary(name) do
+    if String.contains?(name, <<0>>), do: "callback name #{inspect(name)} has a NUL byte", else: :ok
+  end
+  defp explain_name(name), do: "callback name #{inspect(name)}: give a string"
+
+  defp explain_inputs(inputs) when not is_list(inputs), do: "inputs #{inspect(inputs)}: give a list of tensors"
+
+  defp explain_inputs(inputs) do
+    inputs
+    |> Enum.with_index()
+    |> Enum.find_value(:ok, fn {t, i} ->
+      case explain_tensor(t) do
+        :ok -> nil
+        why -> "input #{i}: #{why}"
+      end
+    end)
+  end
+
+  defp explain_tensor(%Tensor{data: data}) when not is_binary(data), do: "data #{inspect(data, limit: 5)} is not a binary"
+  defp explain_tensor(%Tensor{shape: shape}) when not is_tuple(shape), do: "shape #{inspect(shape)} is not a tuple"
+
+  defp explain_tensor(%Tensor{type: type, shape: shape}) do
+    try do
+      Tensor.dtype_name!(type)
+      explain_dims(shape)
+    rescue
+      e in ArgumentError -> Exception.message(e)
+    end
+  end
+
+  defp explain_tensor(_), do: :ok
+
+  defp explain_dims(shape) do
+    case Enum.find(Tuple.to_list(shape), fn d -> not (is_integer(d) and d >= 0 and d < 4_611_686_018_427_387_904) end) do
+      nil -> :ok
+      d -> "dimension #{inspect(d)} is not an integer from 0 to 2^62"
+    end
   end
 
   # [{data, type, shape}] of a list of Callbox.Tensor structs, or nil.

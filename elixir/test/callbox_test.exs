@@ -1,5 +1,6 @@
 defmodule CallboxTest do
   use ExUnit.Case, async: true
+  import Bitwise
 
   alias Callbox.{Error, Tensor, TestGuests}
 
@@ -276,6 +277,25 @@ defmodule CallboxTest do
     assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [x], asynch: true)
     assert {:error, 0, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", [[x]], inline: 5)
     assert {:ok, [_]} = Callbox.call(host, "copy_f32", [x], inline_us: 0, async: false)
+  end
+
+  test "bad input is {:error, %Callbox.Error{}} naming it, never a bare ArgumentError", %{host: host} do
+    x = f32([1.0])
+    bad = fn t -> Callbox.call(host, "copy_f32", [t]) end
+    assert {:error, %Error{kind: :invalid_argument, message: m1}} = bad.(%Tensor{x | data: [1, 2]})
+    assert m1 =~ "input 0: data"
+    assert {:error, %Error{kind: :invalid_argument, message: m2}} = bad.(%Tensor{x | shape: [1]})
+    assert m2 =~ "shape [1] is not a tuple"
+    assert {:error, %Error{kind: :invalid_argument, message: m3}} = bad.(%Tensor{x | shape: {1.5}})
+    assert m3 =~ "dimension 1.5"
+    assert {:error, %Error{kind: :invalid_argument, message: m4}} = bad.(%Tensor{x | shape: {1 <<< 70}})
+    assert m4 =~ "dimension"
+    assert {:error, %Error{kind: :invalid_argument, message: m5}} = Callbox.call(host, 'copy_f32', [x])
+    assert m5 =~ "callback name"
+    assert {:error, %Error{kind: :invalid_argument, message: m6}} = Callbox.call(host, "copy\0f32", [x])
+    assert m6 =~ "NUL"
+    assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x]), "an atom names a callback"
+    assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x], async: true)
   end
 
   test "kind 20, overloaded, has its atom" do
