@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"unsafe"
 
@@ -486,6 +487,34 @@ func dlTensors(p *C.callbox_tensor) *dlpack.Tensor { return (*dlpack.Tensor)(uns
 func cbxgo_barrier(h C.callbox_host) *C.callbox_error {
 	return entry("callbox_barrier", func() error {
 		return withHost(h, func(bh *bridgeHost) error { return bh.h.Barrier(context.Background()) })
+	})
+}
+
+//export cbxgo_barrier_cancelable
+func cbxgo_barrier_cancelable(h C.callbox_host, cancel C.callbox_cancel_token, chain *C.char) *C.callbox_error {
+	return entry("callbox_barrier_cancelable", func() error {
+		tok, err := lookupCancel(uint64(cancel))
+		if err != nil {
+			return err
+		}
+		ctx := tok.context()
+		return withHost(h, func(bh *bridgeHost) error {
+			var err error
+			if chain == nil {
+				err = bh.h.Barrier(ctx)
+			} else {
+				name, nerr := goString(chain, "chain")
+				if nerr != nil {
+					return nerr
+				}
+				err = bh.chainBarrier(ctx, name)
+			}
+			if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// The wait was cut short; the taps and steps run on.
+				return &bridgeError{kind: abi.Canceled, msg: "barrier canceled by the caller; the taps and queued steps run on"}
+			}
+			return err
+		})
 	})
 }
 

@@ -110,6 +110,7 @@ extern callbox_error *cbxgo_chain_call(callbox_host, const char *, const char *,
                                        callbox_tensor *, size_t);
 extern callbox_error *cbxgo_chain_tap(callbox_host, const char *, const char *, const callbox_tensor *, size_t);
 extern callbox_error *cbxgo_chain_barrier(callbox_host, const char *);
+extern callbox_error *cbxgo_barrier_cancelable(callbox_host, callbox_cancel_token, const char *);
 extern callbox_error *cbxgo_chain_reset(callbox_host, const char *);
 extern callbox_error *cbxgo_set_default_host(callbox_host);
 extern callbox_error *cbxgo_default_host(callbox_host *);
@@ -382,6 +383,11 @@ callbox_error *callbox_chain_tap(callbox_host host, const char *chain, const cha
                                  const callbox_tensor *inputs, size_t num_inputs) {
   CBX_GUARD("callbox_chain_tap");
   return cbxgo_chain_tap(host, chain, callback, inputs, num_inputs);
+}
+
+callbox_error *callbox_barrier_cancelable(callbox_host host, callbox_cancel_token cancel, const char *chain) {
+  CBX_GUARD("callbox_barrier_cancelable");
+  return cbxgo_barrier_cancelable(host, cancel, chain);
 }
 
 callbox_error *callbox_chain_barrier(callbox_host host, const char *chain) {

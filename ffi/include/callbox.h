@@ -120,7 +120,7 @@ extern "C" {
  *        stack a thread calling it must have (caller_stack)
  *   1.6  kind OVERLOADED: a call that waited max_wait for a busy
  *        callback's instance fails instead of waiting without end;
- *        callbox_limits.max_wait_ns */
+ *        callbox_limits.max_wait_ns; callbox_barrier_cancelable */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 6
 #define CALLBOX_VERSION_PATCH 0
@@ -550,6 +550,12 @@ callbox_error *callbox_chain_tap(callbox_host host, const char *chain, const cha
 
 /* Waits for every step queued on the chain and returns its first failure. */
 callbox_error *callbox_chain_barrier(callbox_host host, const char *chain);
+
+/* callbox_barrier (chain NULL) or callbox_chain_barrier that stops waiting
+ * when cancel fires (since 1.6): it then returns a CANCELED error at once,
+ * and the taps and queued steps run on (the next barrier reports them).
+ * With the token bound to SIGINT, Ctrl-C ends a barrier on a runaway tap. */
+callbox_error *callbox_barrier_cancelable(callbox_host host, callbox_cancel_token cancel, const char *chain);
 
 /* Waits for the chain's queued steps, then clears its failure: later calls
  * and taps on the name run again. Sequence numbers continue (they number

@@ -177,6 +177,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_cancel_token_fire", CancelToken)
     fn("callbox_cancel_token_free", CancelToken)
     fn("callbox_cancel_on_signal", CancelToken, ctypes.c_int)
+    if hasattr(lib, "callbox_barrier_cancelable"):  # 1.6
+        fn("callbox_barrier_cancelable", Host, CancelToken, ctypes.c_char_p)
     fn("callbox_set_log_callback", LogFn, ctypes.c_void_p, ctypes.c_int32)
     fn("callbox_default_host", ctypes.POINTER(Host))
     lib.callbox_xla_ffi.argtypes = [ctypes.c_void_p]

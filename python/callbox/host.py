@@ -560,8 +560,9 @@ class Host:
 
     def barrier(self) -> None:
         """Wait for every tap; raise the first error among them since the
-        previous barrier."""
-        check(self._lib, self._lib.callbox_barrier(self._handle))
+        previous barrier. From the main thread Ctrl-C ends the wait
+        (KeyboardInterrupt; the taps run on), as it ends a call."""
+        _barrier(self._lib, self._handle, None)
 
     def chain(self, name: str) -> "Chain":
         """The ordered chain with this name (the same chain for the same
@@ -584,6 +585,18 @@ def _invoke(lib, handle, chain, name, ins, outs):
         check(lib, lib.callbox_call(handle, name, ti, len(ins), to, len(outs)))
     else:
         check(lib, lib.callbox_chain_call(handle, chain, name, ti, len(ins), to, len(outs)))
+
+
+def _barrier(lib, handle, chain):
+    """A host's (chain None) or a chain's barrier, under the SIGINT token
+    where there is one (a library of C API 1.6 or later)."""
+    tok = _sigint_token(lib)
+    if tok and hasattr(lib, "callbox_barrier_cancelable"):
+        _check_sigint(lib, tok, lib.callbox_barrier_cancelable(handle, tok, chain))
+    elif chain is None:
+        check(lib, lib.callbox_barrier(handle))
+    else:
+        check(lib, lib.callbox_chain_barrier(handle, chain))
 
 
 def _check_sigint(lib, tok, err):
@@ -718,8 +731,9 @@ class Chain:
         check(h._lib, h._lib.callbox_chain_tap(h._handle, self._name, _b(callback), _tensors(ins), len(ins)))
 
     def barrier(self) -> None:
-        """Wait for every queued step; raise the chain's first failure."""
-        check(self.host._lib, self.host._lib.callbox_chain_barrier(self.host._handle, self._name))
+        """Wait for every queued step; raise the chain's first failure.
+        Ctrl-C ends the wait from the main thread, as Host.barrier."""
+        _barrier(self.host._lib, self.host._handle, self._name)
 
     def reset(self) -> None:
         """Wait for queued steps and clear the chain's failure, so that later

@@ -287,3 +287,34 @@ def test_environment_set_after_the_library_loaded_is_read(kit_config):
         print(sorted(i.name for i in callbox.Host.default().callbacks()))
     """ % str(kit_config))
     assert "'say'" in out and "'spin_long'" in out, out
+
+
+@pytest.mark.parametrize("on_chain", [False, True])
+def test_ctrl_c_ends_a_barrier_on_a_runaway_tap(kit_config, on_chain):
+    """A barrier waiting on a tap that spins to its 5 s timeout: Ctrl-C
+    after 0.5 s raises KeyboardInterrupt at once, as it does for a call
+    (issue 30, 1.3); the tap runs on, and the next barrier reports it."""
+    out = run_script("""
+        import os, signal, threading, time
+        import numpy as np, callbox
+        host = callbox.Host(%r)
+        x = np.ones(4, np.float32)
+        assert (host.call("copy_f32", x) == x).all()
+        target = host.chain("c") if %r else host
+        target.tap("spin_long", x)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            target.barrier()
+            print("returned after %%.3f" %% (time.monotonic() - t0))
+        except KeyboardInterrupt:
+            print("interrupted after %%.3f" %% (time.monotonic() - t0))
+        try:
+            target.barrier()
+        except callbox.Timeout:
+            print("then the tap's timeout")
+    """ % (str(kit_config), on_chain))
+    line = next(line for line in out.splitlines() if "after" in line)
+    assert line.startswith("interrupted after "), out
+    assert float(line.rsplit(" ", 1)[1]) < 3.5, out  # 0.5 s, not the tap's 5 s
+    assert "then the tap's timeout" in out, out
