@@ -1103,6 +1103,7 @@ static void group_fork(const char *cfg) {
            callbox_call_async(host, 0, NULL, "copy_f32", &ti, 1, &to, 1, fork_done, NULL));
     report("fork_entry_callbox_tap", callbox_tap(host, "copy_f32", &ti, 1));
     report("fork_entry_callbox_barrier", callbox_barrier(host));
+    report("fork_entry_callbox_barrier_cancelable", callbox_barrier_cancelable(host, 0, NULL));
     report("fork_entry_callbox_chain_call", callbox_chain_call(host, "fc", "copy_f32", &ti, 1, &to, 1));
     report("fork_entry_callbox_chain_tap", callbox_chain_tap(host, "fc", "copy_f32", &ti, 1));
     report("fork_entry_callbox_chain_barrier", callbox_chain_barrier(host, "fc"));
