@@ -2216,13 +2216,17 @@ static int upgrade(ErlNifEnv *env, void **priv, void **old_priv, ERL_NIF_TERM in
 }
 
 #define DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+/* NIFs that mostly wait (a barrier on taps, a chain reset, a close that
+ * waits for calls in flight) run on dirty I/O schedulers: a dirty CPU
+ * scheduler held while waiting is one a call cannot have. */
+#define DIRTY_WAIT ERL_NIF_DIRTY_JOB_IO_BOUND
 static ErlNifFunc funcs[] = {
     {"init", 1, nif_init_lib, DIRTY},
     {"version", 0, nif_version, 0},
     {"dtypes", 0, nif_dtypes, 0},
     {"open", 1, nif_open, DIRTY},
     {"open_config", 3, nif_open_config, DIRTY},
-    {"close", 1, nif_close, DIRTY},
+    {"close", 1, nif_close, DIRTY_WAIT},
     {"callbacks", 1, nif_callbacks, DIRTY},
     {"callback", 2, nif_callback, DIRTY},
     {"output_types", 3, nif_output_types, DIRTY},
@@ -2232,8 +2236,8 @@ static ErlNifFunc funcs[] = {
     {"call_async", 7, nif_call_async, 0},
     {"new_guard", 0, nif_new_guard, 0},
     {"tap", 4, nif_tap, DIRTY},
-    {"barrier", 2, nif_barrier, DIRTY},
-    {"chain_reset", 2, nif_chain_reset, DIRTY},
+    {"barrier", 2, nif_barrier, DIRTY_WAIT},
+    {"chain_reset", 2, nif_chain_reset, DIRTY_WAIT},
     {"set_default_host", 1, nif_set_default_host, DIRTY},
     {"cancel_token", 0, nif_cancel_token, DIRTY},
     {"cancel", 1, nif_cancel, DIRTY},

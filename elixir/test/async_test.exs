@@ -91,6 +91,26 @@ defmodule Callbox.AsyncTest do
     end
   end
 
+  test "barriers waiting on a runaway tap hold no dirty CPU scheduler" do
+    # As many barriers as there are dirty CPU schedulers, each waiting on a
+    # tap that spins to its 1.5 s timeout: a call that needs a dirty CPU
+    # scheduler (inline_us: 0) still runs while they wait. Ordered, not
+    # timed: the barriers must still be waiting when the call is over (a
+    # slow start of theirs only makes the test weaker, never fail).
+    {:ok, h} = Callbox.open(TestGuests.config_path())
+    :ok = Callbox.tap(h, "spin_long", [f32([1.0])])
+    n = :erlang.system_info(:dirty_cpu_schedulers_online)
+    parent = self()
+    waiters = for _ <- 1..n, do: spawn(fn -> send(parent, {:barrier_over, Callbox.barrier(h)}) end)
+    Process.sleep(50)
+    assert {:ok, [_]} = Callbox.call(h, "copy_f32", [f32([1.0])], inline_us: 0)
+    assert Enum.all?(waiters, &Process.alive?/1), "the call waited for the barriers to end"
+    results = for _ <- waiters, do: (assert_receive({:barrier_over, r}, 10_000) && r)
+    # The tap's timeout goes to the first barrier to take it; the rest see none.
+    assert [{:error, %Error{kind: :timeout}}] = Enum.reject(results, &(&1 == :ok))
+    Callbox.close(h)
+  end
+
   test "a host closed while a call is in flight: close waits for it, then refuses calls" do
     # A close may come before the call reached the host (it is then refused
     # with :failed_precondition, correctly, and proves nothing about
