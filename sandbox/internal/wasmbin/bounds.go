@@ -178,6 +178,16 @@ func checkNames(s *reader) {
 			s.fail("name subsection %d: %v", id, sub.err.(*Error).Msg)
 			return
 		}
+		// wazero's decoder reads a known subsection's content from the
+		// section itself, not from a reader of the subsection's declared
+		// size: bytes left over would be read as the next subsection, where
+		// a count of 4 billion local names made it allocate 39 GB and kill
+		// the process (a 40-byte module, found by FuzzParse). The content
+		// must fill the size exactly.
+		if id <= 2 && sub.pos != len(sub.b) {
+			s.fail("name subsection %d: %d bytes after its content (an engine would read them as the next subsection)", id, len(sub.b)-sub.pos)
+			return
+		}
 	}
 }
 

@@ -218,3 +218,18 @@ func TestParseRefusesUnknownFunctionTypes(t *testing.T) {
 	_, err = wasmbin.Parse([]byte(header + oneType + "\x03\x02\x01\x00"))
 	assert.NoError(t, err)
 }
+
+// TestNameSubsectionMustFillItsSize: a name subsection whose content ends
+// before its declared size is refused. wazero reads the leftover bytes as
+// the next subsection: in this 40-byte module (found by FuzzParse) they
+// declare 4 billion local names, and wazero allocated 39 GB for them and
+// killed the process.
+func TestNameSubsectionMustFillItsSize(t *testing.T) {
+	bomb := []byte("\x00asm\x01\x00\x00\x00\x00\x1e\x04name\x00\x06\x00\x020\xca\xca\xca\xca\x0400000\t000000000")
+	_, err := wasmbin.Parse(bomb)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "name subsection 0: 5 bytes after its content")
+	// A well-formed name section still parses.
+	_, err = wasmbin.Parse(wat.Must(`(module $named (func $f (param $p i32) (local $l i64)))`))
+	require.NoError(t, err)
+}
