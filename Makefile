@@ -17,7 +17,7 @@ test: guests lint nocgo unit nested-test race check-prebuilt fuzz pytest pyinsta
 # Prometheus exporter; tested with the race detector) and the benchmark
 # suite (the Extism SDK, gonum/plot).
 nested-test:
-	cd examples/metrics && $(GO) vet ./... && $(GO) test -count=1 -race ./...
+	cd examples/service && $(GO) vet ./... && $(GO) test -count=1 -race ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 unit:
@@ -78,7 +78,7 @@ bench: lib jaxenv
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
 	@start=$$(date +%s); \
 	$(GO) test -run '^$$' -bench . -benchtime 200ms ./host/ ./ffi/ > bin/bench-host.txt; status=$$?; \
-	[ $$status -eq 0 ] && { (cd examples/metrics && $(GO) test -run '^$$' -bench . -benchtime 500ms .) >> bin/bench-host.txt; status=$$?; }; \
+	[ $$status -eq 0 ] && { (cd examples/service && $(GO) test -run '^$$' -bench . -benchtime 500ms .) >> bin/bench-host.txt; status=$$?; }; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	CALLBOX_LIB=$(CURDIR)/build/libcallbox.so JAX_PLATFORMS=cpu $(JAXENV)/bin/python python/bench_jax.py --markdown bin/bench-xla.md --json bin/bench-xla.json || exit $$?; \
 	cd bench && $(GO) run ./cmd/callbox-bench --write ../docs/PERFORMANCE.md --go-bench ../bin/bench-host.txt --xla-bench ../bin/bench-xla.md --since $$start

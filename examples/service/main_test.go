@@ -4,8 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -16,6 +20,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
 
@@ -71,7 +78,7 @@ next:
 // result, and the durations, bytes, fuel and instances beside them.
 func TestPrometheusScrape(t *testing.T) {
 	ctx := context.Background()
-	srv, err := Start(ctx, "127.0.0.1:0")
+	srv, err := Start(ctx, "127.0.0.1:0", "")
 	require.NoError(t, err)
 	defer func() { require.NoError(t, srv.Close(ctx)) }()
 
@@ -175,4 +182,72 @@ func TestSpansJoinTraces(t *testing.T) {
 	assert.Equal(t, "Error", calls[1].Status().Code.String())
 	assert.Contains(t, calls[1].Status().Description, `callback "scale"`)
 	assert.Contains(t, ok, "callbox.call.guest_s")
+}
+
+// TestSIGHUPReloadsTheFile: the service started from a config file reloads
+// it, and the environment's overrides, on each SIGHUP (delivered here on
+// the channel main wires to signal.Notify): a changed limit and a changed
+// override take effect; a broken file is refused, naming the key, while
+// the old configuration keeps serving; the metrics count calls across
+// reloads in the same series.
+func TestSIGHUPReloadsTheFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, m := range []struct{ lang, name string }{{"rust", "scale"}, {"assemblyscript", "tap_print"}} {
+		wasm, err := prebuilt.Module(m.lang, m.name)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, m.name+".wasm"), wasm, 0o644))
+	}
+	path := filepath.Join(dir, "callbox.yaml")
+	write := func(timeout string) {
+		cfg := "defaults:\n  fuel: 50000000\ncallbacks:\n  scale:\n    module: scale.wasm\n    batching: parallel\n    timeout: " +
+			timeout + "\n  tap_print:\n    module: tap_print.wasm\n"
+		require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
+	}
+	write("1s")
+	srv, err := Start(ctx, "127.0.0.1:0", path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, srv.Close(ctx)) }()
+	srv.Deadline = 5 * time.Second
+	require.NoError(t, srv.Workload(ctx))
+
+	sigs := make(chan os.Signal, 1)
+	outcomes := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go srv.ReloadOn(rctx, sigs, func(err error) { outcomes <- err })
+
+	write("3s")
+	t.Setenv("CALLBOX_CALLBACKS_SCALE_MAX_WAIT", "7s")
+	sigs <- syscall.SIGHUP
+	require.NoError(t, <-outcomes)
+	info, ok := srv.Host.Callback("scale")
+	require.True(t, ok)
+	assert.Equal(t, 3*time.Second, info.Limits.Timeout, "the file's new value")
+	assert.Equal(t, 7*time.Second, info.Limits.MaxWait, "the environment, read again")
+	require.NoError(t, srv.Workload(ctx))
+
+	write("5") // no unit: refused
+	sigs <- syscall.SIGHUP
+	err = <-outcomes
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "callbacks.scale.timeout")
+	info, _ = srv.Host.Callback("scale")
+	assert.Equal(t, 3*time.Second, info.Limits.Timeout, "the old configuration keeps serving")
+	require.NoError(t, srv.Workload(ctx))
+
+	n, _ := value(scrape(t, srv.Addr), "callbox_calls_total",
+		map[string]string{"callbox_callback": "scale", "callbox_path": "call", "callbox_result": "ok"})
+	assert.Equal(t, 3.0, n, "one series across reloads")
+}
+
+// TestShippedConfigLoads: callbox.yaml beside the service is a valid
+// config (its modules are built by make guests; Load checks every key).
+func TestShippedConfigLoads(t *testing.T) {
+	cfg, err := configfile.Load("callbox.yaml")
+	require.NoError(t, err)
+	cb, ok := cfg.Callback("scale")
+	require.True(t, ok)
+	assert.Equal(t, config.BatchingParallel, cb.Batching)
+	assert.Equal(t, time.Second, cb.Limits.MaxWait)
 }

@@ -1,11 +1,25 @@
-// Command metrics serves a callbox host's OpenTelemetry metrics to
-// Prometheus: the host reports through the OpenTelemetry API
-// (host.WithMeterProvider), this program chooses the exporter (the
-// OpenTelemetry Prometheus exporter) and serves it on a real HTTP listener,
-// while goroutines call callbacks every way the host offers.
+// Command service is a Go service that runs callbox callbacks the way an
+// operator would deploy it:
 //
-//	cd examples/metrics && go run . -addr 127.0.0.1:9464
-//	curl -s 127.0.0.1:9464/metrics | grep '^callbox_'
+//   - its callbacks come from a config file (-config; environment
+//     overrides such as CALLBOX_CALLBACKS_SCALE_TIMEOUT=2s apply), or, with
+//     none, the prebuilt example modules;
+//
+//   - SIGHUP reloads the file (and the environment) without a restart:
+//     unchanged callbacks keep their warm instances, calls in flight finish
+//     on the version they started on, and a bad file is refused while the
+//     old configuration keeps serving;
+//
+//   - every request carries a context deadline (-deadline) beside each
+//     callback's own timeout, max_wait and fuel;
+//
+//   - its OpenTelemetry metrics are served to Prometheus on a real HTTP
+//     listener: the host reports through the OpenTelemetry API
+//     (host.WithMeterProvider), this program chooses the exporter.
+//
+//     cd examples/service && go run . -config callbox.yaml -addr 127.0.0.1:9464
+//     curl -s 127.0.0.1:9464/metrics | grep '^callbox_'
+//     kill -HUP <pid>      # after editing callbox.yaml
 //
 // It is its own Go module, so that the callbox library depends on the
 // OpenTelemetry API alone, never on an SDK or an exporter.
@@ -17,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +47,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
@@ -39,14 +55,26 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9464", "where /metrics is served")
 	workers := flag.Int("workers", 8, "goroutines calling callbacks")
+	configPath := flag.String("config", "", "callbacks config file (YAML, TOML or JSON); SIGHUP reloads it")
+	deadline := flag.Duration("deadline", 500*time.Millisecond, "each request's context deadline")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := Start(ctx, *addr)
+	srv, err := Start(ctx, *addr, *configPath)
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("metrics on http://%s/metrics; Ctrl-C stops", srv.Addr)
+	srv.Deadline = *deadline
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go srv.ReloadOn(ctx, hup, func(err error) {
+		if err != nil {
+			log.Printf("reload refused, the old configuration keeps serving: %v", err)
+		} else {
+			log.Print("reloaded")
+		}
+	})
+	log.Printf("metrics on http://%s/metrics; SIGHUP reloads %q; Ctrl-C stops", srv.Addr, *configPath)
 	var wg sync.WaitGroup
 	for w := 0; w < *workers; w++ {
 		wg.Add(1)
@@ -68,28 +96,42 @@ func main() {
 
 // Server is a callbox host with its metrics served over HTTP.
 type Server struct {
-	Addr     string // the listener's address
-	Host     *host.Host
+	Addr     string        // the listener's address
+	Host     *host.Host    // the callbacks
+	Config   string        // the config file Reload reads; "" for the prebuilt examples
+	Deadline time.Duration // each request's context deadline (0: none)
 	provider *sdkmetric.MeterProvider
 	http     *http.Server
 }
 
 // Start opens a host whose metrics go to a Prometheus registry served at
-// http://addr/metrics (addr "127.0.0.1:0" picks a free port), and loads the
-// example callbacks.
-func Start(ctx context.Context, addr string) (*Server, error) {
+// http://addr/metrics (addr "127.0.0.1:0" picks a free port), with the
+// callbacks of the config file at configPath, or, when it is "", the
+// prebuilt example callbacks.
+func Start(ctx context.Context, addr, configPath string) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, err
 	}
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	h, err := host.New(ctx, nil, host.WithMeterProvider(provider))
+	var cfg *config.Config
+	if configPath != "" {
+		if cfg, err = configfile.Load(configPath); err != nil {
+			return nil, err
+		}
+	}
+	// Warnings and up: a failed call (rate-limited), a long wait; guest
+	// log lines (tap_print's, on every call here) are info.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := host.New(ctx, cfg, host.WithMeterProvider(provider), host.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
-	if err := loadExamples(ctx, h); err != nil {
-		return nil, errors.Join(err, h.Close(ctx))
+	if cfg == nil {
+		if err := loadExamples(ctx, h); err != nil {
+			return nil, errors.Join(err, h.Close(ctx))
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -97,7 +139,8 @@ func Start(ctx context.Context, addr string) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s := &Server{Addr: ln.Addr().String(), Host: h, provider: provider, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	s := &Server{Addr: ln.Addr().String(), Host: h, Config: configPath, provider: provider,
+		http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() { _ = s.http.Serve(ln) }()
 	return s, nil
 }
@@ -121,10 +164,45 @@ func loadExamples(ctx context.Context, h *host.Host) error {
 	return nil
 }
 
-// Workload makes one call each way the host offers: a plain call, two
-// calls on a chain, a tap, a batch of four, a session's call, and a call
-// stepped through by hand (as the GPU path and the XLA handlers do).
+// Reload loads the config file again, the environment's overrides
+// included, and switches the host to it (host.Reload): a file that does
+// not load, or a callback that does not, is refused whole and the old
+// configuration keeps serving.
+func (s *Server) Reload(ctx context.Context) error {
+	if s.Config == "" {
+		return errors.New("no config file to reload (start with -config)")
+	}
+	cfg, err := configfile.Load(s.Config)
+	if err != nil {
+		return err
+	}
+	_, err = s.Host.Reload(ctx, cfg)
+	return err
+}
+
+// ReloadOn reloads once for each signal received on sigs (SIGHUP, in
+// main), until ctx ends, reporting each outcome to done.
+func (s *Server) ReloadOn(ctx context.Context, sigs <-chan os.Signal, done func(error)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sigs:
+			done(s.Reload(ctx))
+		}
+	}
+}
+
+// Workload makes one call each way the host offers, each request under the
+// server's context deadline: a plain call, two calls on a chain, a tap, a
+// batch of four, a session's call, and a call stepped through by hand (as
+// the GPU path and the XLA handlers do).
 func (s *Server) Workload(ctx context.Context) error {
+	if s.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Deadline)
+		defer cancel()
+	}
 	h := s.Host
 	x := abi.From([]float32{1, 2, 3, 4})
 	two := abi.Scalar[float32](2)
