@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"unsafe"
 
@@ -499,21 +498,15 @@ func cbxgo_barrier_cancelable(h C.callbox_host, cancel C.callbox_cancel_token, c
 		}
 		ctx := tok.context()
 		return withHost(h, func(bh *bridgeHost) error {
-			var err error
+			// A wait the token cut short is the host's Canceled error.
 			if chain == nil {
-				err = bh.h.Barrier(ctx)
-			} else {
-				name, nerr := goString(chain, "chain")
-				if nerr != nil {
-					return nerr
-				}
-				err = bh.chainBarrier(ctx, name)
+				return bh.h.Barrier(ctx)
 			}
-			if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				// The wait was cut short; the taps and steps run on.
-				return &bridgeError{kind: abi.Canceled, msg: "barrier canceled by the caller; the taps and queued steps run on"}
+			name, err := goString(chain, "chain")
+			if err != nil {
+				return err
 			}
-			return err
+			return bh.chainBarrier(ctx, name)
 		})
 	})
 }

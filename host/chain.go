@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
@@ -236,7 +237,7 @@ func (ch *Chain) Barrier(ctx context.Context) error {
 	select {
 	case <-f.Done():
 	case <-ctx.Done():
-		return ctx.Err()
+		return barrierEnded(ctx.Err())
 	}
 	if first := ch.Err(); first != nil {
 		return first
@@ -448,7 +449,32 @@ func (h *Host) Tap(ctx context.Context, callback string, inputs ...Tensor) {
 // first error among the taps since the previous Barrier, then clears it.
 func (h *Host) Barrier(ctx context.Context) error {
 	if err := h.taps.Wait(ctx); err != nil {
-		return err
+		return barrierEnded(err)
 	}
 	return h.taps.Take()
 }
+
+// barrierEnded is a barrier's wait cut short by its context: Canceled, or
+// Timeout for a deadline, wrapping the context's error. Every door reports
+// it the same way; the taps and steps waited for run on, and the next
+// barrier reports them.
+func barrierEnded(err error) error {
+	k := Canceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		k = Timeout
+	}
+	return &waitEndedError{kind: k, err: err}
+}
+
+// waitEndedError is a wait the caller ended (barrierEnded).
+type waitEndedError struct {
+	kind Kind
+	err  error
+}
+
+func (e *waitEndedError) Error() string {
+	return fmt.Sprintf("barrier: the wait ended (%v); the taps and queued steps run on", e.err)
+}
+func (e *waitEndedError) Unwrap() error        { return e.err }
+func (e *waitEndedError) Kind() Kind           { return e.kind }
+func (e *waitEndedError) Is(target error) bool { return abi.IsKind(e.kind, target) }

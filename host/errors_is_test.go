@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 )
 
@@ -47,4 +49,30 @@ func TestEveryErrorWithAKindAnswersErrorsIs(t *testing.T) {
 		assertIsItsKind(t, host.NewCallbackErrorForTest(k), k)
 		assertIsItsKind(t, host.NewLoadErrorForTest(k), k)
 	}
+}
+
+// TestBarrierEndedByItsContextHasAKind: a barrier whose context ends while
+// a tap or a chain step still runs returns Canceled (Timeout for a
+// deadline), wrapping the context's error, the same through every door;
+// the next barrier reports what it waited for.
+func TestBarrierEndedByItsContextHasAKind(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "wazero", func(cb *config.Callback) { cb.Limits.Timeout = 500 * time.Millisecond })
+	x := abi.From([]float32{1})
+	h.Tap(ctx, "spin", x)
+	ch := h.NewChain("c")
+	ch.Tap(ctx, "spin", x)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, err := range []error{h.Barrier(cctx), ch.Barrier(cctx)} {
+		assertIsItsKind(t, err, host.Canceled)
+		assert.ErrorIs(t, err, context.Canceled)
+	}
+	dctx, stop := context.WithDeadline(ctx, time.Now())
+	defer stop()
+	err := h.Barrier(dctx)
+	assertIsItsKind(t, err, host.Timeout)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, h.Barrier(ctx), host.Timeout, "the tap's own timeout, at the next barrier")
+	require.ErrorIs(t, ch.Barrier(ctx), host.Timeout)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
 
 	"github.com/seed4b3e0ccb/callbox/config"
 )
@@ -144,5 +143,5 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 // unchanged reports whether spec, with module bytes wasm, is exactly what
 // c was loaded from.
 func (c *Callback) unchanged(spec config.Callback, wasm []byte) bool {
-	return c.sha == moduleSHA(wasm) && reflect.DeepEqual(c.spec, spec)
+	return c.sha == moduleSHA(wasm) && c.spec == spec
 }

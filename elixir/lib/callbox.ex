@@ -400,9 +400,11 @@ defmodule Callbox do
   defp explain_tensor(_), do: :ok
 
   defp explain_dims(shape) do
-    case Enum.find(Tuple.to_list(shape), fn d -> not (is_integer(d) and d >= 0 and d < 4_611_686_018_427_387_904) end) do
+    # The NIF reads each dimension as a signed 64-bit integer (the library
+    # judges its value: a negative one is refused there, with its message).
+    case Enum.find(Tuple.to_list(shape), fn d -> not (is_integer(d) and d >= -9_223_372_036_854_775_808 and d <= 9_223_372_036_854_775_807) end) do
       nil -> :ok
-      d -> "dimension #{inspect(d)} is not an integer from 0 to 2^62"
+      d -> "dimension #{inspect(d)} is not a 64-bit integer"
     end
   end
 
