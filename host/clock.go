@@ -23,9 +23,6 @@ func newMonoClock() monoClock { return monoClock{epoch: time.Now()} }
 // uses it reads the wall clock.
 func (k monoClock) now() time.Time { return k.epoch.Add(time.Since(k.epoch)) }
 
-// since is the time since t, read from the monotonic clock.
-func (k monoClock) since(t time.Time) time.Duration { return time.Since(t) }
-
 // sinceUnlessUntimed is the time since began, or zero on a host opened
 // WithoutCallTiming (whose Stats leave Wall unmeasured).
 func (c *Callback) sinceUnlessUntimed(began time.Time) time.Duration {

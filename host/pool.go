@@ -284,7 +284,7 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 	p.mu.Unlock()
 	t0 := p.c.h.clock.now()
 	g, err = p.c.newGuest(ctx, deadline, false)
-	p.c.recordInstantiate(ctx, p.c.h.clock.since(t0))
+	p.c.recordInstantiate(ctx, time.Since(t0))
 	if err != nil {
 		p.mu.Lock()
 		p.live--
