@@ -247,6 +247,9 @@ func (r *Report) evaluate() []Target {
 	t = Target{N: 12, Title: "wazero metering: the metered module's matmul <= 1.2x the plain module's, called by hand"}
 	t.Checks = append(t.Checks, r.roundCheck("wazero matmul-256: metered / plain", "matmul-256", "raw-wazero-metered", "raw-wazero", 1.2, true))
 	ts = append(ts, t)
+	if len(r.UserKernels) > 0 {
+		ts = append(ts, r.userKernelsTarget())
+	}
 	return ts
 }
 

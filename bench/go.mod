@@ -3,6 +3,7 @@ module github.com/seed4b3e0ccb/callbox/bench
 go 1.26.0
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/extism/go-sdk v1.7.1
 	github.com/seed4b3e0ccb/callbox v0.0.0
 	github.com/spf13/cobra v1.10.2
@@ -19,7 +20,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect

@@ -267,6 +267,7 @@ func (r *Report) reading() []string {
 			map[bool]string{true: "; it then checksums the whole compiled artifact (XXH3-64 over a read-only mapping: a corrupt or foreign entry is recompiled, never run) and deserializes it", false: "; wazero then decodes and validates every function body before it consults its own file cache"}[c.Engine == config.EngineWasmtime])
 	}
 	out = append(out, r.simdReading()...)
+	out = append(out, r.userKernelsReading()...)
 	return out
 }
 

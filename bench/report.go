@@ -31,7 +31,8 @@ type Report struct {
 	Accuracy    []AccuracyResult
 	Instantiate []InstantiateResult
 	Cache       []CacheResult
-	Batch       []BatchResult // batch.go
+	Batch       []BatchResult      // batch.go
+	UserKernels []UserKernelResult // userkernels.go
 	Targets     []Target
 	// MakeDuration is the whole `make bench`, when the caller knows it.
 	MakeDuration time.Duration
@@ -58,7 +59,7 @@ type SuiteOptions struct {
 	// SkipTargets runs the table only.
 	SkipTargets bool
 	// Targets, when set, keeps the targets' measurements whose name
-	// ("instantiate", "accuracy", "cache", "batch") it matches.
+	// ("instantiate", "accuracy", "cache", "batch", "user") it matches.
 	Targets *regexp.Regexp
 	// GoBench is the output of the micro-benchmarks run before (make
 	// bench), for the report and the targets read from it (9).
@@ -131,6 +132,10 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 			progress("target: parallel batch of %d x %s on %s", BatchSize, config.FormatSize(BatchElemBytes), e)
 			rep.Batch = append(rep.Batch, MeasureBatch(ctx, e, rep.Reps, 4*rep.BenchTime)...)
 		}
+	}
+	if opts.runTarget("user") {
+		progress("target: users' kernels (%d kernels, every engine, raw loops beside)", len(UserKernels))
+		rep.UserKernels = MeasureUserKernels(ctx, rep.Reps, 2*rep.BenchTime)
 	}
 	rep.Machine.LoadAfter = readLoad()
 	rep.Duration = time.Since(rep.Started)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds every guest from source: the Rust, AssemblyScript, C and Go SDK
-# examples (each language's build.sh), the benchmark kernels (C, for
-# the bench module) and the WAT modules, into guests/build/<lang>/.
+# examples (each language's build.sh), the benchmark modules of the bench
+# module (guests/bench/build.sh: the C kernels, and the users' kernels in
+# guests/*/kernels/ through their SDKs' build.sh) and the WAT modules, into
+# guests/build/<lang>/.
 # Toolchains: scripts/install-toolchains.sh.
 set -euo pipefail
 cd "$(dirname "$0")"

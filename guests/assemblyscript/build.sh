@@ -5,6 +5,11 @@
 # routed to callbox.error, no source map or debug info. The output depends
 # only on the sources and the locked compiler, not on where the repository
 # lives. Needs `npm ci` here first (scripts/install-toolchains.sh runs it).
+#
+#   build.sh                  every example
+#   build.sh SRC.ts...        these sources instead (paths from here or
+#                             absolute), with the same settings; OUT names
+#                             the output directory (default ../build/assemblyscript)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -13,10 +18,12 @@ if [ ! -x "$asc" ]; then
   echo "build.sh: $asc is missing; run 'npm ci' in guests/assemblyscript (or scripts/install-toolchains.sh)" >&2
   exit 1
 fi
-out=../build/assemblyscript
+out=${OUT:-../build/assemblyscript}
 mkdir -p "$out"
+sources=("$@")
+[ ${#sources[@]} -gt 0 ] || sources=(examples/*.ts)
 
-for src in examples/*.ts; do
+for src in "${sources[@]}"; do
   name=$(basename "$src" .ts)
   # *_simd examples use v128 / f32x4, which asc 0.28 leaves off by default;
   # the others are built for the MVP feature set, which every engine runs.

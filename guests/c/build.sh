@@ -5,7 +5,12 @@
 #                                               config needs `wasi: minimal`
 #   guests/build/c-freestanding/<example>.wasm  no libc; imports only callbox.*
 #
+#   guests/c/build.sh SRC.c...  these sources (paths from the repository
+#                               root) instead of the examples, same recipe
+#
 # Environment:
+#   OUT       output directory of both builds (default guests/build):
+#             OUT/c and OUT/c-freestanding
 #   CC        clang with the wasm32 targets and wasi-libc (default clang)
 #   OPT       optimisation level (default 2). Measured on the examples: s is
 #             20% smaller but halves matmul's speed on wasmtime; 3 is no faster.
@@ -21,7 +26,8 @@ cd "$root"
 
 cc=${CC:-clang}
 opt=${OPT:-2}
-mkdir -p guests/build/c guests/build/c-freestanding
+out=${OUT:-guests/build}
+mkdir -p "$out/c" "$out/c-freestanding"
 
 flags=(-std=c11 "-O$opt" -Wall -Wextra -Wpedantic -Iguests/c "-ffile-prefix-map=$root=.")
 wasi=(--target=wasm32-wasi -mexec-model=reactor)
@@ -47,8 +53,10 @@ build() { # variant out src
   printf '%-14s %7d bytes  %s\n' "$(basename "$out" .wasm)" "$(wc -c <"$out")" "$out"
 }
 
-for src in guests/c/examples/*.c; do
+sources=("$@")
+[ ${#sources[@]} -gt 0 ] || sources=(guests/c/examples/*.c)
+for src in "${sources[@]}"; do
   name=$(basename "$src" .c)
-  build wasi "guests/build/c/$name.wasm" "$src"
-  build freestanding "guests/build/c-freestanding/$name.wasm" "$src"
+  build wasi "$out/c/$name.wasm" "$src"
+  build freestanding "$out/c-freestanding/$name.wasm" "$src"
 done

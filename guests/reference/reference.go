@@ -95,3 +95,56 @@ func Checked(x []float32) ([]float32, string) {
 	}
 	return y, ""
 }
+
+// The users' kernels (guests/*/kernels/, built into guests/build/bench/):
+// each is the same algorithm as the guest's, in the same precision and
+// order, so a benchmark compares code generation, not arithmetic.
+
+// ClipInto writes min(max(x[i], 0), t) to y, as guests/assemblyscript/kernels/clip.ts.
+func ClipInto(y, x []float32, t float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = min(max(v, 0), t)
+	}
+}
+
+// NormalizeInto writes each row of the b×n matrix x with its mean
+// subtracted and divided by sqrt(variance + 1e-5), the mean and the
+// population variance summed in float32 in index order, as
+// guests/rust/kernels/normalize.rs.
+func NormalizeInto(y, x []float32, b, n int) {
+	for r := 0; r < b; r++ {
+		row, out := x[r*n:(r+1)*n], y[r*n:(r+1)*n]
+		var sum float32
+		for _, v := range row {
+			sum += v
+		}
+		mean := sum / float32(n)
+		var ss float32
+		for _, v := range row {
+			ss += (v - mean) * (v - mean)
+		}
+		inv := 1 / float32(math.Sqrt(float64(ss/float32(n)+1e-5)))
+		for i, v := range row {
+			out[i] = (v - mean) * inv
+		}
+	}
+}
+
+// DigitizeInto writes to out the number of edges <= x[i] (len(edges) for
+// a NaN), scanning the ascending edges from the first, as
+// guests/c/kernels/digitize.c.
+func DigitizeInto(out []int32, x, edges []float32) {
+	out = out[:len(x)]
+	for i, v := range x {
+		b := 0
+		if v != v {
+			b = len(edges)
+		} else {
+			for b < len(edges) && edges[b] <= v {
+				b++
+			}
+		}
+		out[i] = int32(b)
+	}
+}

@@ -4,6 +4,8 @@
 #
 #   guests/rust/build.sh          build
 #   guests/rust/build.sh --test   also run the SDK's unit tests natively
+#   guests/rust/build.sh SRC.rs...  these sources (paths from the repository
+#                                 root) instead of the examples, same recipe
 #
 # Environment:
 #   RUSTC     a rustc with the wasm32-unknown-unknown std (default /usr/bin/rustc,
@@ -11,6 +13,8 @@
 #   OPT       rustc and wasm-opt optimisation level (default 2). Measured on the
 #             examples: s is 4% smaller but halves matmul's speed on wasmtime;
 #             3 is 10% larger and no faster than 2.
+#   OUT       output directory (default guests/build/rust; the SDK's rlib
+#             goes to OUT/deps)
 #   WASM_OPT  binaryen's wasm-opt (default wasm-opt); WASM_OPT=none skips it, which
 #             changes the bytes (guests/prebuilt is checked against the default)
 #
@@ -29,7 +33,16 @@ if [ "$wasm_opt" != none ] && ! command -v "$wasm_opt" >/dev/null; then
   echo "rust/build.sh: $wasm_opt not found: install binaryen (scripts/install-toolchains.sh) or set WASM_OPT=none" >&2
   exit 1
 fi
-out=guests/build/rust
+out=${OUT:-guests/build/rust}
+test=
+sources=()
+for arg in "$@"; do
+  case "$arg" in
+    --test) test=1 ;;
+    *) sources+=("$arg") ;;
+  esac
+done
+[ ${#sources[@]} -gt 0 ] || sources=(guests/rust/examples/*.rs)
 mkdir -p "$out/deps"
 
 flags=(
@@ -45,7 +58,7 @@ flags=(
 "$rustc" "${flags[@]}" --crate-type rlib --crate-name callbox \
   guests/rust/callbox/src/lib.rs -o "$out/deps/libcallbox.rlib"
 
-for src in guests/rust/examples/*.rs; do
+for src in "${sources[@]}"; do
   name=$(basename "$src" .rs)
   # *_simd examples use wasm simd128 (core::arch::wasm32); the others are
   # built for the MVP feature set, which every engine runs.
@@ -62,7 +75,7 @@ for src in guests/rust/examples/*.rs; do
   printf '%-14s %7d bytes  %s\n' "$name" "$(wc -c <"$out/$name.wasm")" "$out/$name.wasm"
 done
 
-if [ "${1:-}" = --test ]; then
+if [ -n "$test" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   "$rustc" --edition 2021 --test guests/rust/callbox/src/lib.rs -o "$tmp/callbox-test"

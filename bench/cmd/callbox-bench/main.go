@@ -182,7 +182,7 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.IntVar(&accuracyN, "accuracy-runs", 200, "runaway calls timed for the timeout-accuracy target")
 	f.IntVar(&cacheReps, "cache-reps", 5, "warm-cache compiles timed for the module-cache target")
-	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache, batch) matches this regexp")
+	f.StringVar(&targets, "targets", "", "only the targets' measurements whose name (instantiate, accuracy, cache, batch, user) matches this regexp")
 	f.Int64Var(&since, "since", 0, "unix time the enclosing run (make bench) started, to report its duration")
 	f.StringVar(&goBench, "go-bench", "", "a file of `go test -bench` output to include in the report")
 	f.StringVar(&xlaBench, "xla-bench", "", "a Markdown file from python/bench_jax.py (callbox through XLA) to include in the report")

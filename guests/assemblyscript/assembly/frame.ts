@@ -115,13 +115,18 @@ export class Tensor {
  */
 @final @unmanaged
 export class View<T> extends Tensor {
-  @operator("[]") private get(i: i32): T {
-    if (<u32>i >= (<u32>this.byteLength >>> alignof<T>())) throw new RangeError(outOfRange(i, this.length));
+  // The checked accessors are inlined into the caller's loop; only the
+  // failing path (indexOutOfRange) stays a call, so x[i] costs a compare
+  // and a load, not a function call per element.
+  // @ts-ignore: decorator
+  @operator("[]") @inline private get(i: i32): T {
+    if (<u32>i >= (<u32>this.byteLength >>> alignof<T>())) indexOutOfRange(i, this.length);
     return load<T>(this.dataStart + (<usize>i << alignof<T>()));
   }
 
-  @operator("[]=") private set(i: i32, value: T): void {
-    if (<u32>i >= (<u32>this.byteLength >>> alignof<T>())) throw new RangeError(outOfRange(i, this.length));
+  // @ts-ignore: decorator
+  @operator("[]=") @inline private set(i: i32, value: T): void {
+    if (<u32>i >= (<u32>this.byteLength >>> alignof<T>())) indexOutOfRange(i, this.length);
     store<T>(this.dataStart + (<usize>i << alignof<T>()), value);
   }
 
@@ -136,8 +141,10 @@ export class View<T> extends Tensor {
   }
 }
 
-function outOfRange(i: i32, length: i32): string {
-  return "callbox: index " + i.toString() + " is out of range for a tensor of " + length.toString() + " elements";
+// indexOutOfRange aborts an out-of-range x[i]: the cold path of View's
+// inlined accessors, kept out of line.
+function indexOutOfRange(i: i32, length: i32): void {
+  throw new RangeError("callbox: index " + i.toString() + " is out of range for a tensor of " + length.toString() + " elements");
 }
 
 export type BoolView = View<bool>;
