@@ -17,7 +17,7 @@ import (
 )
 
 // The batching target: a batched call of scale on BatchSize elements of
-// BatchElemBytes, through Host.InvokeBatchInto, with batching parallel
+// BatchElemBytes, through Host.Do (Request.Batch), with batching parallel
 // (the elements split over pooled instances) against batching sequential
 // (the same entry, one element after another).
 
@@ -130,7 +130,7 @@ func MeasureBatch(ctx context.Context, engine string, reps int, sampleTime time.
 		out := make([]float32, len(xs))
 		outs := []host.Tensor{abi.From(out, BatchSize, n)}
 		r := &runner{op: func() error {
-			_, err := h.InvokeBatchInto(ctx, name, ins, outs)
+			_, err := h.Do(ctx, &host.Request{Callback: name, Inputs: ins, Outputs: outs, Batch: true})
 			return err
 		}}
 		// Warm-up, and the result checked once.

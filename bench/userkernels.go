@@ -42,6 +42,9 @@ type UserKernel struct {
 	What   string // what it computes, for the report
 	// Raw is the export of guests/bench/loops.c with the same loop.
 	Raw string
+	// Tuned marks a kernel rewritten for speed as an SDK's README advises:
+	// shown beside the users' kernels, not held to their target.
+	Tuned bool
 
 	inputs func() []host.Tensor
 	output func() host.Tensor
@@ -77,6 +80,20 @@ var UserKernels = []UserKernel{
 	{
 		Name: "clip", Lang: "AssemblyScript", Source: "guests/assemblyscript/kernels/clip.ts", Raw: "clip_raw",
 		What: "clipped ReLU `min(max(x, 0), 3)` over f32[262144] (checked indexing, `Mathf.min`/`Mathf.max`)",
+		inputs: func() []host.Tensor {
+			return []host.Tensor{abi.From(userData(), userElems), abi.Scalar(float32(userClipT))}
+		},
+		output: func() host.Tensor { return abi.From(make([]float32, userElems), userElems) },
+		native: func(ins []host.Tensor, out host.Tensor) {
+			reference.ClipInto(mustView[float32](out), mustView[float32](ins[0]), userClipT)
+		},
+		rawParams: func(ins []uint32, out uint32) []uint64 {
+			return []uint64{uint64(ins[0]), uint64(out), userElems, api.EncodeF32(userClipT)}
+		},
+	},
+	{
+		Name: "clip_unchecked", Lang: "AssemblyScript", Source: "guests/assemblyscript/kernels/clip_unchecked.ts", Raw: "clip_raw", Tuned: true,
+		What: "clip with the lengths checked once and `unchecked` indexing in the loop (the SDK README's advice for hot loops)",
 		inputs: func() []host.Tensor {
 			return []host.Tensor{abi.From(userData(), userElems), abi.Scalar(float32(userClipT))}
 		},
@@ -523,6 +540,9 @@ func (r *Report) userKernelsTarget() Target {
 	t := Target{N: 13, Title: "users' kernels (AssemblyScript clip, Rust normalize, C digitize): each within 2x of the same loop in plain Go on at least one engine, the kernel alone (time inside the export)"}
 	for i := range r.UserKernels {
 		u := &r.UserKernels[i]
+		if u.Kernel.Tuned {
+			continue
+		}
 		c := Check{What: fmt.Sprintf("%s (%s): best engine's kernel / Go", u.Kernel.Name, u.Kernel.Lang), Limit: "<= 2x", Measured: u.Err == nil}
 		if u.Err != nil {
 			c.Value = "error: " + u.Err.Error()
@@ -559,6 +579,9 @@ func (r *Report) UserKernelRows() []UserKernelRow {
 	for i := range r.UserKernels {
 		u := &r.UserKernels[i]
 		name := fmt.Sprintf("`%s` (%s)", u.Kernel.Name, u.Kernel.Lang)
+		if u.Kernel.Tuned {
+			name += ", tuned"
+		}
 		if u.Err != nil {
 			rows = append(rows, UserKernelRow{Kernel: name, Variant: "failed: " + strings.ReplaceAll(u.Err.Error(), "|", "/")})
 			continue

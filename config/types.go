@@ -32,7 +32,7 @@ const (
 	// Batching rules for tensor runtimes that vectorize a call (JAX's
 	// vmap_method names, and callbox's own parallel). The FFI bridge hands
 	// the rule to the runtime. A batched call through the host
-	// (Host.InvokeBatchInto, callbox_call_batch) runs its elements one
+	// (host.Request.Batch, callbox_call_batch) runs its elements one
 	// call each: concurrently on pooled instances for BatchingParallel, in
 	// order on one goroutine for every other rule.
 	BatchingSequential   = "sequential"

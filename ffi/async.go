@@ -129,5 +129,5 @@ func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor
 // runs, so that done may close it.
 func (a *asyncCall) call() error {
 	defer a.bh.leave()
-	return a.bh.call(a.ctx, a.chain, a.callback, a.in, a.out)
+	return a.bh.do(a.ctx, a.chain, a.callback, a.in, a.out, false, 0)
 }

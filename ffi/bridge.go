@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -221,32 +222,24 @@ func (bh *bridgeHost) outputTypes(ci *cbInfo, in []abi.Tensor) ([]abi.OutputSpec
 	return specs, nil
 }
 
-// call runs one call, on a chain when chain is not "". The host checks
-// the outputs against the types the signature derives and writes the
-// results straight into them; a chain's call is synchronous and keeps no
-// reference to in or out, which may be C or XLA memory.
-func (bh *bridgeHost) call(ctx context.Context, chain, callback string, in, out []abi.Tensor) error {
+// do runs one call of the C API or the XLA handlers: the request the C
+// arguments describe (a chain's next step when chain is not "", batched
+// when batch is set, under budget when it is positive), run by the host's
+// one method, host.Callback.Do, which owns every check and derived fact.
+// The outputs are always the caller's: the host checks them against the
+// types the signature derives and writes the results straight into them.
+// A chain's call is synchronous and keeps no reference to in or out,
+// which may be C or XLA memory.
+func (bh *bridgeHost) do(ctx context.Context, chain, callback string, in, out []abi.Tensor, batch bool, budget time.Duration) error {
 	ci, err := bh.resolve(callback)
 	if err != nil {
 		return err
 	}
-	if chain == "" {
-		_, err = ci.cb.InvokeInto(ctx, in, out)
-	} else {
-		_, err = bh.h.Chain(chain).InvokeInto(ctx, ci.name, in, out)
+	if out == nil {
+		out = []abi.Tensor{} // given, and empty: never "allocate them"
 	}
-	return err
-}
-
-// callWithin runs one unordered call under budget
-// (host.Callback.InvokeIntoWithin): past it, the call stops as a Timeout
-// that wraps context.DeadlineExceeded.
-func (bh *bridgeHost) callWithin(ctx context.Context, callback string, in, out []abi.Tensor, budget time.Duration) error {
-	ci, err := bh.resolve(callback)
-	if err != nil {
-		return err
-	}
-	_, err = ci.cb.InvokeIntoWithin(ctx, budget, in, out)
+	req := host.Request{Inputs: in, Outputs: out, Batch: batch, Budget: budget, Chain: chain}
+	_, err = ci.cb.Do(ctx, &req)
 	return err
 }
 
@@ -282,22 +275,19 @@ func callDL(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	return dlCall(ctx, h, chain, callback, inputs, nIn, outputs, nOut, false, 0)
 }
 
-// maxBudget bounds callbox_call_within's budget: a longer one is refused
-// as a mistake (no callback's timeout may exceed config.MaxTimeout).
-const maxBudget = uint64(config.MaxTimeout)
-
 // callWithin is callbox_call_within: an unordered call that gives up when
 // budgetNs of wall time pass before it is over. It reports gaveUp (and no
 // error) when the budget ran out first; the host wrote nothing then. The
-// budget rides on the call itself (host.Callback.InvokeIntoWithin), not
-// on a context: no timer, no clock read or allocation of its own (a
+// budget rides on the call itself (host.Request.Budget, whose bounds are
+// the host's), not on a context: no timer, no clock read or allocation of its own (a
 // context.WithTimeout cost about 600 ns a call, measured with bench.c's
 // within mode; a context carrying only a deadline, about 140 ns).
 func callWithin(parent context.Context, budgetNs, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, outputs *dlpack.Tensor, nOut uintptr) (gaveUp bool, err error) {
-	if budgetNs == 0 || budgetNs > maxBudget {
-		return false, badArg(arg("budget_ns"), "%d: give 1 ns to %d ns (%s); callbox_call_cancelable has no budget", budgetNs, maxBudget, config.MaxTimeout)
+	if budgetNs == 0 {
+		return false, badArg(arg("budget_ns"), "0: callbox_call_within needs a budget; callbox_call_cancelable has none")
 	}
-	err = dlCall(parent, h, nil, callback, inputs, nIn, outputs, nOut, false, time.Duration(budgetNs))
+	budget := time.Duration(min(budgetNs, math.MaxInt64)) // past the host's bound either way
+	err = dlCall(parent, h, nil, callback, inputs, nIn, outputs, nOut, false, budget)
 	if err != nil && parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return true, nil
 	}
@@ -322,13 +312,7 @@ func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	if err != nil {
 		return forCallback(err, name)
 	}
-	switch {
-	case batch:
-		return bh.callBatch(ctx, chainName, name, in, out)
-	case budget > 0:
-		return bh.callWithin(ctx, name, in, out, budget)
-	}
-	return bh.call(ctx, chainName, name, in, out)
+	return bh.do(ctx, chainName, name, in, out, batch, budget)
 }
 
 // forCallback names the callback a refused tensor was meant for, so the

@@ -168,7 +168,7 @@ func TestBridgeConcurrentCallsAndClose(t *testing.T) {
 				y := abi.From(make([]float32, 2))
 				err := bh.open()
 				if err == nil {
-					err = bh.call(context.Background(), "", "copy_f32", []abi.Tensor{x}, []abi.Tensor{y})
+					err = bh.do(context.Background(), "", "copy_f32", []abi.Tensor{x}, []abi.Tensor{y}, false, 0)
 				}
 				if err != nil {
 					assert.True(t, errors.Is(err, host.ErrClosed) || bh.closed.Load(), err.Error())

@@ -153,8 +153,5 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	if err != nil {
 		return callback, err
 	}
-	if c.Batched != 0 {
-		return callback, bh.callBatch(ctx, chain, callback, in, out)
-	}
-	return callback, bh.call(ctx, chain, callback, in, out)
+	return callback, bh.do(ctx, chain, callback, in, out, c.Batched != 0, 0)
 }

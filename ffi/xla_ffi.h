@@ -182,7 +182,7 @@ typedef struct cbx_call {
   int64_t num_rets;
   char *message;          /* out: malloc'd by the Go side on failure */
   int32_t refusal_kind;   /* an abi.Kind when the decoder refused the frame, else 0 */
-  int32_t batched;        /* attribute batched = "true": a batched call (host.InvokeBatchInto) */
+  int32_t batched;        /* attribute batched = "true": a batched call (host.Request.Batch) */
   char refusal[CBX_REFUSAL_CAP]; /* the refusal's message */
   cbx_buf args[CBX_MAX_BUFFERS];
   cbx_buf rets[CBX_MAX_BUFFERS];

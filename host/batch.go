@@ -39,12 +39,12 @@ import (
 // reported), so the element reported is the lowest failing index,
 // whatever the timing. The *CallbackError names it (Element, BatchSize).
 //
-// Outputs: InvokeBatchInto writes the elements' results into a scratch
-// buffer and copies them into the caller's outputs only when every
-// element succeeded: a failed batch leaves every output byte untouched
-// (the one rule of every call). The publish copy is split over the same
-// workers. InvokeBatch allocates its outputs and so writes each element's
-// results straight into them.
+// Outputs: a batched call into given outputs (Request.Outputs) writes the
+// elements' results into a scratch buffer and copies them into the
+// caller's outputs only when every element succeeded: a failed batch
+// leaves every output byte untouched (the one rule of every call). The
+// publish copy is split over the same workers. One that allocates its
+// outputs (Outputs nil) writes each element's results straight into them.
 
 // BatchParallelism is the most elements of one batched call this
 // callback runs at once: its pool's max_instances bounded by GOMAXPROCS
@@ -54,69 +54,6 @@ func (c *Callback) BatchParallelism() int {
 		return 1
 	}
 	return max(1, min(cap(c.pool.slots), runtime.GOMAXPROCS(0)))
-}
-
-// InvokeBatchInto runs a batched call (see "Batched calls" above) of the
-// named callback, writing its results into caller-provided outputs, each
-// of shape [B] followed by the per-element result's shape. A failed batch
-// leaves every output untouched; its *CallbackError names the element.
-// Stats sum the elements' (Wall is the whole batch's).
-func (h *Host) InvokeBatchInto(ctx context.Context, name string, inputs, outputs []Tensor) (Stats, error) {
-	c, err := h.lookup(name)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer c.leave()
-	st, cerr := c.invokeBatch(ctx, inputs, outputs, c.BatchParallelism(), true)
-	if cerr != nil {
-		return st, cerr
-	}
-	return st, nil
-}
-
-// InvokeBatch runs a batched call and returns its outputs, allocated at
-// [B] followed by each per-element result's shape.
-func (h *Host) InvokeBatch(ctx context.Context, name string, inputs ...Tensor) ([]Tensor, error) {
-	c, err := h.lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	defer c.leave()
-	outs, _, cerr := c.invokeBatchAlloc(ctx, inputs, c.BatchParallelism())
-	if cerr != nil {
-		return nil, cerr
-	}
-	return outs, nil
-}
-
-// InvokeBatchInto is Host.InvokeBatchInto on a resolved callback.
-func (c *Callback) InvokeBatchInto(ctx context.Context, inputs, outputs []Tensor) (Stats, error) {
-	if err := c.enter(); err != nil {
-		return Stats{}, err
-	}
-	defer c.leave()
-	st, cerr := c.invokeBatch(ctx, inputs, outputs, c.BatchParallelism(), true)
-	if cerr != nil {
-		return st, cerr
-	}
-	return st, nil
-}
-
-// InvokeBatchInto runs a batched call as the chain's next step: its
-// elements run in order, element 0 first, whatever the callback's
-// batching rule, and the first failing one fails the chain (the error
-// names the element). Outputs as Host.InvokeBatchInto.
-func (ch *Chain) InvokeBatchInto(ctx context.Context, callback string, inputs, outputs []Tensor) (Stats, error) {
-	var st Stats
-	err := ch.Do(ctx, callback, func(ctx context.Context, c *Callback) error {
-		var cerr *CallbackError
-		st, cerr = c.invokeBatch(ctx, inputs, outputs, 1, true)
-		if cerr != nil {
-			return cerr
-		}
-		return nil
-	})
-	return st, err
 }
 
 // batch is one batched call's shape: B elements, each input's and

@@ -38,7 +38,7 @@ func BenchmarkBatch64x64KiB(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if rule != "loop" {
-						if _, err := h.InvokeBatchInto(ctx, "scale", ins, outs); err != nil {
+						if _, err := invokeBatchInto(ctx, h, "scale", ins, outs); err != nil {
 							b.Fatal(err)
 						}
 						continue

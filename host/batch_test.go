@@ -56,14 +56,14 @@ func TestBatchMatchesOneCallPerElement(t *testing.T) {
 		seq := newHost(t, engine, nil)
 		const b, n = 37, 1000
 		x, f, out := scaleBatch(b, n, 7)
-		st, err := par.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+		st, err := invokeBatchInto(ctx, par, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(b*(4*n+4)), st.BytesIn)
 		assert.Equal(t, uint64(b*4*n), st.BytesOut)
 
 		// The same batch through a sequential callback, and as b calls.
 		_, _, seqOut := scaleBatch(b, n, 7)
-		_, err = seq.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{seqOut})
+		_, err = invokeBatchInto(ctx, seq, "scale", []host.Tensor{x, f}, []host.Tensor{seqOut})
 		require.NoError(t, err)
 		assert.Equal(t, out.Data, seqOut.Data)
 		xs, fs, got := abi.MustView[float32](x), abi.MustView[float32](f), abi.MustView[float32](out)
@@ -74,7 +74,7 @@ func TestBatchMatchesOneCallPerElement(t *testing.T) {
 		}
 
 		// InvokeBatch allocates the same result.
-		outs, err := par.InvokeBatch(ctx, "scale", x, f)
+		outs, err := invokeBatch(ctx, par, "scale", x, f)
 		require.NoError(t, err)
 		require.Len(t, outs, 1)
 		assert.Equal(t, abi.Shape{b, n}, outs[0].Shape)
@@ -87,12 +87,12 @@ func TestBatchPassThroughAndEmpty(t *testing.T) {
 	ctx := context.Background()
 	x := abi.From([]float32{1, 2, 3, 4, 5, 6}, 3, 2)
 	out := abi.From(make([]float32, 6), 3, 2)
-	_, err := h.InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+	_, err := invokeBatchInto(ctx, h, "tap", []host.Tensor{x}, []host.Tensor{out})
 	require.NoError(t, err)
 	assert.Equal(t, x.Data, out.Data, "a pass-through result is its input")
 
 	// B = 0: nothing runs, nothing fails.
-	st, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{abi.From([]float32{}, 0, 4), abi.From([]float32{}, 0)},
+	st, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{abi.From([]float32{}, 0, 4), abi.From([]float32{}, 0)},
 		[]host.Tensor{abi.From([]float32{}, 0, 4)})
 	require.NoError(t, err)
 	assert.Zero(t, st.BytesIn)
@@ -111,11 +111,11 @@ func TestBatchRefusals(t *testing.T) {
 		"batch sizes":      {[]host.Tensor{x, abi.From(make([]float32, 3), 3)}, []host.Tensor{out}, "batch size 3, input 0 has 4"},
 		"short data":       {[]host.Tensor{{DType: abi.F32, Shape: abi.Shape{4, 8}, Data: x.Data[:100]}, f}, []host.Tensor{out}, "needs 4 x 32 bytes"},
 		"output shape":     {[]host.Tensor{x, f}, []host.Tensor{abi.From(make([]float32, 32), 32)}, "output 0: buffer is f32[32], result is f32[4,8]"},
-		"output count":     {[]host.Tensor{x, f}, nil, "got 0 output buffers"},
+		"output count":     {[]host.Tensor{x, f}, []host.Tensor{}, "got 0 output buffers"},
 		"element mismatch": {[]host.Tensor{x, abi.From(make([]float32, 8), 4, 2)}, []host.Tensor{out}, "argument 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := h.InvokeBatchInto(ctx, "scale", tc.in, tc.out)
+			_, err := invokeBatchInto(ctx, h, "scale", tc.in, tc.out)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, host.InvalidArgument)
 			assert.ErrorContains(t, err, tc.want)
@@ -141,7 +141,7 @@ func TestBatchFailingElement(t *testing.T) {
 					fs := abi.MustView[float32](f)
 					fs[9], fs[17] = -1, -2 // scale refuses a negative factor
 					before := append([]byte(nil), out.Data...)
-					_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+					_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 					require.Error(t, err)
 					var ce *host.CallbackError
 					require.ErrorAs(t, err, &ce)
@@ -155,7 +155,7 @@ func TestBatchFailingElement(t *testing.T) {
 				// The host keeps serving: the same batch without the bad
 				// factors succeeds.
 				x, f, out := scaleBatch(b, n, 99)
-				_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+				_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 				require.NoError(t, err)
 			})
 		}
@@ -175,7 +175,7 @@ func TestBatchLimitsPerElement(t *testing.T) {
 		}
 		ns[5] = 1 << 30 // far past 300ms on either engine
 		out := abi.From(make([]int32, 8), 8)
-		_, err := h.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		_, err := invokeBatchInto(ctx, h, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, host.Timeout)
 		var ce *host.CallbackError
@@ -185,7 +185,7 @@ func TestBatchLimitsPerElement(t *testing.T) {
 
 		// Fuel: measure one element, then give each exactly that budget.
 		one := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Fuel = config.MaxFuel })
-		_, st, err := one.InvokeStats(ctx, "busy", abi.Scalar[int32](50000))
+		_, st, err := invokeStats(ctx, one, "busy", abi.Scalar[int32](50000))
 		require.NoError(t, err)
 		require.True(t, st.FuelKnown)
 		fuel := st.Fuel
@@ -193,11 +193,11 @@ func TestBatchLimitsPerElement(t *testing.T) {
 		for i := range ns {
 			ns[i] = 50000
 		}
-		bst, err := fh.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		bst, err := invokeBatchInto(ctx, fh, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
 		require.NoError(t, err, "every element fits the budget; the batch uses 8 times it")
 		assert.Equal(t, 8*fuel, bst.Fuel)
 		ns[3] = 50001 * 2
-		_, err = fh.InvokeBatchInto(ctx, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
+		_, err = invokeBatchInto(ctx, fh, "busy", []host.Tensor{abi.From(ns, 8)}, []host.Tensor{out})
 		assert.ErrorIs(t, err, host.FuelExhausted)
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, 3, ce.Element)
@@ -268,9 +268,9 @@ func TestBatchConcurrencyBound(t *testing.T) {
 			assert.Equal(t, tc.want, c.BatchParallelism())
 		}
 		if tc.chain {
-			_, err = h.Chain("c").InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+			_, err = chainBatchInto(ctx, h, h.Chain("c"), "tap", []host.Tensor{x}, []host.Tensor{out})
 		} else {
-			_, err = h.InvokeBatchInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+			_, err = invokeBatchInto(ctx, h, "tap", []host.Tensor{x}, []host.Tensor{out})
 		}
 		require.NoError(t, err)
 		assert.Equal(t, int32(64), cc.lines.Load(), "one call per element")
@@ -291,18 +291,18 @@ func TestChainBatch(t *testing.T) {
 	ctx := context.Background()
 	ch := h.NewChain("effects")
 	x, f, out := scaleBatch(6, 16, 3)
-	_, err := ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	_, err := chainBatchInto(ctx, h, ch, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 	require.NoError(t, err)
 	abi.MustView[float32](f)[2] = -1
 	before := append([]byte(nil), out.Data...)
-	_, err = ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	_, err = chainBatchInto(ctx, h, ch, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 	var ce *host.CallbackError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 2, ce.Element)
 	assert.Equal(t, "effects", ce.Chain)
 	assert.Equal(t, uint64(2), ce.Seq)
 	assert.Equal(t, before, out.Data)
-	_, err = ch.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+	_, err = chainBatchInto(ctx, h, ch, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 	assert.ErrorIs(t, err, host.ErrChainFailed)
 }
 
@@ -321,7 +321,7 @@ func TestBatchConcurrentCallers(t *testing.T) {
 			if g%2 == 1 {
 				abi.MustView[float32](f)[g] = -1
 			}
-			_, err := h.InvokeBatchInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+			_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{out})
 			var ce *host.CallbackError
 			switch {
 			case g%2 == 0 && err != nil:

@@ -83,7 +83,7 @@ func BenchmarkTinyCallBounded(b *testing.B) {
 				return err
 			},
 			"budget": func() error {
-				_, err := scale.InvokeIntoWithin(ctx, 100*time.Microsecond, ins, outs)
+				_, err := invokeIntoWithin(ctx, scale, 100*time.Microsecond, ins, outs)
 				return err
 			},
 		}

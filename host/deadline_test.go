@@ -65,7 +65,7 @@ func TestCallerContextKinds(t *testing.T) {
 func TestFuelStatsAfterTimeout(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		h := loadSpin(t, engine, func(cb *config.Callback) { cb.Limits.Fuel = 1 << 40 })
-		_, st, err := h.InvokeStats(context.Background(), "spin", abi.From([]float32{1}))
+		_, st, err := invokeStats(context.Background(), h, "spin", abi.From([]float32{1}))
 		require.ErrorIs(t, err, host.Timeout)
 		if st.FuelKnown {
 			// 250 ms of a tight loop is far more than a million instructions.
@@ -201,19 +201,19 @@ func TestContextDeadlineIsTheCallsDeadline(t *testing.T) {
 	})
 }
 
-// InvokeIntoWithin: a call that fits its budget delivers; one that
-// outruns it stops at the budget (a Timeout wrapping
-// context.DeadlineExceeded, outputs untouched), also while it waits for
-// an instance; the callback's own timeout, when shorter, is its own; a
-// budget that is not positive is refused.
-func TestInvokeIntoWithin(t *testing.T) {
+// Request.Budget: a call that fits its budget delivers; one that outruns
+// it stops at the budget (a Timeout wrapping context.DeadlineExceeded,
+// outputs untouched), also while it waits for an instance; the callback's
+// own timeout, when shorter, is its own; a negative budget is refused
+// (TestRequestTerms has the other bounds).
+func TestRequestBudget(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		ctx := context.Background()
 		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
 		scale, err := h.Lookup("scale")
 		require.NoError(t, err)
 		out := abi.From([]float32{0, 0, 0})
-		_, err = scale.InvokeIntoWithin(ctx, time.Second, []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar(float32(2))}, []host.Tensor{out})
+		_, err = invokeIntoWithin(ctx, scale, time.Second, []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar(float32(2))}, []host.Tensor{out})
 		require.NoError(t, err)
 		assert.Equal(t, []float32{2, 4, 6}, abi.MustView[float32](out))
 
@@ -222,7 +222,7 @@ func TestInvokeIntoWithin(t *testing.T) {
 		x := abi.From([]float32{1, 2})
 		untouched := abi.From([]float32{7, 7})
 		start := time.Now()
-		_, err = spin.InvokeIntoWithin(ctx, 50*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
+		_, err = invokeIntoWithin(ctx, spin, 50*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
 		require.Error(t, err)
 		assert.Less(t, time.Since(start), 1500*time.Millisecond, "stopped at the budget, not the 2 s timeout")
 		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
@@ -233,27 +233,28 @@ func TestInvokeIntoWithin(t *testing.T) {
 		// The one instance busy: the wait for it ends at the budget.
 		busy := make(chan error, 1)
 		go func() {
-			_, err := spin.InvokeIntoWithin(ctx, 400*time.Millisecond, []host.Tensor{x}, []host.Tensor{abi.From([]float32{0, 0})})
+			_, err := invokeIntoWithin(ctx, spin, 400*time.Millisecond, []host.Tensor{x}, []host.Tensor{abi.From([]float32{0, 0})})
 			busy <- err
 		}()
 		require.Eventually(t, func() bool {
 			st, _ := h.PoolStats("spin")
 			return st.Live > st.Idle
 		}, 5*time.Second, time.Millisecond)
-		_, err = spin.InvokeIntoWithin(ctx, 20*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
+		_, err = invokeIntoWithin(ctx, spin, 20*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
 		require.Error(t, err)
 		assert.Equal(t, host.Timeout, abi.KindOf(err), "error: %v", err)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), "while waiting for an instance")
 		assert.ErrorIs(t, <-busy, context.DeadlineExceeded)
 
-		_, err = spin.InvokeIntoWithin(ctx, 0, []host.Tensor{x}, []host.Tensor{untouched})
+		_, err = invokeIntoWithin(ctx, spin, -time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
 		assert.Equal(t, host.InvalidArgument, abi.KindOf(err), "error: %v", err)
+		assert.Equal(t, []float32{7, 7}, abi.MustView[float32](untouched))
 
 		h2 := loadSpin(t, engine, withTimeout(50*time.Millisecond))
 		spin2, err := h2.Lookup("spin")
 		require.NoError(t, err)
-		_, err = spin2.InvokeIntoWithin(ctx, time.Hour, []host.Tensor{x}, []host.Tensor{untouched})
+		_, err = invokeIntoWithin(ctx, spin2, time.Hour, []host.Tensor{x}, []host.Tensor{untouched})
 		require.ErrorIs(t, err, host.Timeout)
 		assert.False(t, errors.Is(err, context.DeadlineExceeded), "error: %v", err)
 		assert.Contains(t, err.Error(), "timeout after 50ms")

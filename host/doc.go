@@ -12,17 +12,21 @@
 // (Canceled), and its deadline, when earlier than the callback's timeout,
 // is the call's deadline (Timeout wrapping context.DeadlineExceeded),
 // enforced by the engine as timeouts are, the wait for an instance
-// included; Callback.InvokeIntoWithin gives a call such a deadline as a
-// budget from its start, without a context of its own (a bridge's cheap
-// "try this for at most 100 µs"). A module refused at load is a
+// included; Request.Budget gives a call such a deadline as a budget from
+// its start, without a context of its own (a bridge's cheap "try this for
+// at most 100 µs"). A module refused at load is a
 // *LoadError, with a Kind too.
 // docs/SECURITY.md gives the threat model and every limit.
 //
-// Calls can be made directly (Invoke, InvokeInto), in strict order on a
-// Chain (ordered effects, as JAX's io_callback(ordered=True)), or as
+// A call is a value, a Request (the callback, inputs, outputs or none to
+// allocate, a batch dimension, a budget, a chain), run by Do, which owns
+// every check a call needs; Invoke, InvokeInto and Callback.InvokeInto are
+// Do with the common fields set, and every other door (C, Python, Elixir,
+// XLA) fills in a Request too. Calls can be made directly, in strict order
+// on a Chain (ordered effects, as JAX's io_callback(ordered=True)), or as
 // fire-and-forget taps collected by a Barrier (JAX's id_tap and
-// barrier_wait). A batched call (InvokeBatchInto) runs one call per
-// element of inputs with a leading batch dimension: concurrently on pooled
+// barrier_wait). A batched call (Request.Batch) runs one call per element
+// of inputs with a leading batch dimension: concurrently on pooled
 // instances for a callback whose batching is parallel, in order otherwise
 // (batch.go).
 //

@@ -92,7 +92,7 @@ type CallbackError struct {
 	ID       string // the callback's content-addressed id
 	Chain    string // chain name; "" for a call outside a chain
 	Seq      uint64 // sequence number in the chain, from 1; 0 outside a chain
-	// BatchSize is the size of the batched call (InvokeBatchInto) whose
+	// BatchSize is the size of the batched call (Request.Batch) whose
 	// element Element (from 0) failed; 0 for a call that is no batch's
 	// element (then Element is 0 too).
 	BatchSize int

@@ -83,7 +83,7 @@ func TestInvokeScale(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		x := abi.From([]float32{1, 2, 3, 4.5})
-		outs, st, err := h.InvokeStats(context.Background(), "scale", x, abi.Scalar[float32](2))
+		outs, st, err := invokeStats(context.Background(), h, "scale", x, abi.Scalar[float32](2))
 		require.NoError(t, err)
 		require.Len(t, outs, 1)
 		assert.Equal(t, []float32{2, 4, 6, 9}, abi.MustView[float32](outs[0]))
@@ -216,7 +216,7 @@ func TestMemoryLimit(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		for _, limit := range []uint64{1 << 20, 3<<20 + 64<<10} {
 			h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.MaxMemory = limit })
-			_, st, err := h.InvokeStats(context.Background(), "grow", abi.From([]float32{1}))
+			_, st, err := invokeStats(context.Background(), h, "grow", abi.From([]float32{1}))
 			require.ErrorIs(t, err, host.MemoryLimit)
 			assert.Contains(t, err.Error(), "memory limit of "+config.FormatSize(limit)+" reached")
 			assert.Equal(t, limit, st.PeakMemory, "limit %d: the guest's memory when it was refused", limit)
@@ -228,7 +228,7 @@ func TestPassThroughIsNotCopied(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		x := abi.From([]float32{1, 2, 3})
-		outs, st, err := h.InvokeStats(context.Background(), "tap", x)
+		outs, st, err := invokeStats(context.Background(), h, "tap", x)
 		require.NoError(t, err)
 		assert.Equal(t, unsafe.SliceData(x.Data), unsafe.SliceData(outs[0].Data))
 		assert.Equal(t, uint64(0), st.BytesOut)
@@ -240,10 +240,10 @@ func TestScratchReusedAcrossCalls(t *testing.T) {
 		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
 		ctx := context.Background()
 		x := abi.From(make([]float32, 1024))
-		_, first, err := h.InvokeStats(ctx, "scale", x, abi.Scalar[float32](1))
+		_, first, err := invokeStats(ctx, h, "scale", x, abi.Scalar[float32](1))
 		require.NoError(t, err)
 		for i := 0; i < 10_000; i++ {
-			_, st, err := h.InvokeStats(ctx, "scale", x, abi.Scalar[float32](1))
+			_, st, err := invokeStats(ctx, h, "scale", x, abi.Scalar[float32](1))
 			require.NoError(t, err)
 			require.Equal(t, first.PeakMemory, st.PeakMemory, "call %d grew guest memory", i)
 			require.False(t, st.NewInstance)
@@ -374,7 +374,7 @@ func TestWithoutCallTiming(t *testing.T) {
 			cb.Limits.Timeout = 50 * time.Millisecond
 			require.NoError(t, h.LoadModule(ctx, cb, wasm))
 		}
-		outs, st, err := h.InvokeStats(ctx, "scale", abi.From([]float32{1, 2}), abi.Scalar[float32](3))
+		outs, st, err := invokeStats(ctx, h, "scale", abi.From([]float32{1, 2}), abi.Scalar[float32](3))
 		require.NoError(t, err)
 		assert.Equal(t, []float32{3, 6}, abi.MustView[float32](outs[0]))
 		assert.Zero(t, st.Wall)

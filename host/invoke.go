@@ -26,30 +26,25 @@ type Stats struct {
 
 // Invoke calls a callback with inputs and returns its outputs, allocated at
 // the shapes its signature derives. An output that passes an input through
-// is that input tensor itself, not a copy.
+// is that input tensor itself, not a copy. It is Do with Callback and
+// Inputs set; Do with Outputs nil also returns the call's stats.
 func (h *Host) Invoke(ctx context.Context, name string, inputs ...Tensor) ([]Tensor, error) {
-	outs, _, err := h.InvokeStats(ctx, name, inputs...)
-	return outs, err
-}
-
-// InvokeStats is Invoke that also returns the call's stats.
-func (h *Host) InvokeStats(ctx context.Context, name string, inputs ...Tensor) ([]Tensor, Stats, error) {
 	c, err := h.lookup(name)
 	if err != nil {
-		return nil, Stats{}, err
+		return nil, err
 	}
 	defer c.leave()
 	r := request{inputs: inputs}
-	st, cerr := c.invoke(ctx, &r)
-	if cerr != nil {
-		return nil, st, cerr
+	if _, cerr := c.invoke(ctx, &r); cerr != nil {
+		return nil, cerr
 	}
-	return r.outputs, st, nil
+	return r.outputs, nil
 }
 
 // InvokeInto calls a callback writing its results into caller-provided
 // outputs, whose dtypes and shapes must be the ones the signature derives.
-// A failed call leaves every output byte untouched.
+// A failed call leaves every output byte untouched. It is Do with
+// Callback, Inputs and Outputs set.
 func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, outputs []Tensor) (Stats, error) {
 	c, err := h.lookup(name)
 	if err != nil {
@@ -64,7 +59,8 @@ func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, out
 	return st, nil
 }
 
-// InvokeInto is Host.InvokeInto on a resolved callback.
+// InvokeInto is Host.InvokeInto on a resolved callback: the hot path of a
+// caller that calls one callback many times.
 func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Tensor) (Stats, error) {
 	if err := c.enter(); err != nil {
 		return Stats{}, err
@@ -78,36 +74,11 @@ func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Te
 	return st, nil
 }
 
-// InvokeIntoWithin is InvokeInto under a budget of the caller's: when
-// budget passes after the call began before the call is over, and before
-// the callback's own timeout, the call stops there (the engines enforce it
-// as they enforce timeouts) and fails as a Timeout that wraps
-// context.DeadlineExceeded, with every output byte untouched. It is a
-// context deadline without the context: context.WithTimeout arms a timer
-// and reads the clock for each call, which on a call of a microsecond is
-// measurable; here the call's own clock reading is the budget's start.
-// budget must be positive.
-func (c *Callback) InvokeIntoWithin(ctx context.Context, budget time.Duration, inputs []Tensor, outputs []Tensor) (Stats, error) {
-	if budget <= 0 {
-		return Stats{}, c.fail(InvalidArgument, fmt.Sprintf("budget %v: give a positive budget", budget), nil)
-	}
-	if err := c.enter(); err != nil {
-		return Stats{}, err
-	}
-	defer c.leave()
-	r := request{inputs: inputs, outputs: outputs, into: true, budget: budget}
-	st, cerr := c.invoke(ctx, &r)
-	if cerr != nil {
-		return st, cerr
-	}
-	return st, nil
-}
-
 // request is one call's inputs, its outputs, and where it sits in a chain.
 type request struct {
 	inputs  []Tensor
 	outputs []Tensor
-	budget  time.Duration // the caller's limit (InvokeIntoWithin); 0: none
+	budget  time.Duration // the caller's limit (Request.Budget); 0: none
 	into    bool          // outputs are caller-provided
 	view    bool          // outputs are views of guest memory (Session)
 	inputAt []uint32      // guest addresses of inputs already in guest memory

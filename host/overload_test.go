@@ -33,7 +33,7 @@ func TestWaitForAnInstanceIsBounded(t *testing.T) {
 	require.NoError(t, err)
 
 	x, two := abi.From([]float32{1, 2}), abi.Scalar[float32](2)
-	_, st, err := h.InvokeStats(ctx, "scale", x, two)
+	_, st, err := invokeStats(ctx, h, "scale", x, two)
 	require.ErrorIs(t, err, host.Overloaded)
 	assert.False(t, errors.Is(err, host.Timeout), "an overloaded host is not a runaway guest")
 	assert.Equal(t, abi.CodeResourceExhausted, abi.KindOf(err).Code(0))

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../guests"
 # lang/example pairs embedded for `callbox demo`, and the benchmark kernels
 # embedded for callbox-bench (the bench module).
 modules=(rust/scale rust/histogram assemblyscript/softmax assemblyscript/tap_print c-freestanding/matmul go/checked wat/hostile
-  bench/kernels bench/kernels_extism bench/kernels_simd bench/loops bench/clip bench/normalize bench/digitize)
+  bench/kernels bench/kernels_extism bench/kernels_simd bench/loops bench/clip bench/clip_unchecked bench/normalize bench/digitize)
 status=0
 for m in "${modules[@]}"; do
   src="build/$m.wasm"

@@ -68,7 +68,9 @@ func newRunCmd() *cobra.Command {
 			if err := checkOuts(outs, info); err != nil {
 				return usageErr(fmt.Errorf("callback %q: %w", name, err))
 			}
-			results, st, err := h.InvokeStats(ctx, name, inputs...)
+			req := host.Request{Callback: name, Inputs: inputs}
+			st, err := h.Do(ctx, &req)
+			results := req.Outputs
 			if err != nil {
 				var ce *host.CallbackError
 				if errors.As(err, &ce) && ce.Kind() == host.InvalidArgument {

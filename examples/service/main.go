@@ -228,7 +228,7 @@ func (s *Server) Workload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.InvokeBatch(ctx, "scale", batch, factors); err != nil {
+	if _, err := h.Do(ctx, &host.Request{Callback: "scale", Inputs: []host.Tensor{batch, factors}, Batch: true}); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
 	sess, err := h.NewSession(ctx, "scale")

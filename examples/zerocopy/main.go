@@ -51,10 +51,12 @@ func run(ctx context.Context, w io.Writer) error {
 	for i := range abi.MustView[float32](x) {
 		abi.MustView[float32](x)[i] = float32(i % 7)
 	}
-	y, st, err := h.InvokeStats(ctx, "scale", x, abi.Scalar[float32](2))
+	req := host.Request{Callback: "scale", Inputs: []abi.Tensor{x, abi.Scalar[float32](2)}}
+	st, err := h.Do(ctx, &req)
 	if err != nil {
 		return err
 	}
+	y := req.Outputs
 	fmt.Fprintf(w, "Invoke:  y[6]=%v  copied %d MiB in, %d MiB out, %v\n",
 		abi.MustView[float32](y[0])[6], st.BytesIn>>20, st.BytesOut>>20, st.Wall.Round(time.Microsecond))
 

@@ -6,6 +6,7 @@
 #   guests/build/bench/kernels_simd.wasm    scale and matmul callbacks in simd128
 #   guests/build/bench/loops.wasm           their loops as raw entry points, no SDK
 #   guests/build/bench/clip.wasm            users' kernels (guests/*/kernels/),
+#   guests/build/bench/clip_unchecked.wasm  (clip tuned as the AssemblyScript README advises)
 #   guests/build/bench/normalize.wasm       each built by its own SDK's recipe
 #   guests/build/bench/digitize.wasm        (that SDK's build.sh, given the file)
 #
@@ -41,8 +42,8 @@ printf '%-14s %7d bytes  %s\n' kernels_simd "$(wc -c <"$out")" "$out"
 # The users' kernels: written with an SDK as its users write code, built by
 # that SDK's own build.sh (same compiler, flags and post-processing as its
 # examples), so the benchmark times what a callback author would ship.
-(OUT="$root/guests/build/bench/assemblyscript" guests/assemblyscript/build.sh kernels/clip.ts)
-cp guests/build/bench/assemblyscript/clip.wasm guests/build/bench/clip.wasm
+(OUT="$root/guests/build/bench/assemblyscript" guests/assemblyscript/build.sh kernels/clip.ts kernels/clip_unchecked.ts)
+cp guests/build/bench/assemblyscript/clip.wasm guests/build/bench/assemblyscript/clip_unchecked.wasm guests/build/bench/
 OUT=guests/build/bench/rust guests/rust/build.sh guests/rust/kernels/normalize.rs
 cp guests/build/bench/rust/normalize.wasm guests/build/bench/normalize.wasm
 OUT=guests/build/bench guests/c/build.sh guests/c/kernels/digitize.c

@@ -158,7 +158,8 @@ func TestYAMLBlocksLoad(t *testing.T) {
 
 // TestExampleBlocksAreTheExamples: a rust, c or ts block whose first line
 // names an example file ("// scale.rs", "/* scale.c */", "//
-// examples/scale.ts") shows that file's code verbatim, so it is the code
+// examples/scale.ts"), or a benchmarked kernel ("// kernels/clip.ts"),
+// shows that file's code verbatim, so it is the code
 // guests/build.sh compiles and the conformance suite runs. Other blocks of
 // these languages are whole files compiled by a test of their own (the
 // AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go; the C
@@ -166,7 +167,8 @@ func TestYAMLBlocksLoad(t *testing.T) {
 // listings are fenced as text.
 func TestExampleBlocksAreTheExamples(t *testing.T) {
 	dirs := map[string]string{"rust": "guests/rust/examples", "c": "guests/c/examples", "ts": "guests/assemblyscript/examples"}
-	name := regexp.MustCompile(`^(?://|/\*) *(?:examples/)?([a-z_]+\.(?:rs|c|ts))\b`)
+	// "kernels/" names one of an SDK's benchmarked kernels (guests/*/kernels).
+	name := regexp.MustCompile(`^(?://|/\*) *(examples/|kernels/)?([a-z_]+\.(?:rs|c|ts))\b`)
 	n := 0
 	for _, f := range markdownFiles(t) {
 		bs, err := Blocks(f)
@@ -189,9 +191,12 @@ func TestExampleBlocksAreTheExamples(t *testing.T) {
 				t.Errorf("%s:%d: a %s block that names no example file (first line %q) is compiled by no test; name the file or fence an API listing as text", rel, b.Line, b.Lang, first)
 				continue
 			}
-			src, err := os.ReadFile(filepath.Join(root(t), dir, m[1]))
-			require.NoError(t, err, "%s:%d names %s", rel, b.Line, m[1])
-			require.Contains(t, string(src), rest, "%s:%d differs from %s/%s", rel, b.Line, dir, m[1])
+			if m[1] == "kernels/" {
+				dir = filepath.Join(filepath.Dir(dir), "kernels")
+			}
+			src, err := os.ReadFile(filepath.Join(root(t), dir, m[2]))
+			require.NoError(t, err, "%s:%d names %s", rel, b.Line, m[2])
+			require.Contains(t, string(src), rest, "%s:%d differs from %s/%s", rel, b.Line, dir, m[2])
 			n++
 		}
 	}

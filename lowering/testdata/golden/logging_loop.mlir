@@ -1,6 +1,6 @@
 // callbox lowering of @logging_loop: 10 ops; callbacks by content id:
 //   scale = cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518 (x: f32[n], factor: f32[]) -> f32[n]
-//   tap_print = cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c (x: f32[n]) -> $x
+//   tap_print = cb1-5fdf4bb264f72a2aaf7820208cc07846a07e259d71f471543b3f68bea9c87d32 (x: f32[n]) -> $x
 module @logging_loop attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<8xf32>) -> (tensor<8xf32>, tensor<i32>) {
     %0 = "stablehlo.after_all"() : () -> !stablehlo.token
@@ -14,7 +14,7 @@ module @logging_loop attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replica
       "stablehlo.return"(%12) : (tensor<i1>) -> ()
     }, {
     ^bb0(%13: tensor<i32>, %14: tensor<8xf32>, %15: !stablehlo.token, %16: tensor<i32>, %17: tensor<f32>, %18: tensor<i32>):
-      %19:2 = stablehlo.custom_call @callbox(%14, %15) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5031a6c476b6cf20e237cb32218bd7ec0a9aaab2eb32ed7b5c09459a9c79762c", chain = "log"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
+      %19:2 = stablehlo.custom_call @callbox(%14, %15) {api_version = 4 : i32, has_side_effect = true, backend_config = {callback = "cb1-5fdf4bb264f72a2aaf7820208cc07846a07e259d71f471543b3f68bea9c87d32", chain = "log"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>]} : (tensor<8xf32>, !stablehlo.token) -> (tensor<8xf32>, !stablehlo.token)
       %20 = stablehlo.custom_call @callbox(%19#0, %17) {api_version = 4 : i32, backend_config = {callback = "cb1-5f7106526e89c6a230835f0d76cdc6de1cccf14ece7b8c150b1ca65542822518"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>], result_layouts = [dense<0> : tensor<1xindex>]} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
       %21 = "stablehlo.add"(%13, %18) : (tensor<i32>, tensor<i32>) -> tensor<i32>
       "stablehlo.return"(%21, %20, %19#1, %16, %17, %18) : (tensor<i32>, tensor<8xf32>, !stablehlo.token, tensor<i32>, tensor<f32>, tensor<i32>) -> ()
