@@ -13,6 +13,7 @@ import (
 	"context"
 	"runtime/cgo"
 	"strings"
+	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
@@ -26,6 +27,8 @@ type asyncCall struct {
 	bh              *bridgeHost
 	chain, callback string
 	in, out         []abi.Tensor
+	batch           bool          // callbox_request_async: CALLBOX_REQUEST_BATCH
+	budget          time.Duration // callbox_request_async: budget_ns
 }
 
 // The calls go from the caller's thread to a worker thread of exports.c's
@@ -129,5 +132,5 @@ func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor
 // runs, so that done may close it.
 func (a *asyncCall) call() error {
 	defer a.bh.leave()
-	return a.bh.do(a.ctx, a.chain, a.callback, a.in, a.out, false, 0)
+	return a.bh.do(a.ctx, a.chain, a.callback, a.in, a.out, a.batch, a.budget)
 }

@@ -155,6 +155,10 @@ func cBench(b *testing.B, dir, cfg, mode string, n int) (wall, cpu float64) {
 
 func BenchmarkTinyCAPI(b *testing.B) { runCBench(b, "capi") }
 
+// BenchmarkTinyRequest is BenchmarkTinyCAPI's call made through
+// callbox_request_run (1.7): the sized request read and checked.
+func BenchmarkTinyRequest(b *testing.B) { runCBench(b, "request") }
+
 func BenchmarkTinyXLAHandler(b *testing.B) { runCBench(b, "xla") }
 
 // BenchmarkTinyCrossing is the floor of any C API entry: a C caller's

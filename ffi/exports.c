@@ -104,6 +104,8 @@ extern callbox_error *cbxgo_call_within(callbox_host, callbox_cancel_token, cons
                                          callbox_tensor *, size_t, uint64_t, int32_t *);
 extern callbox_error *cbxgo_call_batch(callbox_host, callbox_cancel_token, const char *, const char *,
                                        const callbox_tensor *, size_t, callbox_tensor *, size_t);
+extern callbox_error *cbxgo_request_run(callbox_host, const callbox_request *);
+extern callbox_error *cbxgo_request_prepare(callbox_host, const callbox_request *, uintptr_t *);
 extern callbox_error *cbxgo_tap(callbox_host, const char *, const callbox_tensor *, size_t);
 extern callbox_error *cbxgo_barrier(callbox_host);
 extern callbox_error *cbxgo_chain_call(callbox_host, const char *, const char *, const callbox_tensor *, size_t,
@@ -358,6 +360,31 @@ callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel
     cbxgo_async_drop(j->call);
     free(j);
     return cbx_local_error("callbox_call_async: cannot start a worker thread");
+  }
+  return NULL;
+}
+
+callbox_error *callbox_request_run(callbox_host host, const callbox_request *req) {
+  CBX_GUARD("callbox_request_run");
+  return cbxgo_request_run(host, req);
+}
+
+callbox_error *callbox_request_async(callbox_host host, const callbox_request *req, callbox_done_fn done, void *user) {
+  CBX_GUARD("callbox_request_async");
+  if (done == NULL) return cbx_local_error("callbox_request_async: done: NULL");
+  cbx_async_job *j = malloc(sizeof *j);
+  if (j == NULL) return &cbx_oom_error;
+  callbox_error *e = cbxgo_request_prepare(host, req, &j->call);
+  if (e != NULL) {
+    free(j);
+    return e;
+  }
+  j->done = done;
+  j->user = user;
+  if (!cbx_async_queue(j)) {
+    cbxgo_async_drop(j->call);
+    free(j);
+    return cbx_local_error("callbox_request_async: cannot start a worker thread");
   }
   return NULL;
 }

@@ -297,7 +297,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.6.0 10600", r.vals["version"])
+	assert.Equal(t, "1.7.0 10700", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -819,6 +819,38 @@ func TestHarnessWithin(t *testing.T) {
 	r.fails(t, "within_null_expired", abi.InvalidArgument, "expired: NULL")
 	r.fails(t, "within_bad_token", abi.InvalidArgument, "unknown cancel token")
 	r.fails(t, "within_unknown", abi.UnknownCallback, "no_such")
+}
+
+// TestHarnessRequest drives the 1.7 request entries from C: plain,
+// chained, batched and asynchronous requests run; a budget that runs out
+// fails as TIMEOUT with no output written; the host's own bounds refuse a
+// budget past an hour (both as given and at UINT64_MAX) and a budget on a
+// batch, with the Go API's messages; the sized struct refuses a short
+// size, a non-zero field past what this library knows, the reserved field
+// and unknown flags, and accepts a bigger caller's zero tail.
+func TestHarnessRequest(t *testing.T) {
+	r := harnessGroups(t, false, nil, "request")
+	r.ok(t, "request_ok", "request_chain", "request_batch", "request_bigger_zero", "request_async_start", "request_async")
+	assert.Equal(t, "1 4", r.vals["request_ok"])
+	assert.Equal(t, "1 4", r.vals["request_chain"])
+	assert.Equal(t, "1", r.vals["request_batch"])
+	assert.Equal(t, "1 calls 0 wrong", r.vals["request_async"])
+	r.fails(t, "request_budget", abi.Timeout, "the caller's deadline passed")
+	var ms int
+	var y0, y3 float64
+	_, err := fmt.Sscanf(r.vals["request_budget"], "%d %g %g", &ms, &y0, &y3)
+	require.NoError(t, err)
+	assert.Less(t, ms, 4000, "stopped 20 ms in, not at its 5 s timeout")
+	assert.Equal(t, []float64{9, 9}, []float64{y0, y3}, "no output byte written")
+	r.fails(t, "request_budget_huge", abi.InvalidArgument, "budget 2h0m0s: give a budget from 1ns to 1h0m0s, or none")
+	r.fails(t, "request_budget_max", abi.InvalidArgument, "give a budget from 1ns to 1h0m0s, or none")
+	r.fails(t, "request_batch_budget", abi.InvalidArgument, "a batched call takes no budget")
+	r.fails(t, "request_small", abi.InvalidArgument, "size is 8: set it to sizeof(callbox_request)")
+	r.fails(t, "request_bigger_set", abi.InvalidArgument, "does not know; upgrade libcallbox")
+	r.fails(t, "request_reserved", abi.InvalidArgument, "req.reserved")
+	r.fails(t, "request_flags", abi.InvalidArgument, "unknown flags")
+	r.fails(t, "request_null", abi.InvalidArgument, "req: NULL")
+	r.fails(t, "request_async_null_done", abi.InvalidArgument, "done: NULL")
 }
 
 // TestHarnessLimits reads callbacks' limits through

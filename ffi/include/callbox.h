@@ -120,9 +120,12 @@ extern "C" {
  *        stack a thread calling it must have (caller_stack)
  *   1.6  kind OVERLOADED: a call that waited max_wait for a busy
  *        callback's instance fails instead of waiting without end;
- *        callbox_limits.max_wait_ns; callbox_barrier_cancelable */
+ *        callbox_limits.max_wait_ns; callbox_barrier_cancelable
+ *   1.7  callbox_request, callbox_request_run, callbox_request_async: a
+ *        call as a value (the Go API's host.Request), whose terms the
+ *        library alone checks; every call entry above is one request */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 6
+#define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -328,6 +331,44 @@ typedef struct callbox_limits {
   uint64_t max_wait_ns;
 } callbox_limits;
 
+/* ---- A call as a value (since 1.7) -------------------------------------
+ *
+ * callbox_request is the Go API's host.Request in C: one struct says
+ * everything about a call, and callbox_request_run (or its asynchronous
+ * twin) runs it. Each call entry above is one of these with some fields
+ * fixed: callbox_call (no chain, no token), callbox_chain_call (chain),
+ * callbox_call_cancelable (cancel), callbox_call_batch (flags
+ * CALLBOX_REQUEST_BATCH), callbox_call_within (budget_ns, no chain).
+ * Every term is checked by the library, the same way for every door:
+ * budget_ns is at most an hour (config's longest timeout); a batch takes
+ * no budget; the outputs have the types callbox_output_types derives.
+ *
+ * Set size to sizeof(callbox_request). A later minor version appends
+ * fields; the library reads the first size bytes, counts the fields past
+ * them as 0, and refuses a size shorter than 1.7's or a request whose
+ * bytes past the fields it knows are not all 0 (a newer caller's terms
+ * that an older library cannot honour are an error, never ignored). */
+typedef struct callbox_request {
+  size_t size;                 /* sizeof(callbox_request) */
+  const char *callback;        /* a name or a content id */
+  const char *chain;           /* NULL: an unordered call; else the chain's next step */
+  callbox_cancel_token cancel; /* 0: none */
+  const callbox_tensor *inputs;
+  size_t num_inputs;
+  callbox_tensor *outputs; /* caller-allocated, exactly the derived types */
+  size_t num_outputs;
+  /* 0: none. Else the call stops when budget_ns of wall time passed since
+   * it began (waiting for an instance included), with kind TIMEOUT, no
+   * output byte written, as callbox_call_within (which reports it as
+   * *expired instead of an error). */
+  uint64_t budget_ns;
+  uint32_t flags;    /* CALLBOX_REQUEST_BATCH, or 0 */
+  uint32_t reserved; /* 0 */
+} callbox_request;
+
+/* flags: a batched call (callbox_call_batch's rules). */
+#define CALLBOX_REQUEST_BATCH 1u
+
 /* The function callbox_call_async reports to (since 1.3): err is NULL on
  * success, else an error the function owns. */
 typedef void (*callbox_done_fn)(void *user, callbox_error *err);
@@ -519,6 +560,17 @@ callbox_error *callbox_call_within(callbox_host host, callbox_cancel_token cance
 callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,
                                   const char *callback, const callbox_tensor *inputs, size_t num_inputs,
                                   callbox_tensor *outputs, size_t num_outputs, callbox_done_fn done, void *user);
+
+/* ---- A call as a value (since 1.7): callbox_request, above ----------- */
+
+/* Runs a request and returns its error (NULL: the outputs are written). */
+callbox_error *callbox_request_run(callbox_host host, const callbox_request *req);
+
+/* Runs a request asynchronously, as callbox_call_async runs a call: the
+ * request struct and its arrays may be freed when this returns, the
+ * tensors' data must stay valid until done is called. */
+callbox_error *callbox_request_async(callbox_host host, const callbox_request *req, callbox_done_fn done,
+                                     void *user);
 
 /* Runs a callback for its side effect, asynchronously and unordered: the
  * inputs are copied before it returns, the outputs discarded. Its error

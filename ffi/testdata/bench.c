@@ -2,7 +2,8 @@
 // XLA FFI handler on the same callback, and the floor of any entry into
 // the library's Go half (callbox_callback_count: one C-to-Go crossing and
 // a handle lookup). Run by ffi/bench_test.go.
-//   bench CONFIG capi|within|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS
+//   bench CONFIG capi|request|within|xla|crossing|async|phases CALLBACK ELEMENTS ITERATIONS
+// (request: the same call as capi through callbox_request_run, 1.7)
 // (within: callbox_call_within with a 100 us budget, which the call never
 // reaches: what the budget's deadline costs beside capi)
 // (async: callbox_call_async, the caller spinning on a flag its done
@@ -150,7 +151,8 @@ int main(int argc, char **argv) {
   // Five timed rounds after a warm-up; the fastest round is reported
   // (the machine is shared: slower rounds measure the neighbours).
   int xla = strcmp(mode, "xla") == 0, crossing = strcmp(mode, "crossing") == 0, async = strcmp(mode, "async") == 0;
-  int within = strcmp(mode, "within") == 0;
+  int within = strcmp(mode, "within") == 0, request = strcmp(mode, "request") == 0;
+  callbox_request req = {sizeof req, name, NULL, 0, &in, 1, &out, 1, 0, 0, 0};
   int32_t expired = 0;
   size_t count = 0;
   if (strcmp(mode, "phases") == 0) return phases(host, name, &in, &out, iters);
@@ -176,6 +178,11 @@ int main(int argc, char **argv) {
           return 1;
         }
         async_wait();
+      } else if (request) {
+        if ((e = callbox_request_run(host, &req)) != NULL) {
+          fprintf(stderr, "request_run: %s\n", e->text);
+          return 1;
+        }
       } else if (within) {
         if ((e = callbox_call_within(host, 0, name, &in, 1, &out, 1, 100000, &expired)) != NULL || expired) {
           fprintf(stderr, "call_within: %s\n", e ? e->text : "gave up");

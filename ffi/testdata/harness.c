@@ -1096,6 +1096,9 @@ static void group_fork(const char *cfg) {
     report("fork_entry_callbox_callback_limits", callbox_callback_limits(host, "copy_f32", &lim));
     report("fork_entry_callbox_output_types", callbox_output_types(host, "copy_f32", &ti, 1, types, 1));
     report("fork_entry_callbox_call_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
+    callbox_request req = {sizeof req, "copy_f32", NULL, 0, &ti, 1, &to, 1, 0, 0, 0};
+    report("fork_entry_callbox_request_run", callbox_request_run(host, &req));
+    report("fork_entry_callbox_request_async", callbox_request_async(host, &req, fork_done, NULL));
     report("fork_entry_callbox_call_cancelable", callbox_call_cancelable(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
     report("fork_entry_callbox_call_within",
            callbox_call_within(host, 0, "copy_f32", &ti, 1, &to, 1, 1000000000, &expired));
@@ -1579,6 +1582,112 @@ static void batch_check(const char *label, callbox_error *e, const float *y, int
   report(label, e);
 }
 
+// group_request drives callbox_request_run and callbox_request_async (1.7):
+// a plain, a chained and a batched request; a budget that runs out (a
+// TIMEOUT, the output untouched); the host's bounds (a budget past an
+// hour, a budget on a batch); the sized struct (too small, a bigger
+// caller's zero tail accepted and a non-zero one refused, reserved and
+// unknown flags refused, NULL); an asynchronous request whose struct and
+// shape are gone when it runs.
+static void group_request(void) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {9, 9, 9, 9};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  callbox_request r;
+  memset(&r, 0, sizeof r);
+  r.size = sizeof r;
+  r.callback = "copy_f32";
+  r.inputs = &ti;
+  r.num_inputs = 1;
+  r.outputs = &to;
+  r.num_outputs = 1;
+  report("request_ok", callbox_request_run(host, &r));
+  val("request_ok", "%g %g", y[0], y[3]);
+  y[0] = y[3] = 9;
+  r.chain = "rq";
+  report("request_chain", callbox_request_run(host, &r));
+  val("request_chain", "%g %g", y[0], y[3]);
+  r.chain = NULL;
+
+  enum { B = 8, N = 4 };
+  float bx[B * N], by[B * N];
+  int64_t shape[2] = {B, N};
+  callbox_tensor bti = f32(bx, 2, shape), bto = f32(by, 2, shape);
+  for (int i = 0; i < B * N; i++) bx[i] = (float)i, by[i] = -7;
+  callbox_request b = r;
+  b.callback = "nonneg_par";
+  b.inputs = &bti;
+  b.outputs = &bto;
+  b.flags = CALLBOX_REQUEST_BATCH;
+  report("request_batch", callbox_request_run(host, &b));
+  val("request_batch", "%d", memcmp(bx, by, sizeof bx) == 0);
+  b.budget_ns = 1000000000ull;
+  report("request_batch_budget", callbox_request_run(host, &b));
+
+  callbox_request s = r;
+  s.callback = "spin_long";
+  s.budget_ns = 20000000ull;
+  y[0] = y[3] = 9;
+  double t0 = now_ms();
+  report("request_budget", callbox_request_run(host, &s));
+  val("request_budget", "%.0f %g %g", now_ms() - t0, y[0], y[3]);
+  s.budget_ns = 2ull * 3600 * 1000000000ull;
+  report("request_budget_huge", callbox_request_run(host, &s));
+  s.budget_ns = UINT64_MAX;
+  report("request_budget_max", callbox_request_run(host, &s));
+
+  callbox_request small = r;
+  small.size = 8;
+  report("request_small", callbox_request_run(host, &small));
+  struct {
+    callbox_request r;
+    uint64_t later;
+  } big;
+  memset(&big, 0, sizeof big);
+  big.r = r;
+  big.r.size = sizeof big;
+  report("request_bigger_zero", callbox_request_run(host, &big.r));
+  big.later = 1;
+  report("request_bigger_set", callbox_request_run(host, &big.r));
+  callbox_request odd = r;
+  odd.reserved = 1;
+  report("request_reserved", callbox_request_run(host, &odd));
+  odd = r;
+  odd.flags = 2;
+  report("request_flags", callbox_request_run(host, &odd));
+  report("request_null", callbox_request_run(host, NULL));
+
+  async_call c;
+  async_wait w;
+  async_init(&w);
+  c.w = &w;
+  c.n = 4;
+  for (int i = 0; i < 4; i++) c.x[i] = (float)(10 + i), c.y[i] = -1;
+  int64_t *ashape = malloc(sizeof *ashape);
+  *ashape = 4;
+  callbox_tensor *at = malloc(2 * sizeof *at);
+  at[0] = f32(c.x, 1, ashape);
+  at[1] = f32(c.y, 1, ashape);
+  callbox_request *ar = malloc(sizeof *ar);
+  memset(ar, 0, sizeof *ar);
+  ar->size = sizeof *ar;
+  ar->callback = "copy_f32";
+  ar->inputs = &at[0];
+  ar->num_inputs = 1;
+  ar->outputs = &at[1];
+  ar->num_outputs = 1;
+  report("request_async_start", callbox_request_async(host, ar, async_done, &c));
+  memset(ar, 0xAB, sizeof *ar);  // poisoned: the library copied what it needs
+  free(ar);
+  *ashape = -7;
+  free(ashape);
+  free(at);
+  async_wait_for(&w, 1);
+  val("request_async", "%d calls %d wrong", w.calls, w.wrong);
+  report("request_async", w.err);
+  report("request_async_null_done", callbox_request_async(host, &r, NULL, NULL));
+}
+
 static void group_batch(void) {
   enum { B = 8, N = 4 };
   float x[B * N], y[B * N];
@@ -1663,6 +1772,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "log")) group_log();
     else if (!strcmp(g, "async")) group_async(argv[1]);
     else if (!strcmp(g, "within")) group_within();
+    else if (!strcmp(g, "request")) group_request();
     else if (!strcmp(g, "limits")) group_limits();
     else {
       fprintf(stderr, "unknown group %s\n", g);
