@@ -31,8 +31,18 @@ type cbInfo struct {
 	engine    string
 	batching  string
 	sig       *abi.Signature
-	cb        *host.Callback // resolved once at open: calls do no lookup by name
-	cinfo     unsafe.Pointer // its callbox_callback_info (C memory, capi.go), set at open, freed at close
+	cb        *host.Callback // resolved once per catalog: calls do no lookup by name
+	cinfo     unsafe.Pointer // its callbox_callback_info (C memory, capi.go), set at publish, freed at close
+	cat       *catalog       // the catalog it belongs to
+}
+
+// catalog is the bridge's table of a host's callbacks, built at open and
+// again at each reload; a reload swaps in a new one whole, and the old
+// ones (whose C infos a C caller may still hold) are freed at close.
+type catalog struct {
+	infos []*cbInfo          // sorted by name
+	byKey map[string]*cbInfo // by name and by content id
+	idErr map[string]error   // content ids the host refuses (ambiguous), with its error
 }
 
 // bridgeHost is one open host behind a handle.
@@ -43,16 +53,15 @@ type bridgeHost struct {
 	// (callbox_xla_ffi_cuda) and callbox_cuda_call_dlpack call the default
 	// host through it (gpu.go). The CUDA runtime loads on the first GPU
 	// call.
-	gpu    *cuda.GPU
-	infos  []*cbInfo          // sorted by name
-	byKey  map[string]*cbInfo // by name and by content id
-	idErr  map[string]error   // content ids the host refuses (ambiguous), with its error
-	last   atomic.Pointer[cbInfo]
-	closed atomic.Bool
+	gpu     *cuda.GPU
+	cat     atomic.Pointer[catalog] // the current callbacks
+	retired []*catalog              // catalogs replaced by reloads, freed at close (under mu)
+	last    atomic.Pointer[cbInfo]
+	closed  atomic.Bool
 	// calls counts calls in flight through the bridge, so that close can
 	// free C-side data only once none can read it.
 	calls sync.WaitGroup
-	mu    sync.Mutex // serializes close
+	mu    sync.Mutex // serializes close and reload
 }
 
 // openHost loads cfg into a new host, with a GPU path (its copy mode from
@@ -82,7 +91,18 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 // newBridgeHost resolves every callback of h once: a call through the
 // bridge finds its *host.Callback in the bridge's own table.
 func newBridgeHost(h *host.Host) (*bridgeHost, error) {
-	bh := &bridgeHost{h: h, byKey: map[string]*cbInfo{}}
+	cat, err := newCatalog(h)
+	if err != nil {
+		return nil, err
+	}
+	bh := &bridgeHost{h: h}
+	bh.cat.Store(cat)
+	return bh, nil
+}
+
+// newCatalog resolves every callback h has now.
+func newCatalog(h *host.Host) (*catalog, error) {
+	cat := &catalog{byKey: map[string]*cbInfo{}}
 	infos := h.Callbacks()
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	for i, in := range infos {
@@ -93,28 +113,59 @@ func newBridgeHost(h *host.Host) (*bridgeHost, error) {
 		// The host's resolved rule: a callback from a modules entry is not
 		// in cfg's callbacks section, and the host owns the rule.
 		ci := &cbInfo{index: i, name: in.Name, id: in.ID, signature: in.Signature.String(),
-			engine: in.Engine, batching: in.Batching, sig: in.Signature, cb: cb}
-		bh.infos = append(bh.infos, ci)
-		bh.byKey[ci.name] = ci
+			engine: in.Engine, batching: in.Batching, sig: in.Signature, cb: cb, cat: cat}
+		cat.infos = append(cat.infos, ci)
+		cat.byKey[ci.name] = ci
 	}
 	// A content id resolves as the host resolves it: to the callback the
 	// host picks, or, when callbacks under different settings share it, to
 	// the host's refusal naming them (ErrAmbiguousID).
-	for _, ci := range bh.infos {
-		if _, done := bh.byKey[ci.id]; done || bh.idErr[ci.id] != nil {
+	for _, ci := range cat.infos {
+		if _, done := cat.byKey[ci.id]; done || cat.idErr[ci.id] != nil {
 			continue
 		}
 		cb, err := h.Lookup(ci.id)
 		if err != nil {
-			if bh.idErr == nil {
-				bh.idErr = map[string]error{}
+			if cat.idErr == nil {
+				cat.idErr = map[string]error{}
 			}
-			bh.idErr[ci.id] = err
+			cat.idErr[ci.id] = err
 			continue
 		}
-		bh.byKey[ci.id] = bh.byKey[cb.Name()]
+		cat.byKey[ci.id] = cat.byKey[cb.Name()]
 	}
-	return bh, nil
+	return cat, nil
+}
+
+// reload switches the host to cfg (host.Host.Reload: unchanged callbacks
+// keep their warm pools, a refused configuration changes nothing), then
+// the bridge to a catalog of the new callbacks, published to C by
+// publishInfos. A call that resolved a replaced callback from the old
+// catalog in between is retried by do on the host's current one.
+func (bh *bridgeHost) reload(ctx context.Context, cfg *config.Config, publishInfos func(*catalog)) (host.ReloadResult, error) {
+	bh.mu.Lock()
+	defer bh.mu.Unlock()
+	if err := bh.open(); err != nil {
+		return host.ReloadResult{}, err
+	}
+	res, err := bh.h.Reload(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	cat, err := newCatalog(bh.h)
+	if err != nil {
+		return res, err
+	}
+	publishInfos(cat)
+	bh.retired = append(bh.retired, bh.cat.Swap(cat))
+	bh.last.Store(nil)
+	return res, nil
+}
+
+// catalogs are every catalog the bridge has published, the current one
+// last (for close, which frees their C infos).
+func (bh *bridgeHost) catalogs() []*catalog {
+	return append(append([]*catalog(nil), bh.retired...), bh.cat.Load())
 }
 
 // resolve finds a callback by name or content id. key may point into C
@@ -122,25 +173,26 @@ func newBridgeHost(h *host.Host) (*bridgeHost, error) {
 // checked first: a program calling one callback in a loop compares one
 // string instead of hashing it.
 func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
-	if ci := bh.last.Load(); ci != nil && ci.name == key {
+	cat := bh.cat.Load()
+	if ci := bh.last.Load(); ci != nil && ci.name == key && ci.cat == cat {
 		return ci, nil
 	}
-	if ci, ok := bh.byKey[key]; ok {
+	if ci, ok := cat.byKey[key]; ok {
 		if ci.name == key {
 			bh.last.Store(ci)
 		}
 		return ci, nil
 	}
 	key = strings.Clone(key)
-	if err := bh.idErr[key]; err != nil {
+	if err := cat.idErr[key]; err != nil {
 		return nil, err
 	}
 	if strings.HasPrefix(key, abi.CallbackIDPrefix) {
 		return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
 			msg: "no loaded callback has this content id: the module changed or is not loaded"}
 	}
-	names := make([]string, len(bh.infos))
-	for i, ci := range bh.infos {
+	names := make([]string, len(cat.infos))
+	for i, ci := range cat.infos {
 		names[i] = ci.name
 	}
 	return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
@@ -240,6 +292,14 @@ func (bh *bridgeHost) do(ctx context.Context, chain, callback string, in, out []
 	}
 	req := host.Request{Inputs: in, Outputs: out, Batch: batch, Budget: budget, Chain: chain}
 	_, err = ci.cb.Do(ctx, &req)
+	if errors.Is(err, host.ErrReplaced) {
+		// A reload replaced the callback after we resolved it; the call
+		// never ran. Run it on the version the host serves now, by name:
+		// the host looks it up and admits the call in one step, so no
+		// later reload can replace it in between.
+		req.Callback = ci.name
+		_, err = bh.h.Do(ctx, &req)
+	}
 	return err
 }
 

@@ -147,6 +147,53 @@ func cbxgo_open_config(text, format, baseDir *C.char, out *C.callbox_host) *C.ca
 	})
 }
 
+//export cbxgo_reload
+func cbxgo_reload(h C.callbox_host, path *C.char) *C.callbox_error {
+	return entry("callbox_reload", func() error {
+		return reloadFrom(h, func() (*config.Config, error) {
+			p, err := goString(path, "config_path")
+			if err != nil {
+				return nil, err
+			}
+			return configfile.LoadEnv(p, environ())
+		})
+	})
+}
+
+//export cbxgo_reload_config
+func cbxgo_reload_config(h C.callbox_host, text, format, baseDir *C.char) *C.callbox_error {
+	return entry("callbox_reload_config", func() error {
+		return reloadFrom(h, func() (*config.Config, error) {
+			if text == nil {
+				return nil, badArg(arg("text"), "NULL")
+			}
+			f, err := goString(format, "format")
+			if err != nil {
+				return nil, err
+			}
+			dir := ""
+			if baseDir != nil {
+				dir = C.GoString(baseDir)
+			}
+			return configfile.LoadData("<config>", f, []byte(C.GoString(text)), dir, nil)
+		})
+	})
+}
+
+// reloadFrom reloads host h from the config load returns.
+func reloadFrom(h C.callbox_host, load func() (*config.Config, error)) error {
+	bh, err := lookupHost(uint64(h))
+	if err != nil {
+		return err
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
+	_, err = bh.reload(context.Background(), cfg, publishInfos)
+	return err
+}
+
 // openInto opens a host from the config load returns and stores its
 // handle in *out (0 on failure).
 func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
@@ -170,7 +217,15 @@ func openInto(out *C.callbox_host, load func() (*config.Config, error)) error {
 // every host the library opens (callbox_open, callbox_open_config, the
 // default host from CALLBOX_CONFIG) goes through it.
 func publish(bh *bridgeHost) uint64 {
-	for _, ci := range bh.infos {
+	publishInfos(bh.cat.Load())
+	return register(bh)
+}
+
+// publishInfos gives a catalog's callbacks their C-side infos, which
+// callbox_callback_at and callbox_callback_find copy out (their strings
+// stay valid until the host is closed, across reloads).
+func publishInfos(cat *catalog) {
+	for _, ci := range cat.infos {
 		info := (*C.callbox_callback_info)(C.calloc(1, C.sizeof_callbox_callback_info))
 		info.name = C.CString(ci.name)
 		info.id = C.CString(ci.id)
@@ -181,7 +236,6 @@ func publish(bh *bridgeHost) uint64 {
 		info.num_outputs = C.int32_t(len(ci.sig.Results))
 		ci.cinfo = unsafe.Pointer(info)
 	}
-	return register(bh)
 }
 
 //export cbxgo_close
@@ -193,16 +247,18 @@ func cbxgo_close(h C.callbox_host) *C.callbox_error {
 		}
 		first, err := bh.close(context.Background())
 		if first {
-			for _, ci := range bh.infos {
-				info := (*C.callbox_callback_info)(ci.cinfo)
-				ci.cinfo = nil
-				if info == nil {
-					continue
+			for _, cat := range bh.catalogs() {
+				for _, ci := range cat.infos {
+					info := (*C.callbox_callback_info)(ci.cinfo)
+					ci.cinfo = nil
+					if info == nil {
+						continue
+					}
+					for _, s := range []*C.char{info.name, info.id, info.signature, info.engine, info.batching} {
+						C.free(unsafe.Pointer(s))
+					}
+					C.free(unsafe.Pointer(info))
 				}
-				for _, s := range []*C.char{info.name, info.id, info.signature, info.engine, info.batching} {
-					C.free(unsafe.Pointer(s))
-				}
-				C.free(unsafe.Pointer(info))
 			}
 		}
 		return err
@@ -216,7 +272,7 @@ func cbxgo_callback_count(h C.callbox_host, out *C.size_t) *C.callbox_error {
 			return err
 		}
 		return withHost(h, func(bh *bridgeHost) error {
-			*out = C.size_t(len(bh.infos))
+			*out = C.size_t(len(bh.cat.Load().infos))
 			return nil
 		})
 	})
@@ -229,10 +285,11 @@ func cbxgo_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback
 			return err
 		}
 		return withHost(h, func(bh *bridgeHost) error {
-			if uint64(index) >= uint64(len(bh.infos)) {
-				return badArg(arg("index"), "%d is out of range (the host has %d callbacks)", uint64(index), len(bh.infos))
+			infos := bh.cat.Load().infos
+			if uint64(index) >= uint64(len(infos)) {
+				return badArg(arg("index"), "%d is out of range (the host has %d callbacks)", uint64(index), len(infos))
 			}
-			*out = *(*C.callbox_callback_info)(bh.infos[index].cinfo)
+			*out = *(*C.callbox_callback_info)(infos[index].cinfo)
 			return nil
 		})
 	})

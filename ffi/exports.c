@@ -105,6 +105,8 @@ extern callbox_error *cbxgo_call_within(callbox_host, callbox_cancel_token, cons
 extern callbox_error *cbxgo_call_batch(callbox_host, callbox_cancel_token, const char *, const char *,
                                        const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_request_run(callbox_host, const callbox_request *);
+extern callbox_error *cbxgo_reload(callbox_host, const char *);
+extern callbox_error *cbxgo_reload_config(callbox_host, const char *, const char *, const char *);
 extern callbox_error *cbxgo_request_prepare(callbox_host, const callbox_request *, uintptr_t *);
 extern callbox_error *cbxgo_tap(callbox_host, const char *, const callbox_tensor *, size_t);
 extern callbox_error *cbxgo_barrier(callbox_host);
@@ -362,6 +364,16 @@ callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel
     return cbx_local_error("callbox_call_async: cannot start a worker thread");
   }
   return NULL;
+}
+
+callbox_error *callbox_reload(callbox_host host, const char *config_path) {
+  CBX_GUARD("callbox_reload");
+  return cbxgo_reload(host, config_path);
+}
+
+callbox_error *callbox_reload_config(callbox_host host, const char *text, const char *format, const char *base_dir) {
+  CBX_GUARD("callbox_reload_config");
+  return cbxgo_reload_config(host, text, format, base_dir);
 }
 
 callbox_error *callbox_request_run(callbox_host host, const callbox_request *req) {

@@ -853,6 +853,29 @@ func TestHarnessRequest(t *testing.T) {
 	r.fails(t, "request_async_null_done", abi.InvalidArgument, "done: NULL")
 }
 
+// TestHarnessReload drives callbox_reload_config from C on a host of its
+// own: after a reload the changed callback has its new timeout, the added
+// one runs, the removed one is unknown, the unchanged one ran before and
+// after, and an info read before the reload is still readable; a
+// configuration that fails to load (a missing module, a bad format, a
+// missing file) is refused naming what failed, and the old one keeps
+// serving with its limits; a closed or unknown host refuses.
+func TestHarnessReload(t *testing.T) {
+	r := harnessGroups(t, false, nil, "reload")
+	r.ok(t, "reload_open", "reload_info_before", "reload_call_before", "reload", "reload_count", "reload_limits",
+		"reload_call_keep", "reload_call_added", "reload_limits_kept", "reload_call_after_bad", "reload_close")
+	assert.Equal(t, "3 300000000 gone", r.vals["reload_after"], "3 callbacks, change's new timeout, the old info readable")
+	assert.Equal(t, "4", r.vals["reload_call_added"])
+	r.fails(t, "reload_call_gone", abi.UnknownCallback, "gone")
+	r.fails(t, "reload_bad", abi.InvalidArgument, "missing.wasm")
+	r.fails(t, "reload_bad_format", abi.InvalidArgument, "ini")
+	r.fails(t, "reload_null_text", abi.InvalidArgument, "text: NULL")
+	r.fails(t, "reload_missing_file", abi.InvalidArgument, "/nonexistent/callbox.yaml")
+	assert.Equal(t, "300000000", r.vals["reload_limits_kept"], "a refused reload changed nothing")
+	r.fails(t, "reload_closed", abi.FailedPrecondition, "closed")
+	r.fails(t, "reload_bad_host", abi.InvalidArgument, "987654")
+}
+
 // TestHarnessLimits reads callbacks' limits through
 // callbox_callback_limits: as configured (timeouts) or defaulted, the
 // caller's stack 0 on wazero and, for wasmtime, 0 where the library

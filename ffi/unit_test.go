@@ -187,6 +187,80 @@ func TestBridgeConcurrentCallsAndClose(t *testing.T) {
 	assert.ErrorContains(t, bh.open(), "is closed")
 }
 
+// Reloads while many goroutines call through the bridge, by name and by
+// content id, ordered and not: no call fails, every output is right; a
+// callback whose timeout changed is replaced (the host loads it anew), the
+// others kept; the bridge's catalog follows the host's.
+func TestBridgeReloadUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, false)
+	cfg, err := configfile.Load(path)
+	require.NoError(t, err)
+	bh, err := openHost(context.Background(), cfg)
+	require.NoError(t, err)
+	register(bh)
+	defer bh.close(context.Background())
+	id := bh.cat.Load().byKey["copy_f32"].id
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls sync.Map
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			key, chain := "copy_f32", ""
+			if g%2 == 1 {
+				key = id
+			}
+			if g%3 == 2 {
+				chain = "c" + strconv.Itoa(g)
+			}
+			n := 0
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					calls.Store(g, n)
+					return
+				default:
+				}
+				x := abi.From([]float32{float32(g), float32(i)})
+				y := abi.From(make([]float32, 2))
+				err := bh.do(context.Background(), chain, key, []abi.Tensor{x}, []abi.Tensor{y}, false, 0)
+				if !assert.NoError(t, err, "goroutine %d call %d", g, i) {
+					continue
+				}
+				assert.Equal(t, []float32{float32(g), float32(i)}, abi.MustView[float32](y))
+				n++
+			}
+		}(g)
+	}
+	var replaced int
+	for r := 0; r < 20; r++ {
+		next := *cfg
+		next.Callbacks = append([]config.Callback(nil), cfg.Callbacks...)
+		for i := range next.Callbacks {
+			if next.Callbacks[i].Name == "copy_f32" {
+				next.Callbacks[i].Limits.Timeout = time.Duration(251+r) * time.Millisecond
+			}
+		}
+		res, err := bh.reload(context.Background(), &next, func(*catalog) {})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"copy_f32"}, res.Replaced)
+		assert.Len(t, res.Kept, len(cfg.Callbacks)-1)
+		replaced += len(res.Replaced)
+		ci, err := bh.resolve("copy_f32")
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(251+r)*time.Millisecond, ci.cb.Info().Limits.Timeout)
+	}
+	close(stop)
+	wg.Wait()
+	total := 0
+	calls.Range(func(_, v any) bool { total += v.(int); return true })
+	assert.Positive(t, total)
+	assert.Equal(t, 20, replaced)
+	assert.Len(t, bh.retired, 20, "every replaced catalog kept until close")
+}
+
 // TestBridgeErrorsAnswerErrorsIs: the bridge's own errors answer
 // errors.Is for their kind, every kind, as the host's do.
 func TestBridgeErrorsAnswerErrorsIs(t *testing.T) {

@@ -123,7 +123,9 @@ extern "C" {
  *        callbox_limits.max_wait_ns; callbox_barrier_cancelable
  *   1.7  callbox_request, callbox_request_run, callbox_request_async: a
  *        call as a value (the Go API's host.Request), whose terms the
- *        library alone checks; every call entry above is one request */
+ *        library alone checks; every call entry above is one request;
+ *        callbox_reload and callbox_reload_config: a new configuration
+ *        without closing the host */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
@@ -410,6 +412,21 @@ callbox_error *callbox_open(const char *config_path, callbox_host *out);
  * directory). */
 callbox_error *callbox_open_config(const char *text, const char *format, const char *base_dir,
                                    callbox_host *out);
+
+/* Reloads a host from a configuration file (since 1.7), its CALLBOX_
+ * environment overrides read again: callbacks whose module bytes and
+ * settings are unchanged keep their loaded modules and warm instances,
+ * changed ones are loaded anew and switched atomically, calls in flight
+ * finish on the version they started on, named chains carry on. A
+ * configuration with any callback that fails to load is refused whole
+ * (the error names the file and callback) and the old one keeps serving.
+ * Callback infos read before (callbox_callback_at, callbox_callback_find)
+ * stay valid until the host is closed; read them again for the new ones.
+ * cache_dir is not applied. Reloads of one host are serialized. */
+callbox_error *callbox_reload(callbox_host host, const char *config_path);
+
+/* callbox_reload from configuration text, as callbox_open_config. */
+callbox_error *callbox_reload_config(callbox_host host, const char *text, const char *format, const char *base_dir);
 
 /* Waits for calls in flight, then releases the host. Later calls with the
  * handle fail with an error saying the host is closed. Closing twice is

@@ -258,6 +258,61 @@ static void group_version(void) {
         "version number %u", callbox_version_number());
 }
 
+// group_reload drives callbox_reload_config (1.7) on a host of its own:
+// a changed callback takes its new limits, a new one appears, a removed
+// one is unknown, an unchanged one serves throughout; infos read before a
+// reload stay readable; a configuration that fails to load is refused and
+// the old one keeps serving; a closed host refuses.
+static void group_reload(const char *dir) {
+  const char *a =
+      "callbacks:\n"
+      "  keep: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\"}\n"
+      "  change: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\", timeout: 100ms}\n"
+      "  gone: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\"}\n";
+  const char *b =
+      "callbacks:\n"
+      "  keep: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\"}\n"
+      "  change: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\", timeout: 300ms}\n"
+      "  added: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\"}\n";
+  const char *bad =
+      "callbacks:\n"
+      "  keep: {module: kit.wasm, export: copy, signature: \"(x: f32[n]) -> f32[n]\"}\n"
+      "  broken: {module: missing.wasm}\n";
+  callbox_host h = 0;
+  report("reload_open", callbox_open_config(a, "yaml", dir, &h));
+  float x[4] = {1, 2, 3, 4}, y[4] = {0, 0, 0, 0};
+  int64_t n = 4;
+  callbox_tensor ti = f32(x, 1, &n), to = f32(y, 1, &n);
+  callbox_callback_info before;
+  report("reload_info_before", callbox_callback_find(h, "gone", &before));
+  report("reload_call_before", callbox_call(h, "keep", &ti, 1, &to, 1));
+  report("reload", callbox_reload_config(h, b, "yaml", dir));
+  size_t count = 0;
+  report("reload_count", callbox_callback_count(h, &count));
+  callbox_limits l;
+  memset(&l, 0, sizeof l);
+  l.struct_size = sizeof l;
+  report("reload_limits", callbox_callback_limits(h, "change", &l));
+  val("reload_after", "%zu %llu %s", count, (unsigned long long)l.timeout_ns, before.name);
+  y[3] = 0;
+  report("reload_call_keep", callbox_call(h, "keep", &ti, 1, &to, 1));
+  report("reload_call_added", callbox_call(h, "added", &ti, 1, &to, 1));
+  val("reload_call_added", "%g", y[3]);
+  report("reload_call_gone", callbox_call(h, "gone", &ti, 1, &to, 1));
+  report("reload_bad", callbox_reload_config(h, bad, "yaml", dir));
+  report("reload_bad_format", callbox_reload_config(h, "callbacks: {}", "ini", dir));
+  report("reload_null_text", callbox_reload_config(h, NULL, "yaml", dir));
+  report("reload_missing_file", callbox_reload(h, "/nonexistent/callbox.yaml"));
+  memset(&l, 0, sizeof l);
+  l.struct_size = sizeof l;
+  report("reload_limits_kept", callbox_callback_limits(h, "change", &l));
+  val("reload_limits_kept", "%llu", (unsigned long long)l.timeout_ns);
+  report("reload_call_after_bad", callbox_call(h, "added", &ti, 1, &to, 1));
+  report("reload_close", callbox_close(h));
+  report("reload_closed", callbox_reload_config(h, b, "yaml", dir));
+  report("reload_bad_host", callbox_reload_config(987654, b, "yaml", dir));
+}
+
 static void group_open(const char *dir) {
   callbox_host h = 99;
   report("open_null_path", callbox_open(NULL, &h));
@@ -1090,6 +1145,8 @@ static void group_fork(const char *cfg) {
     int32_t expired = 0;
     callbox_host dh = 0;
     report("fork_entry_callbox_open_config", callbox_open_config("callbacks: {}", "yaml", ".", &h));
+    report("fork_entry_callbox_reload", callbox_reload(host, "x.yaml"));
+    report("fork_entry_callbox_reload_config", callbox_reload_config(host, "callbacks: {}", "yaml", "."));
     report("fork_entry_callbox_callback_count", callbox_callback_count(host, &count));
     report("fork_entry_callbox_callback_at", callbox_callback_at(host, 0, &info));
     report("fork_entry_callbox_callback_find", callbox_callback_find(host, "copy_f32", &info));
@@ -1773,6 +1830,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "async")) group_async(argv[1]);
     else if (!strcmp(g, "within")) group_within();
     else if (!strcmp(g, "request")) group_request();
+    else if (!strcmp(g, "reload")) group_reload(argv[2]);
     else if (!strcmp(g, "limits")) group_limits();
     else {
       fprintf(stderr, "unknown group %s\n", g);

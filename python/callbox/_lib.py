@@ -154,6 +154,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_open", ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_open_config", ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_close", Host)
+    if hasattr(lib, "callbox_reload"):  # 1.7
+        fn("callbox_reload", Host, ctypes.c_char_p)
+        fn("callbox_reload_config", Host, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
     fn("callbox_callback_count", Host, ctypes.POINTER(ctypes.c_size_t))
     fn("callbox_callback_at", Host, ctypes.c_size_t, ctypes.POINTER(CallbackInfo))
     fn("callbox_callback_find", Host, ctypes.c_char_p, ctypes.POINTER(CallbackInfo))

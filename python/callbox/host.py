@@ -365,6 +365,35 @@ class Host:
         """The C API handle (callbox_host)."""
         return self._handle
 
+    def reload(self, config: Union[str, "os.PathLike[str]", Dict[str, Any]], *,
+               format: Optional[str] = None, base_dir: Union[str, "os.PathLike[str]", None] = None) -> None:
+        """Switch the host to a new configuration without closing it
+        (config as for Host(); a file's CALLBOX_ environment overrides are
+        read again). Callbacks whose module bytes and settings are unchanged
+        keep their loaded modules and warm instances, changed ones are loaded
+        anew, calls in flight finish on the version they started on, named
+        chains carry on. A configuration with any callback that fails to load
+        is refused whole (the error names the file and callback) and the old
+        one keeps serving. Needs a library of C API 1.7 or later."""
+        if not hasattr(self._lib, "callbox_reload"):
+            raise NotImplementedError("Host.reload needs libcallbox 1.7 or later (this one is %s)"
+                                      % self._lib.callbox_version().decode())
+        base = _b(os.fspath(base_dir)) if base_dir else None
+        if isinstance(config, dict):
+            check(self._lib, self._lib.callbox_reload_config(self._handle, json.dumps(config).encode(), b"json", base))
+        elif isinstance(config, (str, os.PathLike)) and (format is None and _looks_like_path(config)):
+            check(self._lib, self._lib.callbox_reload(self._handle, os.fsencode(config)))
+        elif isinstance(config, str):
+            fmt = format or ("json" if config.lstrip().startswith("{") else "yaml")
+            check(self._lib, self._lib.callbox_reload_config(self._handle, config.encode(), fmt.encode(), base))
+        else:
+            raise TypeError("config must be a path, a dict or config text, not %r" % type(config).__name__)
+        # What this object remembered of the old callbacks (infos, derived
+        # types, parameters) is the old configuration's.
+        self._infos.clear()
+        self._types.clear()
+        self._params.clear()
+
     def close(self) -> None:
         """Wait for calls in flight and release the host; later calls raise
         FailedPrecondition. Closing twice is allowed. A Host that is dropped

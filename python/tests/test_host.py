@@ -308,6 +308,51 @@ def test_config_forms(guest_dir):
         callbox.Host("/nonexistent/callbox.yaml")
 
 
+def test_reload(guest_dir, tmp_path):
+    """Host.reload switches configurations without closing: a changed
+    callback's new limits apply, an added one runs, a removed one is
+    unknown, the cached infos are the new ones; a configuration that fails
+    to load is refused and the old one keeps serving; a file is read again
+    with its environment overrides."""
+    sig = "(x: f32[n]) -> f32[n]"
+    a = {"callbacks": {"keep": {"module": "kit.wasm", "export": "copy", "signature": sig},
+                       "change": {"module": "kit.wasm", "export": "copy", "signature": sig, "timeout": "100ms"},
+                       "gone": {"module": "kit.wasm", "export": "copy", "signature": sig}}}
+    x = np.arange(4, dtype=np.float32)
+    with callbox.Host(a, base_dir=guest_dir) as h:
+        assert h.limits("change").timeout_ns == 100_000_000
+        assert h.callback("gone").name == "gone"
+        b = {"callbacks": {"keep": a["callbacks"]["keep"],
+                           "change": dict(a["callbacks"]["change"], timeout="300ms"),
+                           "added": {"module": "kit.wasm", "export": "copy", "signature": sig}}}
+        h.reload(b, base_dir=guest_dir)
+        assert [c.name for c in h.callbacks()] == ["added", "change", "keep"]
+        assert h.limits("change").timeout_ns == 300_000_000
+        np.testing.assert_array_equal(h.call("added", x), x)
+        np.testing.assert_array_equal(h.call("keep", x), x)
+        with pytest.raises(callbox.UnknownCallback, match="gone"):
+            h.callback("gone")
+        with pytest.raises(callbox.UnknownCallback, match="gone"):
+            h.call("gone", x)
+        with pytest.raises(callbox.InvalidArgument, match="missing.wasm"):
+            h.reload({"callbacks": {"broken": {"module": "missing.wasm"}}}, base_dir=guest_dir)
+        assert h.limits("change").timeout_ns == 300_000_000
+        np.testing.assert_array_equal(h.call("added", x), x)
+        path = tmp_path / "callbox.yaml"
+        path.write_text("callbacks:\n  only:\n    module: %s\n    export: copy\n    signature: '%s'\n"
+                        % (guest_dir / "kit.wasm", sig))
+        os.environ["CALLBOX_CALLBACKS_ONLY_TIMEOUT"] = "700ms"
+        try:
+            h.reload(str(path))
+        finally:
+            del os.environ["CALLBOX_CALLBACKS_ONLY_TIMEOUT"]
+        assert [c.name for c in h.callbacks()] == ["only"]
+        assert h.limits("only").timeout_ns == 700_000_000
+        np.testing.assert_array_equal(h.call("only", x), x)
+    with pytest.raises(callbox.FailedPrecondition, match="is closed"):
+        h.reload(a, base_dir=guest_dir)
+
+
 def test_library_not_found():
     code = "import callbox\ntry:\n    callbox.Host({})\nexcept OSError as e:\n    print('OSError', e)\n"
     env = dict(os.environ, CALLBOX_LIB="/nonexistent/libcallbox.so", PYTHONPATH=str(ROOT / "python"))
