@@ -12,12 +12,14 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
@@ -36,6 +38,12 @@ func (bh *bridgeHost) gpuCall(ctx context.Context, chain, callback string, s cud
 	}
 	if chain == "" {
 		_, err = bh.gpu.Call(ctx, ci.cb, s, ins, outs)
+		if errors.Is(err, host.ErrReplaced) {
+			err = bh.retryReplaced(ci.name, func(cb *host.Callback) error {
+				_, err := bh.gpu.Call(ctx, cb, s, ins, outs)
+				return err
+			})
+		}
 	} else {
 		_, err = bh.gpu.CallChain(ctx, bh.h.Chain(chain), ci.name, s, ins, outs)
 	}
@@ -90,7 +98,29 @@ func cudaCallDLPack(callback *byte, stream uintptr, inputs unsafe.Pointer, nIn u
 		return err
 	}
 	_, err = bh.gpu.CallDLPack(ctx, ci.cb, cuda.Stream(stream), ins, outs)
+	if errors.Is(err, host.ErrReplaced) {
+		err = bh.retryReplaced(ci.name, func(cb *host.Callback) error {
+			_, err := bh.gpu.CallDLPack(ctx, cb, cuda.Stream(stream), ins, outs)
+			return err
+		})
+	}
 	return err
+}
+
+// retryReplaced runs call again on the version of callback name the host
+// serves now, after a reload replaced the one a call had resolved (the
+// call never ran: ErrReplaced is refused before anything starts). A
+// reload that replaces it again in between makes it try again.
+func (bh *bridgeHost) retryReplaced(name string, call func(*host.Callback) error) error {
+	for {
+		cb, err := bh.h.Lookup(name)
+		if err != nil {
+			return err
+		}
+		if err = call(cb); !errors.Is(err, host.ErrReplaced) {
+			return err
+		}
+	}
 }
 
 // callbox_cuda_call_dlpack calls the default host's callback on DLPack
