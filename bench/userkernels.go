@@ -617,7 +617,7 @@ func (r *Report) userKernelsReading() []string {
 			if e == config.EngineWasmtime {
 				raw = RawWasmtimeEpoch
 			}
-			parts = append(parts, fmt.Sprintf("on %s the callback's kernel takes %s Go's loop, the same loop raw in C %s (so the SDK and its compiler's code cost %s)",
+			parts = append(parts, fmt.Sprintf("on %s the callback's kernel takes %s Go's loop, the same loop raw in C, stoppable as callbox runs it, %s (so the SDK and its compiler's code cost %s)",
 				e, fmtRatio(u.GuestRatio(e)), fmtRatio(u.RawRatio(raw)), fmtRatio(u.GuestRatio(e)/u.RawRatio(raw))))
 		}
 		s := fmt.Sprintf("**%s (%s, %s):** %s.", u.Kernel.Name, u.Kernel.Lang, u.Kernel.What, strings.Join(parts, "; "))
