@@ -64,6 +64,7 @@ func Keys() []Key {
 		{Name: "signature", PerCallback: true, parse: parseSignature, check: checkSignature},
 		enumKey("engine", func(cb *Callback) *string { return &cb.Engine }, EngineWazero, EngineWasmtime),
 		timeoutKey(),
+		maxCPUKey(),
 		sizeKey("max_memory", func(cb *Callback) *uint64 { return &cb.Limits.MaxMemory },
 			sizeRule{lo: MinMemory, hi: MaxMemoryLimit, page: true}),
 		fuelKey(),
@@ -308,6 +309,33 @@ const timeoutAllowed = "a duration with a unit, > 0 and at most 1h, e.g. 50ms"
 
 func timeoutKey() Key {
 	return durationKey("timeout", func(cb *Callback) *time.Duration { return &cb.Limits.Timeout })
+}
+
+// maxCPUKey is max_cpu: a duration up to MaxTimeout; 0 (the default) is
+// none.
+func maxCPUKey() Key {
+	field := func(cb *Callback) *time.Duration { return &cb.Limits.MaxCPU }
+	const allowed = "0 for none, or a duration with a unit up to 1h, e.g. 50ms"
+	return Key{
+		Name: "max_cpu",
+		parse: func(in input, cb *Callback) error {
+			d, err := parseDuration(in.val)
+			if err != nil {
+				return err
+			}
+			if d < 0 {
+				return fmt.Errorf("%s: must be >= 0 (allowed: %s)", durationText(d), allowed)
+			}
+			*field(cb) = d
+			return nil
+		},
+		check: func(cb *Callback) error {
+			if d := *field(cb); d < 0 || d > MaxTimeout {
+				return fmt.Errorf("%s is out of range (allowed: %s)", durationText(d), allowed)
+			}
+			return nil
+		},
+	}
 }
 
 // maxWaitKey is max_wait: a positive duration up to MaxTimeout.

@@ -46,6 +46,12 @@ type Limits struct {
 	// Timeout is the wall-clock limit of one call, instantiation included.
 	// Zero means no timeout; config files must set a positive one.
 	Timeout time.Duration
+	// MaxCPU is the CPU time one call of the callback may use, counted on
+	// the thread that runs the guest: time it waits for a core on a busy
+	// machine does not count, so a healthy call does not fail because
+	// other processes slowed it, while a runaway is stopped as a Timeout
+	// (its message names the CPU limit). Zero means none.
+	MaxCPU time.Duration
 	// MaxMemory is the guest's linear memory limit in bytes, rounded up to
 	// whole 64 KiB pages.
 	MaxMemory uint64

@@ -354,6 +354,7 @@ func cbxgo_callback_limits(h C.callbox_host, key *C.char, out *C.callbox_limits)
 				max_output:   C.uint64_t(l.MaxOutput),
 				caller_stack: C.uint64_t(info.CallerStack),
 				max_wait_ns:  C.uint64_t(l.MaxWait.Nanoseconds()),
+				max_cpu_ns:   C.uint64_t(l.MaxCPU.Nanoseconds()),
 			}
 			// A caller of an older version has a shorter struct: fill what
 			// fits and write no byte past it.

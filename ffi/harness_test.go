@@ -146,7 +146,7 @@ func writeConfig(t *testing.T, dir string, hostile bool) string {
 	cb("spin", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "")
 	cb("nonneg_par", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "    batching: parallel\n    max_instances: 4\n")
 	cb("nonneg_seq", "kit.wasm", "nonneg", "(x: f32[n]) -> f32[n]", "")
-	cb("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    timeout: 5s\n")
+	cb("spin_long", "kit.wasm", "spin", "(x: f32[n]) -> f32[n]", "    timeout: 5s\n    max_cpu: 4s\n")
 	cb("spin_wasmtime", "kit.wasm", "spin", "(v: f32[n]) -> f32[n]", "    timeout: 5s\n    engine: wasmtime\n")
 	cb("say", "kit.wasm", "say", "(x: f32[n]) -> f32[n]", "")
 	cb("copy_wasmtime", "kit.wasm", "copy", "(w: f32[m]) -> f32[m]", "    engine: wasmtime\n") // its own content id: another signature text
@@ -880,28 +880,29 @@ func TestHarnessReload(t *testing.T) {
 // callbox_callback_limits: as configured (timeouts) or defaulted, the
 // caller's stack 0 on wazero and, for wasmtime, 0 where the library
 // switches stacks and max_stack plus 1 MiB elsewhere; a later version's
-// bigger struct filled only as far as 1.6's, a 1.5 caller's as far as its
-// own; refusals.
+// bigger struct filled only as far as 1.7's, a 1.5 or 1.6 caller's as far
+// as its own; refusals.
 func TestHarnessLimits(t *testing.T) {
 	r := harnessGroups(t, false, nil, "limits")
-	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger", "limits_15")
+	r.ok(t, "limits_copy_f32", "limits_spin_long", "limits_spin_wasmtime", "limits_bigger", "limits_15", "limits_16")
 	d := config.DefaultCallback().Limits
-	row := func(timeout time.Duration, callerStack uint64) string {
-		return fmt.Sprintf("64 %d %d %d %d %d %d %d", timeout.Nanoseconds(), d.MaxMemory, d.Fuel, d.MaxStack, d.MaxOutput, callerStack, d.MaxWait.Nanoseconds())
+	row := func(timeout time.Duration, callerStack uint64, maxCPU time.Duration) string {
+		return fmt.Sprintf("72 %d %d %d %d %d %d %d %d", timeout.Nanoseconds(), d.MaxMemory, d.Fuel, d.MaxStack, d.MaxOutput, callerStack, d.MaxWait.Nanoseconds(), maxCPU.Nanoseconds())
 	}
-	assert.Equal(t, row(250*time.Millisecond, 0), r.vals["limits_copy_f32"])
-	assert.Equal(t, row(5*time.Second, 0), r.vals["limits_spin_long"])
+	assert.Equal(t, row(250*time.Millisecond, 0, 0), r.vals["limits_copy_f32"])
+	assert.Equal(t, row(5*time.Second, 0, 4*time.Second), r.vals["limits_spin_long"])
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
-		assert.Equal(t, row(5*time.Second, 0), r.vals["limits_spin_wasmtime"])
+		assert.Equal(t, row(5*time.Second, 0, 0), r.vals["limits_spin_wasmtime"])
 	} else {
 		// The engine's own figure (max_stack plus wasmtime's margin), not
 		// restated here: more than the margin alone.
 		var callerStack uint64
-		_, err := fmt.Sscanf(r.vals["limits_spin_wasmtime"], "64 %d %d %d %d %d %d", new(uint64), new(uint64), new(uint64), new(uint64), new(uint64), &callerStack)
+		_, err := fmt.Sscanf(r.vals["limits_spin_wasmtime"], "72 %d %d %d %d %d %d", new(uint64), new(uint64), new(uint64), new(uint64), new(uint64), &callerStack)
 		require.NoError(t, err)
 		assert.Greater(t, callerStack, uint64(1<<20))
 	}
-	assert.Equal(t, "64 1", r.vals["limits_bigger"], "1.6's size reported, the later field untouched")
+	assert.Equal(t, "72 1", r.vals["limits_bigger"], "1.7's size reported, the later field untouched")
+	assert.Equal(t, "64 10000000000 1", r.vals["limits_16"], "a 1.6 struct: filled to its end (max_wait_ns written), max_cpu_ns past it untouched")
 	assert.Equal(t, "56 1 1", r.vals["limits_15"], "a 1.5 struct: filled to its end (max_output written), max_wait_ns past it untouched")
 	r.fails(t, "limits_small", abi.InvalidArgument, "struct_size is 8")
 	r.fails(t, "limits_null", abi.InvalidArgument, "out")

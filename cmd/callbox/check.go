@@ -37,7 +37,7 @@ func newCheckCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			// Every effective limit, defaults applied, so a user can confirm
 			// what they set.
-			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tMEMORY\tFUEL\tSTACK\tOUTPUT\tERROR\tLOG\tISOLATION\tINSTANCES\tWAIT\tWASI\tSIGNATURE")
+			fmt.Fprintln(tw, "CALLBACK\tENGINE\tTIMEOUT\tCPU\tMEMORY\tFUEL\tSTACK\tOUTPUT\tERROR\tLOG\tISOLATION\tINSTANCES\tWAIT\tWASI\tSIGNATURE")
 			for _, info := range h.Callbacks() {
 				l := info.Limits
 				wasi := "none"
@@ -48,7 +48,11 @@ func newCheckCmd() *cobra.Command {
 				if l.MaxWait > 0 {
 					wait = l.MaxWait.String()
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout,
+				cpu := "none"
+				if l.MaxCPU > 0 {
+					cpu = l.MaxCPU.String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", info.Name, info.Engine, l.Timeout, cpu,
 					config.FormatSize(l.MaxMemory), orWord(l.Fuel, "unlimited", fmt.Sprint(l.Fuel)),
 					orWord(l.MaxStack, "default", config.FormatSize(l.MaxStack)), config.FormatSize(l.MaxOutput),
 					config.FormatSize(l.MaxError), config.FormatSize(l.MaxLog), info.Isolation, info.MaxInstances, wait, wasi,

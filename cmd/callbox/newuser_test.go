@@ -434,13 +434,13 @@ func TestInspectStubbedProbeIsBounded(t *testing.T) {
 // TestCheckShowsEveryLimit: check prints every effective limit, fuel
 // included, so a user can confirm the budget they set.
 func TestCheckShowsEveryLimit(t *testing.T) {
-	dir := workspace(t, "    fuel: 123456\n    max_log: 8KiB\n    max_instances: 2\n    max_wait: 750ms\n")
+	dir := workspace(t, "    fuel: 123456\n    max_log: 8KiB\n    max_instances: 2\n    max_wait: 750ms\n    max_cpu: 20ms\n")
 	code, stdout, stderr := cli(t, "check", "-c", filepath.Join(dir, "config.yaml"))
 	require.Equal(t, exitOK, code, stderr)
 	lines := strings.Split(stdout, "\n")
-	assert.Regexp(t, `^CALLBACK +ENGINE +TIMEOUT +MEMORY +FUEL +STACK +OUTPUT +ERROR +LOG +ISOLATION +INSTANCES +WAIT +WASI +SIGNATURE`, lines[0])
-	assert.Regexp(t, `^scale +wazero +50ms +64MiB +unlimited +default +1GiB +4KiB +64KiB +pooled +4 +10s +none +\(x: f32\[n\]`, lines[1])
-	assert.Regexp(t, `^spin +wazero +50ms +64MiB +123456 +default +1GiB +4KiB +8KiB +pooled +2 +750ms +none `, lines[2])
+	assert.Regexp(t, `^CALLBACK +ENGINE +TIMEOUT +CPU +MEMORY +FUEL +STACK +OUTPUT +ERROR +LOG +ISOLATION +INSTANCES +WAIT +WASI +SIGNATURE`, lines[0])
+	assert.Regexp(t, `^scale +wazero +50ms +none +64MiB +unlimited +default +1GiB +4KiB +64KiB +pooled +4 +10s +none +\(x: f32\[n\]`, lines[1])
+	assert.Regexp(t, `^spin +wazero +50ms +20ms +64MiB +123456 +default +1GiB +4KiB +8KiB +pooled +2 +750ms +none `, lines[2])
 }
 
 // TestDemoSaysWhereThingsComeFrom: the demo names each module's source,

@@ -31,6 +31,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -811,24 +812,26 @@ static ERL_NIF_TERM nif_close(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
 
 /* {name, id, signature, engine, batching, nin, nout, limits}, limits a
  * map of callbox_limits' fields (timeout_ns, max_memory, fuel, max_stack,
- * max_output, caller_stack, max_wait_ns), or nil when they could not be
+ * max_output, caller_stack, max_wait_ns, max_cpu_ns), or nil when they could not be
  * read. */
 static ERL_NIF_TERM info_term(ErlNifEnv *env, callbox_host h, const callbox_callback_info *in) {
   callbox_limits l = {.struct_size = sizeof l};
   ERL_NIF_TERM limits = a_nil;
   callbox_error *e = p_callbox_callback_limits(h, in->name, &l);
   if (e == NULL) {
-    ERL_NIF_TERM keys[7] = {enif_make_atom(env, "timeout_ns"), enif_make_atom(env, "max_memory"),
+    ERL_NIF_TERM keys[8] = {enif_make_atom(env, "timeout_ns"), enif_make_atom(env, "max_memory"),
                             enif_make_atom(env, "fuel"),       enif_make_atom(env, "max_stack"),
                             enif_make_atom(env, "max_output"), enif_make_atom(env, "caller_stack"),
-                            enif_make_atom(env, "max_wait_ns")};
-    /* A library before 1.6 fills less: its max_wait_ns stays 0 (none). */
-    uint64_t max_wait = l.struct_size >= sizeof l ? l.max_wait_ns : 0;
-    ERL_NIF_TERM vals[7] = {enif_make_uint64(env, l.timeout_ns), enif_make_uint64(env, l.max_memory),
+                            enif_make_atom(env, "max_wait_ns"), enif_make_atom(env, "max_cpu_ns")};
+    /* An older library fills less (struct_size says how much): a field
+     * past that stays 0 (none). */
+    uint64_t max_wait = l.struct_size >= offsetof(callbox_limits, max_wait_ns) + 8 ? l.max_wait_ns : 0;
+    uint64_t max_cpu = l.struct_size >= offsetof(callbox_limits, max_cpu_ns) + 8 ? l.max_cpu_ns : 0;
+    ERL_NIF_TERM vals[8] = {enif_make_uint64(env, l.timeout_ns), enif_make_uint64(env, l.max_memory),
                             enif_make_uint64(env, l.fuel),       enif_make_uint64(env, l.max_stack),
                             enif_make_uint64(env, l.max_output), enif_make_uint64(env, l.caller_stack),
-                            enif_make_uint64(env, max_wait)};
-    if (!enif_make_map_from_arrays(env, keys, vals, 7, &limits)) limits = a_nil;
+                            enif_make_uint64(env, max_wait),     enif_make_uint64(env, max_cpu)};
+    if (!enif_make_map_from_arrays(env, keys, vals, 8, &limits)) limits = a_nil;
   } else {
     p_callbox_error_free(e);
   }

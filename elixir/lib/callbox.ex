@@ -48,9 +48,11 @@ defmodule Callbox do
     limits as the host enforces them (C API 1.5, `callbox_callback_limits`):
     a map of `timeout_ns` (0: none), `max_memory` (bytes), `fuel` (0:
     unlimited), `max_stack` (bytes of wasm stack; 0: the engine's default),
-    `max_output` (bytes) and `caller_stack`: the native stack a thread
+    `max_output` (bytes), `caller_stack`: the native stack a thread
     calling it must have, 0 when any thread will do (wazero; wasmtime on
-    x86-64 Linux, where the library switches stacks).
+    x86-64 Linux, where the library switches stacks), `max_wait_ns` (how
+    long a call waits for a busy callback's instance; 0: no bound) and
+    `max_cpu_ns` (the CPU time one call may use; 0: none; C API 1.7).
     """
     defstruct [:name, :id, :signature, :engine, :batching, :num_inputs, :num_outputs, :limits]
   end

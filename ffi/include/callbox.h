@@ -125,7 +125,7 @@ extern "C" {
  *        call as a value (the Go API's host.Request), whose terms the
  *        library alone checks; every call entry above is one request;
  *        callbox_reload and callbox_reload_config: a new configuration
- *        without closing the host */
+ *        without closing the host; callbox_limits.max_cpu_ns */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
@@ -331,6 +331,9 @@ typedef struct callbox_limits {
   /* How long a call waits for an instance while every one is busy
    * (max_wait), then fails as OVERLOADED; 0: no bound (since 1.6). */
   uint64_t max_wait_ns;
+  /* The CPU time one call may use (max_cpu), counted on the guest's
+   * thread; 0: none (since 1.7). */
+  uint64_t max_cpu_ns;
 } callbox_limits;
 
 /* ---- A call as a value (since 1.7) -------------------------------------

@@ -1290,9 +1290,9 @@ static void group_limits(void) {
     l.struct_size = sizeof l;
     snprintf(label, sizeof label, "limits_%s", names[i]);
     report(label, callbox_callback_limits(host, names[i], &l));
-    val(label, "%zu %llu %llu %llu %llu %llu %llu %llu", l.struct_size, (unsigned long long)l.timeout_ns,
+    val(label, "%zu %llu %llu %llu %llu %llu %llu %llu %llu", l.struct_size, (unsigned long long)l.timeout_ns,
         (unsigned long long)l.max_memory, (unsigned long long)l.fuel, (unsigned long long)l.max_stack,
-        (unsigned long long)l.max_output, (unsigned long long)l.caller_stack, (unsigned long long)l.max_wait_ns);
+        (unsigned long long)l.max_output, (unsigned long long)l.caller_stack, (unsigned long long)l.max_wait_ns, (unsigned long long)l.max_cpu_ns);
   }
   // A caller compiled against 1.5 passes the struct without max_wait_ns:
   // filled as far as it goes, nothing written past it.
@@ -1302,6 +1302,13 @@ static void group_limits(void) {
   report("limits_15", callbox_callback_limits(host, "copy_f32", &old15));
   val("limits_15", "%zu %d %d", old15.struct_size, old15.max_output != 0xABABABABABABABABull,
       old15.max_wait_ns == 0xABABABABABABABABull);
+  // A 1.6 caller's struct ends before max_cpu_ns.
+  callbox_limits old16;
+  memset(&old16, 0xAB, sizeof old16);
+  old16.struct_size = offsetof(callbox_limits, max_cpu_ns);
+  report("limits_16", callbox_callback_limits(host, "spin_long", &old16));
+  val("limits_16", "%zu %llu %d", old16.struct_size, (unsigned long long)old16.max_wait_ns,
+      old16.max_cpu_ns == 0xABABABABABABABABull);
   struct {
     callbox_limits l;
     uint64_t later;

@@ -84,7 +84,8 @@ class CallbackInfo(ctypes.Structure):
 
 
 class Limits(ctypes.Structure):
-    """callbox_limits (1.6): struct_size set before the call."""
+    """callbox_limits (1.7): struct_size set before the call; an older
+    library fills less and says how much in struct_size."""
 
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -95,6 +96,7 @@ class Limits(ctypes.Structure):
         ("max_output", ctypes.c_uint64),
         ("caller_stack", ctypes.c_uint64),
         ("max_wait_ns", ctypes.c_uint64),
+        ("max_cpu_ns", ctypes.c_uint64),
     ]
 
 

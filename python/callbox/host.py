@@ -46,7 +46,8 @@ class CallbackLimits(NamedTuple):
     caller_stack: the native stack a thread calling it must have (0 when
     any thread will do), and max_wait_ns: how long a call waits for a busy
     callback's instance before failing as Overloaded (0: no bound; 0 too
-    from a library before 1.6)."""
+    from a library before 1.6), and max_cpu_ns: the CPU time one call may
+    use (0: none; 0 too from a library before 1.7)."""
 
     timeout_ns: int
     max_memory: int
@@ -55,6 +56,7 @@ class CallbackLimits(NamedTuple):
     max_output: int
     caller_stack: int
     max_wait_ns: int = 0
+    max_cpu_ns: int = 0
 
 
 # DLPack type codes -> NumPy kinds: DLPack's own encoding. Which (code,
@@ -440,8 +442,13 @@ class Host:
                                       % self._lib.callbox_version().decode())
         c = _lib.Limits(struct_size=ctypes.sizeof(_lib.Limits))
         check(self._lib, self._lib.callbox_callback_limits(self._handle, _b(name_or_id), ctypes.byref(c)))
-        wait = c.max_wait_ns if c.struct_size >= ctypes.sizeof(_lib.Limits) else 0
-        return CallbackLimits(c.timeout_ns, c.max_memory, c.fuel, c.max_stack, c.max_output, c.caller_stack, wait)
+        # An older library fills less of the struct (struct_size says how
+        # much): a field past that is 0, none.
+        def filled(field: str) -> int:
+            f = getattr(_lib.Limits, field)
+            return getattr(c, field) if c.struct_size >= f.offset + f.size else 0
+        return CallbackLimits(c.timeout_ns, c.max_memory, c.fuel, c.max_stack, c.max_output, c.caller_stack,
+                              filled("max_wait_ns"), filled("max_cpu_ns"))
 
     def output_types(self, name: str, *inputs: Any) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """The (shape, dtype) of each result of a call with inputs (arrays,

@@ -404,6 +404,17 @@ def test_cuda_stats_follow_the_default_host(host):
     assert stats["calls"] == 0 and stats["pins"] == 0
 
 
+def test_max_cpu(guest_dir):
+    """max_cpu reaches Python: limits() reports it, and a spinning call with
+    a long timeout stops at its CPU limit as a Timeout naming max_cpu."""
+    cfg = {"callbacks": {"spin": {"module": str(guest_dir / "kit.wasm"), "export": "spin",
+                                  "signature": "(x: f32[n]) -> f32[n]", "timeout": "30s", "max_cpu": "50ms"}}}
+    with callbox.Host(cfg) as h:
+        assert h.limits("spin").max_cpu_ns == 50_000_000
+        with pytest.raises(callbox.Timeout, match=r"cpu time limit 50ms used up \(max_cpu\)"):
+            h.call("spin", np.ones(1, np.float32))
+
+
 def test_a_busy_callback_is_overloaded_not_a_timeout(guest_dir):
     """Two calls of a spinning callback with one instance: one gets the
     instance and runs into its timeout; the other waits max_wait for the

@@ -33,6 +33,13 @@ func TimeoutTrap(timeout time.Duration, where string) *Trap {
 	return &Trap{Class: abi.Timeout, Message: msg}
 }
 
+// CPULimitTrap is the trap of a call stopped when it had used its CPU
+// time (config.Limits.MaxCPU): a Timeout, worded so that it names the
+// limit, which a wall-clock timeout's message does not.
+func CPULimitTrap(limit time.Duration) *Trap {
+	return &Trap{Class: abi.Timeout, Message: fmt.Sprintf("cpu time limit %v used up (max_cpu)", limit)}
+}
+
 // InterruptTrap is the trap of a guest the engine interrupted. When the
 // caller's context is done it decides: a context that reached its deadline
 // (context.DeadlineExceeded) is a Timeout, one that was canceled is

@@ -630,6 +630,12 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *engine.Trap {
 	// The engine's own trap, read only when nothing before it in the
 	// shared order decides.
 	var trap *engine.Trap
+	if i.guard.tripped == C.CB_TRIP_CPU {
+		// Stopped at its CPU limit: that is the call's failure, whatever
+		// else the interruption looks like.
+		i.state.Fail(engine.CPULimitTrap(i.m.cfg.Limits.MaxCPU))
+		i.guard.tripped = C.CB_TRIP_NONE
+	}
 	interrupted := i.guard.tripped != C.CB_TRIP_NONE
 	failed := err != nil || res != nil && (res.trap != nil || res.error != nil)
 	if failed && i.state.Abort == nil && !interrupted {
@@ -673,7 +679,11 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		i.args[k] = C.cb_val_raw_t{lo: C.uint64_t(stack[k])}
 	}
 	res := i.res
-	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, i.deadlineNs, watch, i.m.nativeStack(), res)
+	var cpuLimit C.int64_t
+	if !f.service {
+		cpuLimit = C.int64_t(i.m.cfg.Limits.MaxCPU)
+	}
+	C.cb_call(i.ctxPtr, &f.fn, &i.args[0], C.size_t(max(f.params, len(f.results))), i.mem, i.budgetRaw, C.int64_t(i.fuelCounter), i.guard, i.deadlineNs, cpuLimit, watch, i.m.nativeStack(), res)
 	runtime.KeepAlive(i.store)
 	if i.mem != nil {
 		i.setView(res.mem_data, res.mem_size)

@@ -125,6 +125,15 @@ static int64_t mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// thread_cpu_ns is the CPU time the calling thread has used.
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+    return 0;
+  }
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 // ---- ticker ----------------------------------------------------------------
 
 #define CB_MAX_ENGINES 64
@@ -691,6 +700,9 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
   if (__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE) == g->seq) {
     return trip(g, CB_TRIP_STOP);
   }
+  if (g->cpu_limit_ns && thread_cpu_ns() - g->cpu_start_ns >= g->cpu_limit_ns) {
+    return trip(g, CB_TRIP_CPU);
+  }
   int why = take_turn(g->ticker, g, now);
   if (why == CB_TRIP_NONE && g->deadline_ns && mono_ns() >= g->deadline_ns) {
     why = CB_TRIP_DEADLINE; // it came while the call waited for its turn
@@ -949,7 +961,7 @@ void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t deadline_ns, int32_t watch, size_t need,
+             int64_t deadline_ns, int64_t cpu_limit_ns, int32_t watch, size_t need,
              cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
@@ -965,11 +977,14 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
     }
   }
   guard->mem = mem;
+  guard->cpu_limit_ns = cpu_limit_ns;
+  guard->cpu_start_ns = cpu_limit_ns ? thread_cpu_ns() : 0;
   cb_guard_begin(guard, deadline_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
   cb_entry_t e = {ctx, fn, args, nargs, NULL, NULL, NULL, out};
   cb_on_big_stack(cb_entry_call, &e, need);
   cb_guard_end(guard);
+  guard->cpu_limit_ns = 0;
   if (budget) {
     cb_val_t v = {0};
     wasmtime_global_get(ctx, budget, &v);

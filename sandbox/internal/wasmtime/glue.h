@@ -90,7 +90,7 @@ int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine);
 void cb_ticker_close(cb_ticker_t *t);
 
 // Why the epoch callback stopped a guest.
-enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2 };
+enum { CB_TRIP_NONE = 0, CB_TRIP_DEADLINE = 1, CB_TRIP_STOP = 2, CB_TRIP_CPU = 3 };
 
 // cb_guard_t is one store's per-call interruption state, read by the epoch
 // callback on the guest's thread. The deadline is checked in C, so a
@@ -108,6 +108,11 @@ typedef struct cb_guard {
   cb_global_t budget;
   int32_t has_budget;
   int64_t deadline_ns;  // CLOCK_MONOTONIC; 0: none (also between calls)
+  // max_cpu: the call's CPU time limit (0: none) and its thread's CPU clock
+  // when it began (CLOCK_THREAD_CPUTIME_ID: the guest runs on the calling
+  // thread, on its own stack or a big one of the library's).
+  int64_t cpu_limit_ns;
+  int64_t cpu_start_ns;
   uint32_t seq;         // the call's number, never 0
   uint32_t stop;        // set (atomically, from Go) to seq to stop the call
   int32_t watch;        // ask Go to watch the context at the first tick
@@ -191,7 +196,7 @@ void cb_guard_end(cb_guard_t *g);
 void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
              cb_val_raw_t *args, size_t nargs, const cb_memory_t *mem,
              const cb_global_t *budget, int64_t counter, cb_guard_t *guard,
-             int64_t deadline_ns, int32_t watch, size_t need,
+             int64_t deadline_ns, int64_t cpu_limit_ns, int32_t watch, size_t need,
              cb_call_result_t *out);
 // cb_instantiate is wasmtime_linker_instantiate (start functions run in
 // it) with need as for cb_call; the error or trap goes to out.

@@ -256,8 +256,11 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 			return nil, fmt.Errorf("the wazero engine meters every module, and this one cannot be metered (%w); use engine: wasmtime", err)
 		}
 		wasm = metered
-	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 {
-		return nil, errors.New("fuel and max_stack need metering, which this engine was built without")
+	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 || cfg.Limits.MaxCPU != 0 {
+		return nil, errors.New("fuel, max_stack and max_cpu need metering, which this engine was built without")
+	}
+	if cfg.Limits.MaxCPU != 0 && !engine.ThreadCPUAvailable {
+		return nil, errors.New("max_cpu needs a thread CPU clock, which this platform lacks")
 	}
 	cm, err := e.compile(ctx, wasm)
 	if err != nil && e.cacheDir != "" && strings.Contains(err.Error(), "compilationcache:") {
@@ -459,6 +462,13 @@ func (e *Engine) refill(ctx context.Context, mod api.Module, stack []uint64) {
 		inst.lastYield = now
 		runtime.Gosched()
 	}
+	if inst.cpuOn && now.Sub(inst.cpuChecked) >= cpuCheckEvery {
+		inst.cpuChecked = now
+		if limit := inst.m.cfg.Limits.MaxCPU; engine.ThreadCPU()-inst.cpuStart >= int64(limit) {
+			inst.state.Fail(engine.CPULimitTrap(limit))
+			panic(abortSignal{})
+		}
+	}
 	next, t := inst.state.Fuel.Refill(budget)
 	if t != nil {
 		inst.state.Fail(t)
@@ -495,7 +505,18 @@ type instance struct {
 	interrupted bool
 	fuelUsed    uint64
 	lastYield   time.Time
+	// max_cpu: the call's thread CPU clock at its start (the goroutine is
+	// locked to its thread for the call), and when the refill last read it.
+	cpuOn      bool
+	cpuStart   int64
+	cpuChecked time.Time
 }
+
+// cpuCheckEvery is how often, in guest wall time, the refill reads the
+// thread CPU clock of a call with max_cpu (a system call of a few hundred
+// ns; refills come every ~10-50 µs): a runaway is stopped within about
+// this much CPU time past its limit.
+const cpuCheckEvery = time.Millisecond
 
 // Export implements engine.Instance.
 func (i *instance) Export(name string, params, results []engine.ValType) (engine.Function, error) {
@@ -537,9 +558,14 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 	if !i.deadline.IsZero() && !i.m.metered {
 		cctx, cancel = context.WithDeadline(ctx, i.deadline)
 	}
-	i.begin(ctx, service)
-	err := f.CallWithStack(cctx, stack)
-	i.end()
+	var err error
+	if !service && i.m.metered && i.m.cfg.Limits.MaxCPU > 0 {
+		err = i.callCPU(ctx, cctx, f, stack)
+	} else {
+		i.begin(ctx, service)
+		err = f.CallWithStack(cctx, stack)
+		i.end()
+	}
 	if cancel != nil {
 		cancel()
 	}
@@ -547,6 +573,20 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		return nil
 	}
 	return i.classify(ctx, err)
+}
+
+// callCPU is a guest call under max_cpu: the goroutine stays on its
+// thread for the call (refills' Gosched included), so that the thread's
+// CPU clock, which the refill reads, measures this call alone.
+func (i *instance) callCPU(ctx, cctx context.Context, f api.Function, stack []uint64) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	i.cpuOn, i.cpuStart, i.cpuChecked = true, engine.ThreadCPU(), time.Time{}
+	defer func() { i.cpuOn = false }()
+	i.begin(ctx, false)
+	err := f.CallWithStack(cctx, stack)
+	i.end()
+	return err
 }
 
 // classify maps the end of a failed guest entry to a Trap, in the shared
