@@ -118,6 +118,30 @@ type Config struct {
 	// sorted by name; their callbacks are not in Callbacks (see
 	// ExpandModules).
 	Modules []Module
+	// Origins says where each key a file or the environment gave came
+	// from, by entry ("defaults", "callbacks.<name>", "modules.<entry>",
+	// "modules.<entry>.callbacks.<export>"): the key's path in File, or
+	// "$" and the name of the environment variable that set it. nil for a
+	// Config built in code. Origin reads it.
+	Origins map[string]map[string]string
+}
+
+// OriginDefault is what Origin says of a value no file or variable gave:
+// the built-in default.
+const OriginDefault = "default"
+
+// Origin says where the value of key came from for a callback whose
+// settings come from entries, most specific first ("callbacks.<name>";
+// for a callback a modules entry loaded, "modules.<entry>.callbacks.<export>"
+// then "modules.<entry>"), falling back to the defaults block: a key path
+// in File, "$NAME" for an environment variable, or OriginDefault.
+func (c *Config) Origin(key string, entries ...string) string {
+	for _, e := range append(entries, "defaults") {
+		if at, ok := c.Origins[e][key]; ok {
+			return at
+		}
+	}
+	return OriginDefault
 }
 
 // Callback returns the callbacks entry with the given name (not one a

@@ -59,12 +59,53 @@ func newCheckCmd() *cobra.Command {
 					termsafe.Text(info.Signature.String()))
 			}
 			tw.Flush()
+			printOrigins(cmd, cfg, h.Callbacks())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (YAML, TOML or JSON)")
 	return cmd
+}
+
+// printOrigins lists where each value that is not a built-in default came
+// from: a key of the file, or an environment variable.
+func printOrigins(cmd *cobra.Command, cfg *config.Config, infos []host.Info) {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCALLBACK\tKEY\tFROM")
+	for _, info := range infos {
+		entries := originEntries(cfg, info)
+		for _, k := range config.Keys() {
+			if k.PerCallback {
+				continue // module, sha256, export, signature: the entry's own
+			}
+			from := cfg.Origin(k.Name, entries...)
+			switch {
+			case from == config.OriginDefault:
+				continue
+			case from[0] == '$':
+				from = from[1:] + " (environment)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", info.Name, k.Name, termsafe.Text(from))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(cmd.OutOrStdout(), "(every value not listed is the built-in default)")
+}
+
+// originEntries are the config entries a loaded callback's settings came
+// from, most specific first: its callbacks entry, or the modules entry
+// that loaded it (its per-callback override, then the entry).
+func originEntries(cfg *config.Config, info host.Info) []string {
+	if _, ok := cfg.Callback(info.Name); ok {
+		return []string{config.CallbackPath(info.Name)}
+	}
+	for _, m := range cfg.Modules {
+		if m.Settings.Module == info.Module {
+			return []string{config.ModulePath(m.Name) + "." + config.CallbackPath(info.Export), config.ModulePath(m.Name)}
+		}
+	}
+	return nil
 }
 
 // orWord is word when v is zero, else s.

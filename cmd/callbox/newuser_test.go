@@ -432,8 +432,11 @@ func TestInspectStubbedProbeIsBounded(t *testing.T) {
 }
 
 // TestCheckShowsEveryLimit: check prints every effective limit, fuel
-// included, so a user can confirm the budget they set.
+// included, so a user can confirm the budget they set, and where each
+// value that is not a built-in default came from: a key of the file or an
+// environment variable.
 func TestCheckShowsEveryLimit(t *testing.T) {
+	t.Setenv("CALLBOX_CALLBACKS_SCALE_MAX_ERROR", "4KiB")
 	dir := workspace(t, "    fuel: 123456\n    max_log: 8KiB\n    max_instances: 2\n    max_wait: 750ms\n    max_cpu: 20ms\n")
 	code, stdout, stderr := cli(t, "check", "-c", filepath.Join(dir, "config.yaml"))
 	require.Equal(t, exitOK, code, stderr)
@@ -441,6 +444,13 @@ func TestCheckShowsEveryLimit(t *testing.T) {
 	assert.Regexp(t, `^CALLBACK +ENGINE +TIMEOUT +CPU +MEMORY +FUEL +STACK +OUTPUT +ERROR +LOG +ISOLATION +INSTANCES +WAIT +WASI +SIGNATURE`, lines[0])
 	assert.Regexp(t, `^scale +wazero +50ms +none +64MiB +unlimited +default +1GiB +4KiB +64KiB +pooled +4 +10s +none +\(x: f32\[n\]`, lines[1])
 	assert.Regexp(t, `^spin +wazero +50ms +20ms +64MiB +123456 +default +1GiB +4KiB +8KiB +pooled +2 +750ms +none `, lines[2])
+	assert.Regexp(t, `(?m)^CALLBACK +KEY +FROM$`, stdout)
+	for _, want := range []string{`spin +fuel +callbacks\.spin\.fuel`, `spin +max_cpu +callbacks\.spin\.max_cpu`, `spin +max_wait +callbacks\.spin\.max_wait`,
+		`scale +max_error +CALLBOX_CALLBACKS_SCALE_MAX_ERROR \(environment\)`} {
+		assert.Regexp(t, "(?m)^"+want+"$", stdout)
+	}
+	assert.NotRegexp(t, `(?m)^scale +max_wait `, stdout, "a built-in default is not listed")
+	assert.Contains(t, stdout, "(every value not listed is the built-in default)")
 }
 
 // TestDemoSaysWhereThingsComeFrom: the demo names each module's source,

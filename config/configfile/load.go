@@ -171,6 +171,9 @@ type loader struct {
 	known map[string]bool // the variable names of all keys
 	mods  []rawModule     // the modules entries
 	errs  []error
+	// origins: for each entry (config.Origins' keys), where each key it
+	// gave came from.
+	origins map[string]map[string]string
 }
 
 // section is a map in the file (defaults, or one callback) with
@@ -192,7 +195,7 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	l.setupViper(raw, defaults, cbs)
 	cfg := &config.Config{File: l.file, Defaults: config.DefaultCallback()}
 	l.resolveCacheDir(cfg)
-	l.apply(&cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
+	l.apply(keyDefaults, &cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
 	}
@@ -200,6 +203,7 @@ func (l *loader) load(raw map[string]any) *config.Config {
 		cfg.Modules = append(cfg.Modules, l.resolveModule(cfg.Defaults, rm))
 	}
 	l.checkUnknownEnv(cbs)
+	cfg.Origins = l.origins
 	return cfg
 }
 
@@ -374,8 +378,9 @@ type input struct {
 type lookup func(key string) (in input, at string, env, ok bool)
 
 // apply decodes and checks every key of fs that lookup finds, into cb,
-// and reports which keys were given.
-func (l *loader) apply(cb *config.Callback, fs []config.Key, get lookup) map[string]bool {
+// and reports which keys were given; it records where each came from
+// under entry (config.Config.Origins).
+func (l *loader) apply(entry string, cb *config.Callback, fs []config.Key, get lookup) map[string]bool {
 	given := map[string]bool{}
 	for _, f := range fs {
 		in, at, env, ok := get(f.Name)
@@ -383,6 +388,17 @@ func (l *loader) apply(cb *config.Callback, fs []config.Key, get lookup) map[str
 			continue
 		}
 		given[f.Name] = true
+		if l.origins == nil {
+			l.origins = map[string]map[string]string{}
+		}
+		if l.origins[entry] == nil {
+			l.origins[entry] = map[string]string{}
+		}
+		if env {
+			l.origins[entry][f.Name] = "$" + at
+		} else {
+			l.origins[entry][f.Name] = at
+		}
 		if err := f.Parse(in.val, in.dir, cb); err != nil {
 			l.fail(at, env, err)
 			continue
@@ -402,7 +418,7 @@ func (l *loader) resolveCallback(defaults config.Callback, rc rawCallback) confi
 	if rc.valid {
 		get = l.viperLookup(keyCallbacks+"."+rc.name, config.CallbackEnvPrefix(rc.name))
 	}
-	given := l.apply(&cb, l.keys, get)
+	given := l.apply(config.CallbackPath(rc.name), &cb, l.keys, get)
 	if !given["module"] {
 		module, _ := keyByName(l.keys, "module")
 		l.fail(rc.path+".module", false, module.Check(&cb))

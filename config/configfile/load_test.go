@@ -195,6 +195,12 @@ func TestFormatsLoadTheSameConfig(t *testing.T) {
 			assert.Equal(t, path, cfg.File)
 			got := *cfg
 			got.File = ""
+			// Where each value came from, the same in every format.
+			assert.Equal(t, "callbacks.my-spin.timeout", got.Origin("timeout", "callbacks.my-spin"))
+			assert.Equal(t, "defaults.timeout", got.Origin("timeout", "callbacks.scale"))
+			assert.Equal(t, "callbacks.scale.max_memory", got.Origin("max_memory", "callbacks.scale"))
+			assert.Equal(t, config.OriginDefault, got.Origin("max_wait", "callbacks.scale"))
+			got.Origins = nil
 			assert.Equal(t, *want, got)
 			assert.NoError(t, cfg.Validate())
 		})
@@ -728,6 +734,43 @@ func TestExampleLoads(t *testing.T) {
 	assert.Equal(t, 8, hist.MaxInstances)
 	assert.Equal(t, "histogram", hist.Export)
 	assert.Equal(t, uint64(256<<20), hist.Limits.MaxMemory)
+}
+
+// TestOrigins: Config.Origin names, for a callback's every key, the key
+// path in the file, the environment variable, or the built-in default, in
+// the order they override each other; a modules entry's callbacks look in
+// their override, then the entry, then the defaults.
+func TestOrigins(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "callbox.yaml")
+	require.NoError(t, writeFile(path, `defaults:
+  timeout: 2s
+  fuel: 1000
+callbacks:
+  scale:
+    module: scale.wasm
+    timeout: 3s
+modules:
+  kit:
+    module: kit.wasm
+    max_memory: 32MiB
+    callbacks:
+      softmax:
+        max_memory: 16MiB
+`))
+	cfg, err := LoadEnv(path, []string{"CALLBOX_CALLBACKS_SCALE_FUEL=5", "CALLBOX_DEFAULTS_MAX_LOG=1KiB"})
+	require.NoError(t, err)
+	scale := []string{config.CallbackPath("scale")}
+	assert.Equal(t, "callbacks.scale.timeout", cfg.Origin("timeout", scale...))
+	assert.Equal(t, "$CALLBOX_CALLBACKS_SCALE_FUEL", cfg.Origin("fuel", scale...))
+	assert.Equal(t, "$CALLBOX_DEFAULTS_MAX_LOG", cfg.Origin("max_log", scale...))
+	assert.Equal(t, config.OriginDefault, cfg.Origin("max_wait", scale...))
+	softmax := []string{config.ModulePath("kit") + "." + config.CallbackPath("softmax"), config.ModulePath("kit")}
+	assert.Equal(t, "modules.kit.callbacks.softmax.max_memory", cfg.Origin("max_memory", softmax...))
+	assert.Equal(t, "defaults.timeout", cfg.Origin("timeout", softmax...))
+	other := []string{config.ModulePath("kit") + "." + config.CallbackPath("scale"), config.ModulePath("kit")}
+	assert.Equal(t, "modules.kit.max_memory", cfg.Origin("max_memory", other...))
+	assert.Equal(t, "defaults.fuel", cfg.Origin("fuel", other...))
 }
 
 func TestExampleShowsEveryKey(t *testing.T) {

@@ -129,7 +129,7 @@ func (l *loader) resolveModule(defaults config.Callback, rm rawModule) config.Mo
 	if rm.valid {
 		get = l.viperLookup(keyModules+"."+rm.name, config.ModuleEnvPrefix(rm.name))
 	}
-	given := l.apply(&m.Settings, keys, get)
+	given := l.apply(config.ModulePath(rm.name), &m.Settings, keys, get)
 	if !given["module"] {
 		module, _ := keyByName(keys, "module")
 		l.fail(rm.path+".module", false, module.Check(&m.Settings))
@@ -139,7 +139,7 @@ func (l *loader) resolveModule(defaults config.Callback, rm rawModule) config.Mo
 	}
 	for _, name := range sortedKeys(rm.overrides) {
 		cb := m.Settings
-		l.apply(&cb, config.OverrideKeys(), sectionLookup(rm.path+"."+config.CallbackPath(name), rm.overrides[name], l.dir))
+		l.apply(config.ModulePath(rm.name)+"."+config.CallbackPath(name), &cb, config.OverrideKeys(), sectionLookup(rm.path+"."+config.CallbackPath(name), rm.overrides[name], l.dir))
 		m.Overrides[name] = cb
 	}
 	return m
