@@ -79,31 +79,13 @@ func userData() []float32 {
 var UserKernels = []UserKernel{
 	{
 		Name: "clip", Lang: "AssemblyScript", Source: "guests/assemblyscript/kernels/clip.ts", Raw: "clip_raw",
-		What: "clipped ReLU `min(max(x, 0), 3)` over f32[262144] (checked indexing, `Mathf.min`/`Mathf.max`)",
-		inputs: func() []host.Tensor {
-			return []host.Tensor{abi.From(userData(), userElems), abi.Scalar(float32(userClipT))}
-		},
-		output: func() host.Tensor { return abi.From(make([]float32, userElems), userElems) },
-		native: func(ins []host.Tensor, out host.Tensor) {
-			reference.ClipInto(mustView[float32](out), mustView[float32](ins[0]), userClipT)
-		},
-		rawParams: func(ins []uint32, out uint32) []uint64 {
-			return []uint64{uint64(ins[0]), uint64(out), userElems, api.EncodeF32(userClipT)}
-		},
+		What:   "clipped ReLU `min(max(x, 0), 3)` over f32[262144] (checked indexing, `Mathf.min`/`Mathf.max`)",
+		inputs: clipInputs, output: clipOutput, native: clipNative, rawParams: clipRawParams,
 	},
 	{
 		Name: "clip_unchecked", Lang: "AssemblyScript", Source: "guests/assemblyscript/kernels/clip_unchecked.ts", Raw: "clip_raw", Tuned: true,
-		What: "clip with the lengths checked once and `unchecked` indexing in the loop (the SDK README's advice for hot loops)",
-		inputs: func() []host.Tensor {
-			return []host.Tensor{abi.From(userData(), userElems), abi.Scalar(float32(userClipT))}
-		},
-		output: func() host.Tensor { return abi.From(make([]float32, userElems), userElems) },
-		native: func(ins []host.Tensor, out host.Tensor) {
-			reference.ClipInto(mustView[float32](out), mustView[float32](ins[0]), userClipT)
-		},
-		rawParams: func(ins []uint32, out uint32) []uint64 {
-			return []uint64{uint64(ins[0]), uint64(out), userElems, api.EncodeF32(userClipT)}
-		},
+		What:   "clip with the lengths checked once and `unchecked` indexing in the loop (the SDK README's advice for hot loops)",
+		inputs: clipInputs, output: clipOutput, native: clipNative, rawParams: clipRawParams,
 	},
 	{
 		Name: "normalize", Lang: "Rust", Source: "guests/rust/kernels/normalize.rs", Raw: "normalize_raw",
@@ -137,6 +119,22 @@ var UserKernels = []UserKernel{
 			return []uint64{uint64(ins[0]), userElems, uint64(ins[1]), userEdges, uint64(out)}
 		},
 	},
+}
+
+// The clip kernels' data, Go loop and raw parameters (clip and its tuned
+// twin compute the same thing).
+func clipInputs() []host.Tensor {
+	return []host.Tensor{abi.From(userData(), userElems), abi.Scalar(float32(userClipT))}
+}
+
+func clipOutput() host.Tensor { return abi.From(make([]float32, userElems), userElems) }
+
+func clipNative(ins []host.Tensor, out host.Tensor) {
+	reference.ClipInto(mustView[float32](out), mustView[float32](ins[0]), userClipT)
+}
+
+func clipRawParams(ins []uint32, out uint32) []uint64 {
+	return []uint64{uint64(ins[0]), uint64(out), userElems, api.EncodeF32(userClipT)}
 }
 
 func mustView[T abi.Element](t host.Tensor) []T {

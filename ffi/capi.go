@@ -130,21 +130,26 @@ func cbxgo_open(path *C.char, out *C.callbox_host) *C.callbox_error {
 //export cbxgo_open_config
 func cbxgo_open_config(text, format, baseDir *C.char, out *C.callbox_host) *C.callbox_error {
 	return entry("callbox_open_config", func() error {
-		return openInto(out, func() (*config.Config, error) {
-			if text == nil {
-				return nil, badArg(arg("text"), "NULL")
-			}
-			f, err := goString(format, "format")
-			if err != nil {
-				return nil, err
-			}
-			dir := ""
-			if baseDir != nil {
-				dir = C.GoString(baseDir)
-			}
-			return configfile.LoadData("<config>", f, []byte(C.GoString(text)), dir, nil)
-		})
+		return openInto(out, func() (*config.Config, error) { return configText(text, format, baseDir) })
 	})
+}
+
+// configText loads configuration text given through the C API
+// (callbox_open_config, callbox_reload_config): format "yaml", "json" or
+// "toml", relative paths from baseDir (NULL: the working directory).
+func configText(text, format, baseDir *C.char) (*config.Config, error) {
+	if text == nil {
+		return nil, badArg(arg("text"), "NULL")
+	}
+	f, err := goString(format, "format")
+	if err != nil {
+		return nil, err
+	}
+	dir := ""
+	if baseDir != nil {
+		dir = C.GoString(baseDir)
+	}
+	return configfile.LoadData("<config>", f, []byte(C.GoString(text)), dir, nil)
 }
 
 //export cbxgo_reload
@@ -163,20 +168,7 @@ func cbxgo_reload(h C.callbox_host, path *C.char) *C.callbox_error {
 //export cbxgo_reload_config
 func cbxgo_reload_config(h C.callbox_host, text, format, baseDir *C.char) *C.callbox_error {
 	return entry("callbox_reload_config", func() error {
-		return reloadFrom(h, func() (*config.Config, error) {
-			if text == nil {
-				return nil, badArg(arg("text"), "NULL")
-			}
-			f, err := goString(format, "format")
-			if err != nil {
-				return nil, err
-			}
-			dir := ""
-			if baseDir != nil {
-				dir = C.GoString(baseDir)
-			}
-			return configfile.LoadData("<config>", f, []byte(C.GoString(text)), dir, nil)
-		})
+		return reloadFrom(h, func() (*config.Config, error) { return configText(text, format, baseDir) })
 	})
 }
 

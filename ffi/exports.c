@@ -343,15 +343,11 @@ callbox_error *callbox_call_within(callbox_host host, callbox_cancel_token cance
   return cbxgo_call_within(host, cancel, callback, inputs, num_inputs, outputs, num_outputs, budget_ns, expired);
 }
 
-callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,
-                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
-                                  callbox_tensor *outputs, size_t num_outputs, callbox_done_fn done, void *user) {
-  CBX_GUARD("callbox_call_async");
-  if (done == NULL) return cbx_local_error("callbox_call_async: done: NULL");
-  cbx_async_job *j = malloc(sizeof *j);
-  if (j == NULL) return &cbx_oom_error;
-  callbox_error *e =
-      cbxgo_async_prepare(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs, &j->call);
+// cbx_async_launch queues job j, whose call a cbxgo_*_prepare has just
+// prepared with result e: an error frees j and is returned; so is a queue
+// that cannot start a worker (no_worker, the entry's own message).
+static callbox_error *cbx_async_launch(cbx_async_job *j, callbox_error *e, callbox_done_fn done, void *user,
+                                       const char *no_worker) {
   if (e != NULL) {
     free(j);
     return e;
@@ -361,9 +357,21 @@ callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel
   if (!cbx_async_queue(j)) {
     cbxgo_async_drop(j->call);
     free(j);
-    return cbx_local_error("callbox_call_async: cannot start a worker thread");
+    return cbx_local_error(no_worker);
   }
   return NULL;
+}
+
+callbox_error *callbox_call_async(callbox_host host, callbox_cancel_token cancel, const char *chain,
+                                  const char *callback, const callbox_tensor *inputs, size_t num_inputs,
+                                  callbox_tensor *outputs, size_t num_outputs, callbox_done_fn done, void *user) {
+  CBX_GUARD("callbox_call_async");
+  if (done == NULL) return cbx_local_error("callbox_call_async: done: NULL");
+  cbx_async_job *j = malloc(sizeof *j);
+  if (j == NULL) return &cbx_oom_error;
+  callbox_error *e =
+      cbxgo_async_prepare(host, cancel, chain, callback, inputs, num_inputs, outputs, num_outputs, &j->call);
+  return cbx_async_launch(j, e, done, user, "callbox_call_async: cannot start a worker thread");
 }
 
 callbox_error *callbox_reload(callbox_host host, const char *config_path) {
@@ -387,18 +395,7 @@ callbox_error *callbox_request_async(callbox_host host, const callbox_request *r
   cbx_async_job *j = malloc(sizeof *j);
   if (j == NULL) return &cbx_oom_error;
   callbox_error *e = cbxgo_request_prepare(host, req, &j->call);
-  if (e != NULL) {
-    free(j);
-    return e;
-  }
-  j->done = done;
-  j->user = user;
-  if (!cbx_async_queue(j)) {
-    cbxgo_async_drop(j->call);
-    free(j);
-    return cbx_local_error("callbox_request_async: cannot start a worker thread");
-  }
-  return NULL;
+  return cbx_async_launch(j, e, done, user, "callbox_request_async: cannot start a worker thread");
 }
 
 callbox_error *callbox_tap(callbox_host host, const char *callback, const callbox_tensor *inputs, size_t num_inputs) {
