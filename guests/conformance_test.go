@@ -22,6 +22,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/internal/testknob"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
@@ -312,11 +313,11 @@ func (s *logSink) take() []string {
 }
 
 func newHost(t *testing.T, lang, engine string, skewed bool, cacheDir string, sink *logSink) *host.Host {
-	opts := []host.Option{host.WithLogger(slog.New(sink)), host.WithCacheDir(cacheDir)}
+	ctx := context.Background()
 	if skewed {
-		opts = append(opts, host.WithSkewedBuffers())
+		ctx = testknob.WithSkewedBuffers(ctx)
 	}
-	h, err := host.New(context.Background(), nil, opts...)
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(sink)), host.WithCacheDir(cacheDir))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	wasi := false

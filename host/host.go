@@ -15,6 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
+	"github.com/seed4b3e0ccb/callbox/internal/testknob"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
@@ -71,12 +72,6 @@ func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
 // cache_dir), so hosts in the same or later processes skip compilation.
 func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir } }
 
-// WithSkewedBuffers places every data buffer of every call frame at the
-// least alignment ABI v1 promises (16 bytes past a 64-byte boundary)
-// instead of 64. It exists to test guest SDKs: one that assumes more
-// alignment than the ABI guarantees fails under it.
-func WithSkewedBuffers() Option { return func(h *Host) { h.skewed = true } }
-
 // WithoutCallTiming leaves Stats.Guest and Stats.Wall zero on every call,
 // which saves the three clock reads that measure them (about 75 ns of a
 // 600 ns tiny call on the development VM, where one read costs ~25 ns).
@@ -104,6 +99,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	for _, o := range opts {
 		o(h)
 	}
+	h.skewed = testknob.SkewedBuffers(ctx) // the SDK conformance suite's knob (internal/testknob)
 	h.tel = newTelemetry(h)
 	if h.tel.meterErr != nil {
 		h.logger.Warn("callbox: the meter provider refused an instrument; it records nothing", "error", h.tel.meterErr)

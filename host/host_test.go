@@ -55,7 +55,12 @@ func engineNames() []string {
 // newHost loads every testkit export as a callback on the given engine.
 func newHost(t testing.TB, engine string, tweak func(*config.Callback)) *host.Host {
 	t.Helper()
-	ctx := context.Background()
+	return newHostCtx(t, context.Background(), engine, tweak)
+}
+
+// newHostCtx is newHost with the context host.New is given.
+func newHostCtx(t testing.TB, ctx context.Context, engine string, tweak func(*config.Callback)) *host.Host {
+	t.Helper()
 	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
