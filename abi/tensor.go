@@ -16,6 +16,12 @@ const MaxRank = 32
 // u32 in the call frame because guest memory is wasm32.
 const MaxTensorBytes = math.MaxUint32
 
+// RankError is the refusal of a tensor of rank above MaxRank, worded once
+// for every door (the C library refuses one before reading its shape).
+func RankError(rank int) error {
+	return fmt.Errorf("rank %d exceeds the ABI maximum %d", rank, MaxRank)
+}
+
 // Shape is a dense, row-major (major-to-minor) tensor shape. A nil or empty
 // shape is a rank-0 scalar.
 type Shape []int64
@@ -24,7 +30,7 @@ type Shape []int64
 // negative or the product overflows.
 func (s Shape) NumElements() (uint64, error) {
 	if len(s) > MaxRank {
-		return 0, fmt.Errorf("rank %d exceeds the ABI maximum %d", len(s), MaxRank)
+		return 0, RankError(len(s))
 	}
 	n := uint64(1)
 	for i, d := range s {

@@ -91,7 +91,8 @@ func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor
 	if err != nil {
 		return nil, err
 	}
-	if _, err := bh.resolve(name); err != nil {
+	ci, err := bh.resolve(name)
+	if err != nil {
 		return nil, err
 	}
 	tok, err := lookupCancel(cancel)
@@ -100,10 +101,10 @@ func prepareAsync(h, cancel uint64, chain, callback *byte, inputs *dlpack.Tensor
 	}
 	a = &asyncCall{ctx: tok.context(), bh: bh, chain: strings.Clone(chainName), callback: strings.Clone(name)}
 	if a.in, err = fromDLs("input", inputs, nIn, nil); err != nil {
-		return nil, forCallback(err, name)
+		return nil, ci.refused(err)
 	}
 	if a.out, err = fromDLs("output", outputs, nOut, nil); err != nil {
-		return nil, forCallback(err, name)
+		return nil, ci.refused(err)
 	}
 	// One allocation for every shape: the caller's shape arrays need not
 	// outlive this call.

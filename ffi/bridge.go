@@ -185,18 +185,24 @@ func (bh *bridgeHost) resolve(key string) (*cbInfo, error) {
 	}
 	key = strings.Clone(key)
 	if err := cat.idErr[key]; err != nil {
-		return nil, err
+		return nil, &keyedError{callback: key, err: err}
 	}
-	if strings.HasPrefix(key, abi.CallbackIDPrefix) {
-		return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
-			msg: "no loaded callback has this content id: the module changed or is not loaded"}
+	// Not in the catalog: the host's own error (an unknown name or id, in
+	// its words), or, after a reload the catalog has not caught up with,
+	// the host's callback.
+	cb, err := bh.h.Lookup(key)
+	if err != nil {
+		return nil, &keyedError{callback: key, err: err}
 	}
-	names := make([]string, len(cat.infos))
-	for i, ci := range cat.infos {
-		names[i] = ci.name
+	if ci, ok := cat.byKey[cb.Name()]; ok {
+		return ci, nil
 	}
-	return nil, &bridgeError{kind: abi.UnknownCallback, callback: key,
-		msg: fmt.Sprintf("unknown callback (loaded: %s)", strings.Join(names, ", "))}
+	// A reload has switched the host and not yet published its catalog:
+	// an info of the callback for this call (its C info is published with
+	// the catalog; callbox_callback_find waits for that).
+	info := cb.Info()
+	return &cbInfo{index: -1, name: info.Name, id: info.ID, signature: info.Signature.String(), engine: info.Engine,
+		batching: info.Batching, sig: info.Signature, cb: cb}, nil
 }
 
 // open fails once the host is closed. Calls check only this: the host
@@ -222,9 +228,7 @@ func (bh *bridgeHost) enter() error {
 
 func (bh *bridgeHost) leave() { bh.calls.Done() }
 
-func (bh *bridgeHost) closedError() error {
-	return &bridgeError{kind: abi.FailedPrecondition, msg: fmt.Sprintf("host %d is closed", bh.handle)}
-}
+func (bh *bridgeHost) closedError() error { return host.ErrClosed }
 
 // close closes the host once; later calls fail. It waits for the bridge's
 // calls in flight before returning, so C-side data can then be freed.
@@ -269,7 +273,9 @@ func (bh *bridgeHost) outputTypes(ci *cbInfo, in []abi.Tensor) ([]abi.OutputSpec
 	}
 	specs, err := ci.sig.Bind(metas)
 	if err != nil {
-		return nil, &bridgeError{kind: abi.InvalidArgument, callback: ci.name, msg: err.Error()}
+		// The host's refusal of a call with these inputs, in its words:
+		// callers derive outputs to make exactly that call.
+		return nil, ci.cb.Refuse(err)
 	}
 	return specs, nil
 }
@@ -287,11 +293,16 @@ func (bh *bridgeHost) do(ctx context.Context, chain, callback string, in, out []
 	if err != nil {
 		return err
 	}
+	return bh.doOn(ctx, ci, chain, in, out, batch, budget)
+}
+
+// doOn is do on a resolved callback.
+func (bh *bridgeHost) doOn(ctx context.Context, ci *cbInfo, chain string, in, out []abi.Tensor, batch bool, budget time.Duration) error {
 	if out == nil {
 		out = []abi.Tensor{} // given, and empty: never "allocate them"
 	}
 	req := host.Request{Inputs: in, Outputs: out, Batch: batch, Budget: budget, Chain: chain}
-	_, err = ci.cb.Do(ctx, &req)
+	_, err := ci.cb.Do(ctx, &req)
 	if errors.Is(err, host.ErrReplaced) {
 		// A reload replaced the callback after we resolved it; the call
 		// never ran. Run it on the version the host serves now, by name:
@@ -362,26 +373,40 @@ func dlCall(ctx context.Context, h uint64, chain, callback *byte, inputs *dlpack
 	if err != nil {
 		return err
 	}
+	ci, err := bh.resolve(name)
+	if err != nil {
+		return err
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release(uint64(nIn), uint64(nOut))
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
-		return forCallback(err, name)
+		return ci.refused(err)
 	}
 	out, err := fromDLs("output", outputs, nOut, sc.out[:])
 	if err != nil {
-		return forCallback(err, name)
+		return ci.refused(err)
 	}
-	return bh.do(ctx, chainName, name, in, out, batch, budget)
+	return bh.doOn(ctx, ci, chainName, in, out, batch, budget)
 }
 
-// forCallback names the callback a refused tensor was meant for, so the
-// error's callback field says it (the argument is named already).
-func forCallback(err error, name string) error {
-	if ae, ok := err.(*argError); ok {
-		ae.callback = strings.Clone(name)
+// refused turns a tensor the bridge refused before the host could see it
+// (fromDLs, xlaTensors: a NULL pointer, bad strides, device memory) into
+// the host's refusal of the call (host.Callback.Refuse), worded as the
+// host words its own: "argument i: ..." for an input, "output i: ..."
+// for an output, whichever door's names the C side uses.
+func (ci *cbInfo) refused(err error) error {
+	var ae *argError
+	if !errors.As(err, &ae) {
+		return err
 	}
-	return err
+	switch {
+	case ae.arg.index >= 0 && (ae.arg.role == "input" || ae.arg.role == "argument"):
+		return ci.cb.Refuse(&abi.ArgumentError{Index: ae.arg.index, Reason: ae.reason})
+	case ae.arg.index >= 0 && (ae.arg.role == "output" || ae.arg.role == "result"):
+		return ci.cb.Refuse(fmt.Errorf("output %d: %s", ae.arg.index, ae.reason))
+	}
+	return ci.cb.Refuse(err)
 }
 
 // tapDL is callbox_tap, or callbox_chain_tap when chain is not nil.
@@ -390,11 +415,15 @@ func tapDL(h uint64, chain, callback *byte, inputs *dlpack.Tensor, nIn uintptr) 
 	if err != nil {
 		return err
 	}
+	ci, err := bh.resolve(name)
+	if err != nil {
+		return err
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release(uint64(nIn), 0)
 	in, err := fromDLs("input", inputs, nIn, sc.in[:])
 	if err != nil {
-		return forCallback(err, name)
+		return ci.refused(err)
 	}
 	return bh.tap(context.Background(), chainName, name, in)
 }

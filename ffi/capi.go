@@ -308,6 +308,18 @@ func cbxgo_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_
 			if err != nil {
 				return err
 			}
+			if ci.cinfo == nil {
+				// Found between a reload's switch and its catalog's
+				// publication, which holds mu: wait for it, and look again.
+				bh.mu.Lock()
+				bh.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the publication
+				if ci, err = bh.resolveC(key, "name_or_id"); err != nil {
+					return err
+				}
+				if ci.cinfo == nil {
+					return &bridgeError{kind: abi.UnknownCallback, callback: ci.name, msg: "replaced by a reload while it was looked up; look it up again"}
+				}
+			}
 			*out = *(*C.callbox_callback_info)(ci.cinfo)
 			return nil
 		})

@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -73,6 +72,17 @@ func (e *bridgeError) Kind() abi.Kind { return e.kind }
 // Is matches the error's kind.
 func (e *bridgeError) Is(target error) bool { return abi.IsKind(e.kind, target) }
 
+// keyedError is a host error about the callback a call named (an unknown
+// name or id, an ambiguous id), in the host's words, with the name or id
+// as the error's callback field.
+type keyedError struct {
+	callback string
+	err      error
+}
+
+func (e *keyedError) Error() string { return e.err.Error() }
+func (e *keyedError) Unwrap() error { return e.err }
+
 // describe flattens any error of the call path into an errInfo. The kind
 // comes from the error (abi.KindOf); errors that carry none (configuration
 // problems, a closed host) are InvalidArgument. The code is the kind's,
@@ -107,6 +117,10 @@ func describe(err error) errInfo {
 		in.callback = le.Callback
 	case errors.As(err, &be):
 		in.callback, in.message = be.callback, be.msg
+	case errors.As(err, new(*keyedError)):
+		var ke *keyedError
+		errors.As(err, &ke)
+		in.callback = ke.callback
 	case errors.As(err, &ae):
 		in.callback = ae.callback
 	case errors.As(err, &ge):
@@ -135,11 +149,7 @@ func panicError(where string, p any) error {
 // handler: the message names the kind and the callback, e.g.
 //
 //	callbox Timeout: callback "spin" failed: timeout after 250ms
-func xlaMessage(callback string, err error) (abi.Code, string) {
+func xlaMessage(err error) (abi.Code, string) {
 	in := describe(err)
-	msg := err.Error()
-	if in.callback == "" && callback != "" {
-		msg = fmt.Sprintf("callback %q: %s", strings.ToValidUTF8(callback, "?"), msg)
-	}
-	return in.code, "callbox " + in.kind.Ident() + ": " + msg
+	return in.code, "callbox " + in.kind.Ident() + ": " + err.Error()
 }

@@ -134,7 +134,7 @@ func cbxgo_cuda_call_dlpack(callback *C.char, stream C.uintptr_t, inputs unsafe.
 	outputs unsafe.Pointer, nOutputs C.size_t, msg *C.char, msgCap C.size_t) (code C.int) {
 	defer func() {
 		if p := recover(); p != nil {
-			cd, m := xlaMessage("", panicError("callbox_cuda_call_dlpack", p))
+			cd, m := xlaMessage(panicError("callbox_cuda_call_dlpack", p))
 			writeMsg(msg, msgCap, m)
 			code = C.int(cd)
 		}
@@ -143,7 +143,7 @@ func cbxgo_cuda_call_dlpack(callback *C.char, stream C.uintptr_t, inputs unsafe.
 	if err == nil {
 		return 0
 	}
-	cd, m := xlaMessage(C.GoString(callback), err)
+	cd, m := xlaMessage(err)
 	writeMsg(msg, msgCap, m)
 	return C.int(cd)
 }

@@ -215,7 +215,7 @@ func TestHandlerErrors(t *testing.T) {
 			f.Attrs = cbAttr("scale")
 			f.Args = append(f.Args, xlaharness.Buf{DType: xf32, Data: r.dev32(t, r.s, -1)})
 		}, abi.CodeInvalidArgument, "negative factor"},
-		{"unknown callback", func(f *xlaharness.Frame) { f.Attrs = cbAttr("scael") }, abi.CodeNotFound, `callbox UnknownCallback: callback "scael": unknown callback (loaded: half_then_trap, scale, spin, tap)`},
+		{"unknown callback", func(f *xlaharness.Frame) { f.Attrs = cbAttr("scael") }, abi.CodeNotFound, `callbox UnknownCallback: callback "scael" (loaded: half_then_trap, scale, spin, tap): unknown callback`},
 		{"no callback attribute", func(f *xlaharness.Frame) { f.Attrs = nil }, abi.CodeInvalidArgument, "missing attribute callback"},
 		{"callback attribute not a string", func(f *xlaharness.Frame) {
 			f.Attrs = []xlaharness.Attr{{Name: "callback", Int: 1, IsInt: true}}
@@ -231,7 +231,7 @@ func TestHandlerErrors(t *testing.T) {
 		}, abi.CodeInvalidArgument, "unknown attribute chian"},
 		{"shape mismatch", func(f *xlaharness.Frame) { f.Rets[0].Dims = []int64{5} }, abi.CodeInvalidArgument, "output 0: buffer is f32[5], result is f32[4]"},
 		{"unsupported dtype", func(f *xlaharness.Frame) { f.Args[0].DType = 19 }, abi.CodeInvalidArgument, "argument 0: XLA dtype 19 is not one callbox supports"},
-		{"rank too large", func(f *xlaharness.Frame) { f.Args[0].Dims = make([]int64, 40) }, abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32"},
+		{"rank too large", func(f *xlaharness.Frame) { f.Args[0].Dims = make([]int64, 40) }, abi.CodeInvalidArgument, "argument 0: rank 40 exceeds the ABI maximum 32"},
 		{"negative dimension", func(f *xlaharness.Frame) { f.Args[0].Dims = []int64{-4} }, abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-4)"},
 		{"rank without dims", func(f *xlaharness.Frame) { f.Args[0].Dims = nil; f.Args[0].Rank = 2 }, abi.CodeInvalidArgument, "argument 0: shape is NULL with rank 2"},
 		{"not a buffer", func(f *xlaharness.Frame) { f.Args[0].Type = 2 }, abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer"},

@@ -321,9 +321,9 @@ func TestHarnessCAPI(t *testing.T) {
 	assert.Equal(t, []string{"(x: f32[n]) -> f32[n]", "wazero", "sequential", "1", "1"}, info[1:])
 	r.fails(t, "at_out_of_range", abi.InvalidArgument, "index: 27 is out of range")
 	r.ok(t, "find_name", "find_id")
-	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "the module changed or is not loaded")
+	stale := r.fails(t, "find_stale_id", abi.UnknownCallback, "its module, export or signature changed since the id was taken, or it is not loaded")
 	assert.Equal(t, "cb1-"+strings.Repeat("0", 64), stale.callback)
-	r.fails(t, "find_unknown", abi.UnknownCallback, `callback "nope": unknown callback (loaded: bump, copy2,`)
+	r.fails(t, "find_unknown", abi.UnknownCallback, `callback "nope" (loaded: bump, copy2,`)
 	r.fails(t, "find_null", abi.InvalidArgument, "name_or_id: NULL")
 	r.ok(t, "types_mat")
 	assert.Equal(t, "2/32/1 2 [3,5]", r.vals["types_mat"])
@@ -338,29 +338,29 @@ func TestHarnessCAPI(t *testing.T) {
 	}
 	r.ok(t, "rank0", "empty", "empty_2d", "strides_rowmajor", "strides_unit_dim", "two_outputs")
 	r.xok(t, "xla_rank0", "xla_empty")
-	r.fails(t, "strides_transposed", abi.InvalidArgument, "input 0: strides [1 2] are not row-major for shape [2 3]")
+	r.fails(t, "strides_transposed", abi.InvalidArgument, "argument 0: strides [1 2] are not row-major for shape [2 3]")
 
 	// Bad arguments, each named.
 	r.fails(t, "null_callback", abi.InvalidArgument, "callback: NULL")
-	r.fails(t, "unknown_callback", abi.UnknownCallback, `callback "nope": unknown callback`)
-	r.fails(t, "stale_id", abi.UnknownCallback, "the module changed or is not loaded")
+	r.fails(t, "unknown_callback", abi.UnknownCallback, `callback "nope" (loaded: bump`)
+	r.fails(t, "stale_id", abi.UnknownCallback, "its module, export or signature changed since the id was taken, or it is not loaded")
 	r.fails(t, "null_inputs", abi.InvalidArgument, "inputs: NULL with a count of 1")
 	r.fails(t, "null_outputs", abi.InvalidArgument, "outputs: NULL with a count of 1")
 	r.fails(t, "too_many_inputs", abi.InvalidArgument, "got 2 inputs, signature (x: f32[n]) -> f32[n] takes 1")
 	r.fails(t, "too_few_outputs", abi.InvalidArgument, "got 0 output buffers")
-	bad := r.fails(t, "unknown_dtype", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 8, lanes 1}")
+	bad := r.fails(t, "unknown_dtype", abi.InvalidArgument, "argument 0: unknown dtype {code 2, bits 8, lanes 1}")
 	assert.Equal(t, "copy_f32", bad.callback, "a refused tensor's error names the callback the call named")
-	r.fails(t, "lanes", abi.InvalidArgument, "input 0: unknown dtype {code 2, bits 32, lanes 4}")
-	r.fails(t, "rank_33", abi.InvalidArgument, "input 0: rank 33 exceeds the maximum 32")
-	r.fails(t, "rank_negative", abi.InvalidArgument, "input 0: rank -1 is negative")
-	r.fails(t, "dim_negative", abi.InvalidArgument, "input 0: dimension 0 is negative (-1)")
-	r.fails(t, "shape_null", abi.InvalidArgument, "input 0: shape is NULL with rank 1")
-	r.fails(t, "data_null", abi.InvalidArgument, "input 0: data is NULL for f32[4]")
-	r.fails(t, "data_null_page", abi.InvalidArgument, "input 0: data 0x10 (+ byte_offset 0) is in the lowest 64 KiB")
+	r.fails(t, "lanes", abi.InvalidArgument, "argument 0: unknown dtype {code 2, bits 32, lanes 4}")
+	r.fails(t, "rank_33", abi.InvalidArgument, "argument 0: rank 33 exceeds the ABI maximum 32")
+	r.fails(t, "rank_negative", abi.InvalidArgument, "argument 0: rank -1 is negative")
+	r.fails(t, "dim_negative", abi.InvalidArgument, "argument 0: dimension 0 is negative (-1)")
+	r.fails(t, "shape_null", abi.InvalidArgument, "argument 0: shape is NULL with rank 1")
+	r.fails(t, "data_null", abi.InvalidArgument, "argument 0: data is NULL for f32[4]")
+	r.fails(t, "data_null_page", abi.InvalidArgument, "argument 0: data 0x10 (+ byte_offset 0) is in the lowest 64 KiB")
 	r.fails(t, "out_null_page", abi.InvalidArgument, "output 0: data 0xff00 (+ byte_offset 0) is in the lowest 64 KiB")
-	r.fails(t, "device_gpu", abi.InvalidArgument, "input 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack")
+	r.fails(t, "device_gpu", abi.InvalidArgument, "argument 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack")
 	r.fails(t, "device_managed_out", abi.InvalidArgument, "output 0: device type 13 is CUDA memory", "callbox_cuda_call_dlpack")
-	r.fails(t, "device_opencl", abi.InvalidArgument, "input 0: device type 4 is not host memory")
+	r.fails(t, "device_opencl", abi.InvalidArgument, "argument 0: device type 4 is not host memory")
 	r.fails(t, "output_shape", abi.InvalidArgument, "output 0: buffer is f32[5], result is f32[4]")
 	r.fails(t, "output_dtype", abi.InvalidArgument, "output 0: buffer is f64[4], result is f32[4]")
 	r.fails(t, "input_dtype", abi.InvalidArgument, "argument 0 (x): expected f32[n], got s32[4]")
@@ -479,7 +479,7 @@ func TestHarnessCUDA(t *testing.T) {
 	assert.Equal(t, "3", r.vals["cuda_dlpack_no_msg"], "a NULL input list with no message buffer")
 
 	// The plain C API refuses CUDA tensors and names the GPU entry.
-	r.fails(t, "cuda_plain_call", abi.InvalidArgument, "input 0: device type 2 is CUDA memory", "callbox_cuda_call_dlpack")
+	r.fails(t, "cuda_plain_call", abi.InvalidArgument, "argument 0: device type 2 is CUDA memory", "callbox_cuda_call_dlpack")
 
 	// Clearing the default host uninstalls the GPU path; setting it again
 	// reinstalls it.
@@ -500,15 +500,15 @@ func TestHarnessBothHandlers(t *testing.T) {
 		code  abi.Code
 		part  string
 	}{
-		{"unknown", abi.CodeNotFound, `callbox UnknownCallback: callback "nope": unknown callback`},
-		{"stale_id", abi.CodeNotFound, "the module changed or is not loaded"},
+		{"unknown", abi.CodeNotFound, `callbox UnknownCallback: callback "nope" (loaded: bump`},
+		{"stale_id", abi.CodeNotFound, "its module, export or signature changed since the id was taken, or it is not loaded"},
 		{"empty_name", abi.CodeInvalidArgument, "attribute callback: empty"},
 		{"no_attrs", abi.CodeInvalidArgument, "missing attribute callback"},
 		{"attr_scalar", abi.CodeInvalidArgument, "attribute callback has type 3, want a string"},
 		{"attr_unknown", abi.CodeInvalidArgument, "unknown attribute colour"},
 		{"empty_chain", abi.CodeInvalidArgument, "attribute chain: empty name"},
 		{"dtype_f8", abi.CodeInvalidArgument, "argument 0: XLA dtype 19 is not one callbox supports"},
-		{"rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 is outside 0..32"},
+		{"rank_40", abi.CodeInvalidArgument, "argument 0: rank 40 exceeds the ABI maximum 32"},
 		{"dim_negative", abi.CodeInvalidArgument, "argument 0: dimension 0 is negative (-2)"},
 		{"arg_not_buffer", abi.CodeInvalidArgument, "argument 0: type 2 is not a buffer"},
 		{"data_null", abi.CodeInvalidArgument, "argument 0: data is NULL"},
@@ -926,7 +926,7 @@ func TestHarnessAsync(t *testing.T) {
 	r.fails(t, "async_bad_host", abi.InvalidArgument, "987654")
 	r.fails(t, "async_bad_token", abi.InvalidArgument, "unknown cancel token")
 	r.fails(t, "async_null_done", abi.InvalidArgument, "done")
-	r.fails(t, "async_bad_tensor", abi.InvalidArgument, "input 0")
+	r.fails(t, "async_bad_tensor", abi.InvalidArgument, "argument 0: rank -1 is negative")
 	r.fails(t, "async_wrong_count", abi.InvalidArgument, "")
 	assert.Equal(t, "1", r.vals["async_refused_done_calls"], "done was called only for the call that started")
 	r.fails(t, "async_fail", abi.GuestError, `callback "fail"`)

@@ -90,7 +90,7 @@ func TestFromDL(t *testing.T) {
 		{"gpu", func(d *dlpack.Tensor) { d.Device.Type = 2 }, "input 0: device type 2 is CUDA memory: call GPU tensors with callbox_cuda_call_dlpack, which takes the CUDA stream they are ordered on (it calls the default host, callbox_set_default_host)"},
 		{"vulkan", func(d *dlpack.Tensor) { d.Device.Type = 7 }, "input 0: device type 7 is not host memory (want 1, CPU)"},
 		{"dtype", func(d *dlpack.Tensor) { d.DType.Bits = 24 }, "input 0: unknown dtype {code 2, bits 24, lanes 1}"},
-		{"rank", func(d *dlpack.Tensor) { d.NDim = 33 }, "input 0: rank 33 exceeds the maximum 32"},
+		{"rank", func(d *dlpack.Tensor) { d.NDim = 33 }, "input 0: rank 33 exceeds the ABI maximum 32"},
 		{"negative rank", func(d *dlpack.Tensor) { d.NDim = -3 }, "input 0: rank -3 is negative"},
 		{"null shape", func(d *dlpack.Tensor) { d.Shape = nil }, "input 0: shape is NULL with rank 2"},
 		{"null data", func(d *dlpack.Tensor) { d.Data = nil }, "input 0: data is NULL for f32[2,3] (24 bytes)"},

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
@@ -54,8 +55,11 @@ func xlaView(v *dlpack.View, role string, b *xlaBuf, mem dlpack.Memory) error {
 	if b.DType < 0 || !d.Valid() {
 		return badArg(argName{role, int(b.Index)}, "XLA dtype %d is not one callbox supports (pred, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128)", b.DType)
 	}
-	if b.Rank < 0 || b.Rank > abi.MaxRank {
-		return badArg(argName{role, int(b.Index)}, "rank %d is outside 0..%d", b.Rank, abi.MaxRank)
+	switch {
+	case b.Rank < 0:
+		return badArg(argName{role, int(b.Index)}, "rank %d is negative", b.Rank)
+	case b.Rank > abi.MaxRank:
+		return &argError{arg: argName{role, int(b.Index)}, reason: abi.RankError(int(b.Rank)).Error()}
 	}
 	dev := dlpack.CPU
 	if mem == dlpack.OnDevice {
@@ -124,9 +128,19 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	}
 	bh, err := getDefault(ctx)
 	if err != nil {
+		var be *bridgeError
+		if errors.As(err, &be) && be.callback == "" {
+			// No host to ask: the handler's own error names the callback
+			// the custom call named.
+			return callback, &bridgeError{kind: be.kind, callback: callback, msg: be.msg}
+		}
 		return callback, err
 	}
 	if err := bh.open(); err != nil {
+		return callback, err
+	}
+	ci, err := bh.resolve(callback)
+	if err != nil {
 		return callback, err
 	}
 	if c.Stream != 0 {
@@ -135,11 +149,11 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 		}
 		ins, err := xlaDeviceBuffers("argument", c.Args[:c.NumArgs])
 		if err != nil {
-			return callback, err
+			return callback, ci.refused(err)
 		}
 		outs, err := xlaDeviceBuffers("result", c.Rets[:c.NumRets])
 		if err != nil {
-			return callback, err
+			return callback, ci.refused(err)
 		}
 		return callback, bh.gpuCall(ctx, chain, callback, cuda.Stream(c.Stream), ins, outs)
 	}
@@ -147,11 +161,11 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	defer sc.release(uint64(c.NumArgs), uint64(c.NumRets))
 	in, err := xlaTensors("argument", c.Args[:c.NumArgs], sc.in[:])
 	if err != nil {
-		return callback, err
+		return callback, ci.refused(err)
 	}
 	out, err := xlaTensors("result", c.Rets[:c.NumRets], sc.out[:])
 	if err != nil {
-		return callback, err
+		return callback, ci.refused(err)
 	}
-	return callback, bh.do(ctx, chain, callback, in, out, c.Batched != 0, 0)
+	return callback, bh.doOn(ctx, ci, chain, in, out, c.Batched != 0, 0)
 }

@@ -35,20 +35,18 @@ var (
 //export cbxXlaExecute
 func cbxXlaExecute(call unsafe.Pointer) (code int32) {
 	c := (*xlaCall)(call)
-	callback := ""
 	defer func() {
 		if p := recover(); p != nil {
-			cd, msg := xlaMessage(callback, panicError("callbox_xla_ffi", p))
+			cd, msg := xlaMessage(panicError("callbox_xla_ffi", p))
 			code = int32(cd)
 			c.Message = unsafe.Pointer(C.CString(msg))
 		}
 	}()
-	var err error
-	callback, err = xlaExecute(context.Background(), c)
+	_, err := xlaExecute(context.Background(), c)
 	if err == nil {
 		return 0
 	}
-	cd, msg := xlaMessage(callback, err)
+	cd, msg := xlaMessage(err)
 	c.Message = unsafe.Pointer(C.CString(msg))
 	return int32(cd)
 }

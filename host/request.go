@@ -120,6 +120,15 @@ func (c *Callback) do(ctx context.Context, req *Request) (Stats, error) {
 	return st, nil
 }
 
+// Refuse is the error the host gives a call of c it refuses before
+// running it, for a door that found err in the call's arguments before
+// the host could see them (a NULL data pointer, non-row-major strides, a
+// tensor in device memory): InvalidArgument, naming the callback and
+// worded as the host's own refusals, with err's text.
+func (c *Callback) Refuse(err error) error {
+	return c.fail(InvalidArgument, err.Error(), err)
+}
+
 // checkRequest is the checks of a request's own terms (the inputs and
 // outputs are checked against the signature by the call's phases).
 func (c *Callback) checkRequest(req *Request) *CallbackError {

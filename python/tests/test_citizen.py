@@ -251,7 +251,7 @@ def test_null_page_pointer_is_invalid_argument(host):
         t.ndim = 1
         t.dtype.code, t.dtype.bits, t.dtype.lanes = 2, 32, 1
         t.shape = shape
-    with pytest.raises(callbox.InvalidArgument, match=r"input 0: data 0x10 \(\+ byte_offset 0\) is in the lowest 64 KiB"):
+    with pytest.raises(callbox.InvalidArgument, match=r"argument 0: data 0x10 \(\+ byte_offset 0\) is in the lowest 64 KiB"):
         callbox.errors.check(lib, lib.callbox_call(host.handle, b"copy_f32", ctypes.byref(ts[0]), 1,
                                                    ctypes.byref(ts[1]), 1))
 
