@@ -27,9 +27,10 @@ import (
 // The door-conformance table (issue 29): one list of requests, well-formed
 // and malformed, run through every door — the Go API (host.Host.Do), the
 // C API (callbox_request_run, from the C harness), the CPU XLA FFI
-// handler (callbox_xla_ffi with frames the harness builds) and Python
-// (python/tests/test_doors.py, from python/tests/testdata/doors.json,
-// which TestDoorTableFile keeps current) — each door asserting the same
+// handler (callbox_xla_ffi with frames the harness builds), Python
+// (python/tests/test_doors.py, from python/tests/testdata/doors.json) and
+// Elixir (elixir/test/doors_test.exs, from elixir/test/fixtures/doors.terms;
+// TestDoorTableFile keeps both files current) — each door asserting the same
 // kind, code and message as the Go API, and the same output bytes (all
 // zero after a failure: no door writes a partial result). A door that
 // cannot express a request (XLA has no budget; C and XLA cannot ask the
@@ -68,7 +69,9 @@ type doorTensor struct {
 // doorCase is one request of the table. Callback "@id:NAME" is NAME's
 // content id; "@closed" is copy on a host that was closed. Outs nil asks
 // the door to allocate the results. Doors lists the doors that run it:
-// g (Go), c (C API), x (XLA handler), p (Python). Kind is the kind the Go
+// g (Go), c (C API), x (XLA handler), p (Python), e (Elixir: its calls
+// allocate their results, so it runs the requests whose outputs are the
+// ones the signature derives, and does no batches). Kind is the kind the Go
 // door must give ("OK" for success), a check of the table itself.
 type doorCase struct {
 	ID       string       `json:"id"`
@@ -93,16 +96,16 @@ func outs(ts ...doorTensor) []doorTensor { return append([]doorTensor{}, ts...) 
 const all = "gcxp"
 
 var doorCases = []doorCase{
-	{ID: "ok", Callback: "copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "OK"},
-	{ID: "ok_alloc", Callback: "copy", Ins: ins(f32("seq", 4)), Doors: "gp", Kind: "OK"},
-	{ID: "ok_empty", Callback: "copy", Ins: ins(f32("seq", 0)), Outs: outs(f32("", 0)), Doors: all, Kind: "OK"},
-	{ID: "ok_two", Callback: "copy2", Ins: ins(tns("s16", "seq", 3), f32("seq", 2)), Outs: outs(tns("s16", "", 3), f32("", 2)), Doors: all, Kind: "OK"},
-	{ID: "ok_by_id", Callback: "@id:copy2", Ins: ins(tns("s16", "seq", 3), f32("seq", 2)), Outs: outs(tns("s16", "", 3), f32("", 2)), Doors: all, Kind: "OK"},
+	{ID: "ok", Callback: "copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "ok_alloc", Callback: "copy", Ins: ins(f32("seq", 4)), Doors: "gpe", Kind: "OK"},
+	{ID: "ok_empty", Callback: "copy", Ins: ins(f32("seq", 0)), Outs: outs(f32("", 0)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "ok_two", Callback: "copy2", Ins: ins(tns("s16", "seq", 3), f32("seq", 2)), Outs: outs(tns("s16", "", 3), f32("", 2)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "ok_by_id", Callback: "@id:copy2", Ins: ins(tns("s16", "seq", 3), f32("seq", 2)), Outs: outs(tns("s16", "", 3), f32("", 2)), Doors: "gcxpe", Kind: "OK"},
 	{ID: "in_dtype", Callback: "copy", Ins: ins(tns("f64", "seq", 4)), Outs: outs(f32("", 4)), Doors: "gcx", Kind: "InvalidArgument"},
-	{ID: "in_rank", Callback: "copy", Ins: ins(f32("seq", 2, 2)), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "in_scalar", Callback: "copy", Ins: ins(f32("seq")), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "in_none", Callback: "copy", Ins: ins(), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "in_extra", Callback: "copy", Ins: ins(f32("seq", 4), f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
+	{ID: "in_rank", Callback: "copy", Ins: ins(f32("seq", 2, 2)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
+	{ID: "in_scalar", Callback: "copy", Ins: ins(f32("seq")), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
+	{ID: "in_none", Callback: "copy", Ins: ins(), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
+	{ID: "in_extra", Callback: "copy", Ins: ins(f32("seq", 4), f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
 	{ID: "in_swapped", Callback: "copy2", Ins: ins(f32("seq", 2), tns("s16", "seq", 3)), Outs: outs(tns("s16", "", 3), f32("", 2)), Doors: "gcx", Kind: "InvalidArgument"},
 	{ID: "in_pred", Callback: "copy", Ins: ins(tns("pred", "seq", 4)), Outs: outs(f32("", 4)), Doors: "gcx", Kind: "InvalidArgument"},
 	{ID: "in_null_data", Callback: "copy", Ins: ins(f32("null", 4)), Outs: outs(f32("", 4)), Doors: "cx", Kind: "InvalidArgument"},
@@ -114,11 +117,11 @@ var doorCases = []doorCase{
 	{ID: "out_rank", Callback: "copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 2, 2)), Doors: all, Kind: "InvalidArgument"},
 	{ID: "out_none", Callback: "copy", Ins: ins(f32("seq", 4)), Outs: outs(), Doors: all, Kind: "InvalidArgument"},
 	{ID: "out_extra", Callback: "copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4), f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "unknown", Callback: "nope", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "UnknownCallback"},
-	{ID: "unknown_id", Callback: "cb1-" + strings.Repeat("0", 64), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "UnknownCallback"},
-	{ID: "ambiguous_id", Callback: "@id:copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "guest_error", Callback: "fail", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "GuestError"},
-	{ID: "timeout", Callback: "spin", Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: all, Kind: "Timeout"},
+	{ID: "unknown", Callback: "nope", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "UnknownCallback"},
+	{ID: "unknown_id", Callback: "cb1-" + strings.Repeat("0", 64), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "UnknownCallback"},
+	{ID: "ambiguous_id", Callback: "@id:copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
+	{ID: "guest_error", Callback: "fail", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "GuestError"},
+	{ID: "timeout", Callback: "spin", Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: "gcxpe", Kind: "Timeout"},
 	{ID: "budget_ok", Callback: "copy", BudgetNs: uint64(time.Second), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gc", Kind: "OK"},
 	{ID: "budget_spin", Callback: "spin", BudgetNs: uint64(20 * time.Millisecond), Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: "gc", Kind: "Timeout"},
 	{ID: "budget_huge", Callback: "copy", BudgetNs: uint64(2 * time.Hour), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gc", Kind: "InvalidArgument"},
@@ -130,15 +133,15 @@ var doorCases = []doorCase{
 	{ID: "batch_out_shape", Callback: "nonneg", Batch: true, Ins: ins(f32("seq", 3, 4)), Outs: outs(f32("", 2, 4)), Doors: all, Kind: "InvalidArgument"},
 	{ID: "batch_budget", Callback: "nonneg", Batch: true, BudgetNs: uint64(time.Second), Ins: ins(f32("seq", 3, 4)), Outs: outs(f32("", 3, 4)), Doors: "gc", Kind: "InvalidArgument"},
 	{ID: "batch_empty", Callback: "nonneg", Batch: true, Ins: ins(f32("seq", 0, 4)), Outs: outs(f32("", 0, 4)), Doors: all, Kind: "OK"},
-	{ID: "modules_call", Callback: "scale", Ins: ins(f32("seq", 3), f32("seq")), Outs: outs(f32("", 3)), Doors: all, Kind: "OK"},
+	{ID: "modules_call", Callback: "scale", Ins: ins(f32("seq", 3), f32("seq")), Outs: outs(f32("", 3)), Doors: "gcxpe", Kind: "OK"},
 	{ID: "modules_batch", Callback: "scale", Batch: true, Ins: ins(f32("seq", 2, 3), f32("seq", 2)), Outs: outs(f32("", 2, 3)), Doors: all, Kind: "OK"},
-	{ID: "max_output", Callback: "tiny_out", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "InvalidArgument"},
-	{ID: "wide_stack", Callback: "wide_stack", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "OK"},
-	{ID: "chain_ok", Callback: "copy", Chain: "k1", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "OK"},
-	{ID: "chain_guest_error", Callback: "fail", Chain: "k2", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "GuestError"},
-	{ID: "chain_after_failure", Callback: "copy", Chain: "k2", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: all, Kind: "GuestError"},
+	{ID: "max_output", Callback: "tiny_out", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
+	{ID: "wide_stack", Callback: "wide_stack", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "chain_ok", Callback: "copy", Chain: "k1", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "chain_guest_error", Callback: "fail", Chain: "k2", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "GuestError"},
+	{ID: "chain_after_failure", Callback: "copy", Chain: "k2", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "GuestError"},
 	{ID: "chain_batch", Callback: "nonneg", Chain: "k3", Batch: true, Ins: ins(f32("seq", 2, 4)), Outs: outs(f32("", 2, 4)), Doors: all, Kind: "OK"},
-	{ID: "closed", Callback: "@closed", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcp", Kind: "FailedPrecondition"},
+	{ID: "closed", Callback: "@closed", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcpe", Kind: "FailedPrecondition"},
 }
 
 // doorResult is what a door made of a case: the kind's ident ("OK" for
@@ -388,7 +391,58 @@ type doorFile struct {
 	Want    map[string]doorResult `json:"want"`
 }
 
-const doorFilePath = "../python/tests/testdata/doors.json"
+const (
+	doorFilePath      = "../python/tests/testdata/doors.json"
+	doorTermsFilePath = "../elixir/test/fixtures/doors.terms"
+)
+
+// doorTerms is the table for the Elixir door as Erlang terms
+// (:file.consult/1 reads them; Elixir 1.14 has no JSON): {config, Text},
+// then {door, Id, Callback, Chain, Inputs, Want} for each case the Elixir
+// door runs, Inputs [{DType, Dims, Fill}], Want {Kind, Code, Message,
+// OutputHash}; every string a binary.
+func doorTerms(want map[string]doorResult) string {
+	bin := func(s string) string {
+		var b strings.Builder
+		b.WriteString(`<<"`)
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c >= 0x20 && c < 0x7f:
+				b.WriteByte(c)
+			default:
+				fmt.Fprintf(&b, `\x{%02X}`, c)
+			}
+		}
+		b.WriteString(`">>`)
+		return b.String()
+	}
+	var b strings.Builder
+	b.WriteString("%% The door-conformance table (ffi/doors_test.go) for elixir/test/doors_test.exs;\n")
+	b.WriteString("%% rewritten by go test ./ffi -run TestDoorTableFile -update-doors.\n")
+	fmt.Fprintf(&b, "{config, %s}.\n", bin(doorConfig))
+	for _, c := range doorCases {
+		if !strings.Contains(c.Doors, "e") {
+			continue
+		}
+		var ins []string
+		for _, t := range c.Ins {
+			dims := make([]string, len(t.Dims))
+			for i, d := range t.Dims {
+				dims[i] = fmt.Sprint(d)
+			}
+			ins = append(ins, fmt.Sprintf("{%s, [%s], %s}", bin(t.DType), strings.Join(dims, ", "), bin(t.Fill)))
+		}
+		w := want[c.ID]
+		fmt.Fprintf(&b, "{door, %s, %s, %s, [%s], {%s, %d, %s, %s}}.\n", bin(c.ID), bin(c.Callback), bin(c.Chain),
+			strings.Join(ins, ", "), bin(w.Kind), w.Code, bin(w.Message), bin(w.Outputs))
+	}
+	return b.String()
+}
 
 // TestDoorTableFile: the table Python runs is this one, with the Go
 // door's results (go test ./ffi -run TestDoorTableFile -update-doors
@@ -408,10 +462,16 @@ func TestDoorTableFile(t *testing.T) {
 	b, err := json.MarshalIndent(f, "", " ")
 	require.NoError(t, err)
 	b = append(b, '\n')
+	terms := doorTerms(want)
 	if *updateDoors {
 		require.NoError(t, os.WriteFile(doorFilePath, b, 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Dir(doorTermsFilePath), 0o755))
+		require.NoError(t, os.WriteFile(doorTermsFilePath, []byte(terms), 0o644))
 	}
 	got, err := os.ReadFile(doorFilePath)
 	require.NoError(t, err, "run go test ./ffi -run TestDoorTableFile -update-doors")
 	assert.Equal(t, string(b), string(got), "python/tests/testdata/doors.json is stale: go test ./ffi -run TestDoorTableFile -update-doors")
+	got, err = os.ReadFile(doorTermsFilePath)
+	require.NoError(t, err, "run go test ./ffi -run TestDoorTableFile -update-doors")
+	assert.Equal(t, terms, string(got), "elixir/test/fixtures/doors.terms is stale: go test ./ffi -run TestDoorTableFile -update-doors")
 }
