@@ -70,7 +70,7 @@ func TestCallDLPackRefusals(t *testing.T) {
 		{"opencl", func(d *dlpack.Tensor) { d.Device.Type = 4 }, "device type 4 is not a CUDA device"},
 		{"lanes", func(d *dlpack.Tensor) { d.DType.Lanes = 4 }, "unknown dtype {code 2, bits 32, lanes 4}"},
 		{"f8", func(d *dlpack.Tensor) { d.DType.Bits = 8 }, "unknown dtype {code 2, bits 8, lanes 1}"},
-		{"rank", func(d *dlpack.Tensor) { d.NDim = 99 }, "rank 99 exceeds the maximum 32"},
+		{"rank", func(d *dlpack.Tensor) { d.NDim = 99 }, "rank 99 exceeds the ABI maximum 32"},
 		{"negative dim", func(d *dlpack.Tensor) { s := []int64{-3}; d.Shape = &s[0] }, "dimension 0 is negative (-3)"},
 		{"strided", func(d *dlpack.Tensor) { s := []int64{2}; d.Strides = &s[0] }, "not row-major"},
 		{"null data", func(d *dlpack.Tensor) { d.Data = nil }, "data is NULL"},

@@ -6,6 +6,7 @@ package main
 #define CALLBOX_BUILDING_LIBRARY 1
 #include <stdlib.h>
 #include "include/callbox.h"
+void cbx_kinds_ready(const callbox_kind_info *table, size_t n);
 */
 import "C"
 
@@ -643,6 +644,32 @@ var dtypeTable = sync.OnceValue(func() []dtypeInfo {
 	}
 	return out
 })
+
+// kindInfo mirrors callbox_kind_info.
+type kindInfo struct {
+	Kind int32
+	Code int32
+	Name *C.char
+}
+
+// kindTable is callbox_kinds' table, in C memory for the process's life.
+// It is also the table the library's own C code (exports.c: errors made
+// where Go cannot run, in a fork child or without memory) reads its codes
+// and names from, handed over when the library loads (init, below).
+var kindTable = sync.OnceValue(func() []kindInfo {
+	kinds := abi.Kinds()
+	p := (*kindInfo)(C.calloc(C.size_t(len(kinds)), C.size_t(unsafe.Sizeof(kindInfo{}))))
+	out := unsafe.Slice(p, len(kinds))
+	for i, k := range kinds {
+		out[i] = kindInfo{Kind: int32(k), Code: int32(k.Code(abi.StatusOK)), Name: C.CString(k.Ident())}
+	}
+	return out
+})
+
+func init() {
+	tab := kindTable()
+	C.cbx_kinds_ready((*C.callbox_kind_info)(unsafe.Pointer(&tab[0])), C.size_t(len(tab)))
+}
 
 // callbox_dtypes writes up to capacity descriptions of the dtypes callbox
 // has into out and returns how many there are (the whole count, even when

@@ -38,15 +38,45 @@ void cbx_fork_message(const char *where, char *buf, size_t cap) {
            where);
 }
 
-// The error for allocation failures while making an error: static, and
-// never freed by callbox_error_free.
-static callbox_error cbx_oom_error = {
-    sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 13, 0, 0, "HostPanic", "", "", "out of memory", "",
-    "HostPanic: out of memory", "", 0, ""};
+// The kinds' codes and names, the library's one table (abi.Kinds, built in
+// Go and handed over when the library loads: capi.go's init), for the
+// errors this file makes where Go cannot run.
+static const callbox_kind_info *cbx_kinds;
+static size_t cbx_nkinds;
 
-// cbx_c_error is an error made in C, with no callback or chain: kind and
-// code (abi.Kind.Code's) and the kind's name, then the message.
-static callbox_error *cbx_c_error(int32_t kind, int32_t code, const char *kind_name, const char *msg) {
+// The error for allocation failures while making an error: static, and
+// never freed by callbox_error_free. Its code and kind name are set from
+// the table when the library loads (cbx_kinds_ready).
+static char cbx_oom_text[64] = "out of memory";
+static callbox_error cbx_oom_error = {
+    sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 0, 0, 0, "", "", "", "out of memory", "", cbx_oom_text, "", 0, ""};
+
+// cbx_kind looks a kind up in the table; NULL before the library loaded.
+static const callbox_kind_info *cbx_kind(int32_t kind) {
+  for (size_t i = 0; i < cbx_nkinds; i++)
+    if (cbx_kinds[i].kind == kind) return &cbx_kinds[i];
+  return NULL;
+}
+
+void cbx_kinds_ready(const callbox_kind_info *table, size_t n) {
+  cbx_kinds = table;
+  cbx_nkinds = n;
+  const callbox_kind_info *k = cbx_kind(CALLBOX_KIND_HOST_PANIC);
+  if (k != NULL) {
+    cbx_oom_error.code = k->code;
+    cbx_oom_error.kind_name = k->name;
+    snprintf(cbx_oom_text, sizeof cbx_oom_text, "%s: out of memory", k->name);
+  }
+}
+
+// cbx_c_error is an error made in C, with no callback or chain: its kind
+// (code and name from the table), then the message.
+static callbox_error *cbx_c_error(int32_t kind, const char *msg) {
+  const callbox_kind_info *k = cbx_kind(kind);
+  // No table only in a process that forked while the library was still
+  // loading: the error then has no code and no kind name to give.
+  int32_t code = k ? k->code : 0;
+  const char *kind_name = k ? k->name : "";
   char text[1200];
   snprintf(text, sizeof text, "%s: %s", kind_name, msg);
   callbox_error *e = calloc(1, sizeof *e);
@@ -68,7 +98,7 @@ static callbox_error *cbx_c_error(int32_t kind, int32_t code, const char *kind_n
 static callbox_error *cbx_fork_error(const char *where) {
   char msg[1024];
   cbx_fork_message(where, msg, sizeof msg);
-  return cbx_c_error(CALLBOX_KIND_FAILED_PRECONDITION, 9 /* FAILED_PRECONDITION */, "FailedPrecondition", msg);
+  return cbx_c_error(CALLBOX_KIND_FAILED_PRECONDITION, msg);
 }
 
 void callbox_error_free(callbox_error *e) {
@@ -264,7 +294,7 @@ static int cbx_async_queue(cbx_async_job *j) {
 
 // cbx_local_error is an INVALID_ARGUMENT error made in C.
 static callbox_error *cbx_local_error(const char *msg) {
-  return cbx_c_error(CALLBOX_KIND_INVALID_ARGUMENT, 3 /* INVALID_ARGUMENT */, "InvalidArgument", msg);
+  return cbx_c_error(CALLBOX_KIND_INVALID_ARGUMENT, msg);
 }
 
 // ---- the entries ----
@@ -473,6 +503,14 @@ callbox_error *callbox_set_log_callback(callbox_log_fn fn, void *user, int32_t m
   return cbxgo_set_log_callback(fn, user, min_level);
 }
 
+size_t callbox_kinds(callbox_kind_info *out, size_t capacity) {
+  // The table handed over at load (capi.go): it stays readable in a fork
+  // child, where Go cannot run.
+  if (cbx_kinds == NULL) return 0;
+  if (out != NULL) memcpy(out, cbx_kinds, (capacity < cbx_nkinds ? capacity : cbx_nkinds) * sizeof *out);
+  return cbx_nkinds;
+}
+
 size_t callbox_dtypes(callbox_dtype_info *out, size_t capacity) {
   if (cbx_in_fork_child()) return 0;
   return cbxgo_dtypes(out, capacity);
@@ -482,7 +520,8 @@ int callbox_cuda_call_dlpack(const char *callback, uintptr_t stream, callbox_ten
                              callbox_tensor *const *outputs, size_t num_outputs, char *msg, size_t msg_cap) {
   if (cbx_in_fork_child()) {
     if (msg != NULL && msg_cap > 0) cbx_fork_message("callbox_cuda_call_dlpack", msg, msg_cap);
-    return 9;  // FAILED_PRECONDITION
+    const callbox_kind_info *k = cbx_kind(CALLBOX_KIND_FAILED_PRECONDITION);
+    return k ? k->code : 0;
   }
   return cbxgo_cuda_call_dlpack(callback, stream, inputs, num_inputs, outputs, num_outputs, msg, msg_cap);
 }

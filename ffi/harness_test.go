@@ -821,6 +821,17 @@ func TestHarnessWithin(t *testing.T) {
 	r.fails(t, "within_unknown", abi.UnknownCallback, "no_such")
 }
 
+// TestHarnessKinds: callbox_kinds is abi's kind table, every kind with
+// its code and name, for binding layers to read instead of keeping one.
+func TestHarnessKinds(t *testing.T) {
+	r := harnessGroups(t, false, nil, "kinds")
+	assert.Equal(t, fmt.Sprint(len(abi.Kinds())), r.vals["kinds"])
+	for _, k := range abi.Kinds() {
+		assert.Equal(t, fmt.Sprintf("%d %s", k.Code(abi.StatusOK), k.Ident()), r.vals[fmt.Sprintf("kind_%d", int(k))], k.Ident())
+	}
+	assert.Empty(t, r.failed)
+}
+
 // TestHarnessRequest drives the 1.7 request entries from C: plain,
 // chained, batched and asynchronous requests run; a budget that runs out
 // fails as TIMEOUT with no output written; the host's own bounds refuse a

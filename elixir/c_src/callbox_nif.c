@@ -49,6 +49,7 @@
   X(callbox_version_number)       \
   X(callbox_error_free)           \
   X(callbox_dtypes)               \
+  X(callbox_kinds)                \
   X(callbox_open)                 \
   X(callbox_open_config)          \
   X(callbox_close)                \
@@ -78,6 +79,12 @@ ENTRIES(DECLARE)
 
 static int lib_ready;
 static char lib_problem[4608] = "libcallbox is not loaded (Callbox.Native.init/1 was not called)";
+
+/* ---- the kind table: callbox_kinds, read once ---- */
+
+#define MAX_KINDS 64
+static callbox_kind_info kinds[MAX_KINDS];
+static size_t nkinds;
 
 /* ---- the dtype table: callbox_dtypes, read once ---- */
 
@@ -420,8 +427,18 @@ static ERL_NIF_TERM error_term(ErlNifEnv *env, callbox_error *e) {
 /* An error made here (kind INVALID_ARGUMENT or FAILED_PRECONDITION), in
  * the library's shape. */
 static ERL_NIF_TERM local_error(ErlNifEnv *env, int kind, const char *callback, const char *msg) {
-  const char *kind_name = kind == CALLBOX_KIND_FAILED_PRECONDITION ? "FailedPrecondition" : "InvalidArgument";
-  int code = kind == CALLBOX_KIND_FAILED_PRECONDITION ? 9 : 3;
+  /* The kind's code and name are the library's (callbox_kinds). Without a
+   * library there is none to ask, and the only error then is that it is
+   * not loaded: FailedPrecondition, code FAILED_PRECONDITION (9), the one
+   * kind this binding names itself. */
+  const char *kind_name = "FailedPrecondition";
+  int code = 9;
+  for (size_t i = 0; i < nkinds; i++) {
+    if (kinds[i].kind == kind) {
+      kind_name = kinds[i].name;
+      code = kinds[i].code;
+    }
+  }
   char text[1024];
   if (callback && *callback)
     snprintf(text, sizeof text, "%s: callback \"%s\": %s", kind_name, callback, msg);
@@ -672,6 +689,8 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
              p, p_callbox_version(), CALLBOX_VERSION_MAJOR, CALLBOX_VERSION_MINOR, CALLBOX_VERSION_MAJOR);
     return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
   }
+  nkinds = p_callbox_kinds(kinds, MAX_KINDS);
+  if (nkinds > MAX_KINDS) nkinds = MAX_KINDS;
   callbox_dtype_info infos[MAX_DTYPES];
   size_t n = p_callbox_dtypes(infos, MAX_DTYPES);
   if (n == 0) {

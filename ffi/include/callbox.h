@@ -125,7 +125,8 @@ extern "C" {
  *        call as a value (the Go API's host.Request), whose terms the
  *        library alone checks; every call entry above is one request;
  *        callbox_reload and callbox_reload_config: a new configuration
- *        without closing the host; callbox_limits.max_cpu_ns */
+ *        without closing the host; callbox_limits.max_cpu_ns;
+ *        callbox_kinds */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
@@ -200,6 +201,16 @@ typedef struct callbox_dtype_info {
   uint32_t bytes;       /* bytes per element */
   uint32_t reserved;
 } callbox_dtype_info;
+
+/* One failure kind, with its code and name (callbox_kinds, since 1.7):
+ * binding layers read codes and names here instead of keeping their own. */
+typedef struct callbox_kind_info {
+  int32_t kind;     /* CALLBOX_KIND_* */
+  int32_t code;     /* the absl / XLA error code of a failure of this kind; a
+                     * GuestError's is its guest's status, INTERNAL (this
+                     * table's) when that is not an error status */
+  const char *name; /* "Timeout" (static storage) */
+} callbox_kind_info;
 
 /* ---- Errors -------------------------------------------------------------- */
 
@@ -402,6 +413,11 @@ callbox_error *callbox_set_log_callback(callbox_log_fn fn, void *user, int32_t m
  * (NULL with capacity 0 to count) and returns how many there are. Binding
  * layers read the dtype table here instead of keeping one (since 1.2). */
 size_t callbox_dtypes(callbox_dtype_info *out, size_t capacity);
+
+/* Writes up to capacity kinds into out (NULL with capacity 0 to count)
+ * and returns how many there are, every CALLBOX_KIND_* but NONE, with the
+ * code and the name each error of that kind carries (since 1.7). */
+size_t callbox_kinds(callbox_kind_info *out, size_t capacity);
 
 /* ---- Hosts ----------------------------------------------------------------- */
 

@@ -252,6 +252,21 @@ static int xcall(const char *label, const char *callback, const xbuf *args, int 
 
 static callbox_host host;
 
+// group_kinds prints callbox_kinds' table, one value per kind.
+static void group_kinds(void) {
+  size_t n = callbox_kinds(NULL, 0);
+  callbox_kind_info infos[64];
+  CHECK(n > 0 && n <= 64, "callbox_kinds: %zu kinds", n);
+  size_t got = callbox_kinds(infos, 64);
+  CHECK(got == n, "callbox_kinds counted %zu, then %zu", n, got);
+  val("kinds", "%zu", n);
+  for (size_t i = 0; i < n && i < 64; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "kind_%d", infos[i].kind);
+    val(label, "%d %s", infos[i].code, infos[i].name);
+  }
+}
+
 static void group_version(void) {
   val("version", "%s %u", callbox_version(), callbox_version_number());
   CHECK(callbox_version_number() == CALLBOX_VERSION_MAJOR * 10000u + CALLBOX_VERSION_MINOR * 100u + CALLBOX_VERSION_PATCH,
@@ -1982,6 +1997,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "request")) group_request();
     else if (!strcmp(g, "reload")) group_reload(argv[2]);
     else if (!strcmp(g, "doors")) group_doors(argv[1]);
+    else if (!strcmp(g, "kinds")) group_kinds();
     else if (!strcmp(g, "limits")) group_limits();
     else {
       fprintf(stderr, "unknown group %s\n", g);

@@ -141,7 +141,7 @@ func TestCheckType(t *testing.T) {
 	bad = tensor(dlpack.CPU, nil, abi.S64, nil, nil)
 	bad.NDim = 40
 	_, _, err = dlpack.CheckType(bad)
-	assert.ErrorContains(t, err, "rank 40 exceeds the maximum 32")
+	assert.ErrorContains(t, err, "rank 40 exceeds the ABI maximum 32")
 }
 
 // FuzzCheck feeds Check arbitrary descriptors and checks it against an

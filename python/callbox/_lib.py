@@ -5,7 +5,7 @@ import ctypes
 import logging
 import os
 import pathlib
-from typing import Any, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 MAX_RANK = 32
 
@@ -153,6 +153,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.callbox_error_free.restype = None
     lib.callbox_dtypes.argtypes = [ctypes.POINTER(DTypeInfo), ctypes.c_size_t]
     lib.callbox_dtypes.restype = ctypes.c_size_t
+    if hasattr(lib, "callbox_kinds"):  # 1.7
+        lib.callbox_kinds.argtypes = [ctypes.POINTER(KindInfo), ctypes.c_size_t]
+        lib.callbox_kinds.restype = ctypes.c_size_t
     fn("callbox_open", ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_open_config", ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Host))
     fn("callbox_close", Host)
@@ -258,6 +261,35 @@ def _route_logs(l):
             l.callbox_error_free(e)
 
     atexit.register(unhook)
+
+
+class KindInfo(ctypes.Structure):
+    """callbox_kind_info: one failure kind, with its code and name (1.7)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("code", ctypes.c_int32),
+        ("name", ctypes.c_char_p),
+    ]
+
+
+_kind_codes: Optional[Dict[int, int]] = None
+
+
+def kind_codes() -> Dict[int, int]:
+    """Each kind's code, by kind number, from the library's one table
+    (callbox_kinds, read once); empty from a library before 1.7."""
+    global _kind_codes
+    if _kind_codes is not None:
+        return _kind_codes
+    l = lib()
+    if not hasattr(l, "callbox_kinds"):
+        return {}
+    n = l.callbox_kinds(None, 0)
+    arr = (KindInfo * n)()
+    l.callbox_kinds(arr, n)
+    _kind_codes = {k.kind: k.code for k in arr}
+    return _kind_codes
 
 
 def dtypes() -> List[DTypeInfo]:

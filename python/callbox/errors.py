@@ -5,6 +5,17 @@ failed."""
 from typing import Any, Dict, Optional, Tuple, Type
 
 
+def _kind_code(kind_number: int) -> int:
+    """The code of a kind, from the library's table (0 when there is no
+    library to ask, or it is older than 1.7)."""
+    from . import _lib
+
+    try:
+        return _lib.kind_codes().get(kind_number, 0)
+    except OSError:
+        return 0
+
+
 class CallbackError(Exception):
     """A failed callbox call (or a refused one: see InvalidArgument).
 
@@ -21,11 +32,13 @@ class CallbackError(Exception):
     kind = "Unknown"
     kind_number = 0
 
-    def __init__(self, text: str, *, callback: str = "", code: int = 13, chain: str = "", seq: int = 0,
+    def __init__(self, text: str, *, callback: str = "", code: Optional[int] = None, chain: str = "", seq: int = 0,
                  message: str = "", guest_message: str = "", guest_status: int = 0) -> None:
         super().__init__(text)
         self.callback = callback
-        self.code = code
+        # An error the binding raises itself takes its kind's code from the
+        # library's table (callbox_kinds), as the library's own errors do.
+        self.code = code if code is not None else _kind_code(self.kind_number)
         self.chain = chain
         self.seq = seq
         self.message = message or text

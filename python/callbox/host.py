@@ -89,7 +89,7 @@ def _bfloat16():
     try:
         import ml_dtypes  # installed with jax
     except ImportError:
-        raise InvalidArgument("bf16 tensors need the ml_dtypes package (it comes with jax)", code=3) from None
+        raise InvalidArgument("bf16 tensors need the ml_dtypes package (it comes with jax)") from None
     return np.dtype(ml_dtypes.bfloat16)
 
 
@@ -101,7 +101,7 @@ def _dl(dtype):
         if dtype.name == "bfloat16":
             return next(k for k in from_dl if k[0] == _BF16)
         names = ", ".join(info.name.decode() for info in _lib.dtypes())
-        raise InvalidArgument("dtype %s has no callbox equivalent (%s)" % (dtype, names), code=3)
+        raise InvalidArgument("dtype %s has no callbox equivalent (%s)" % (dtype, names))
     return dl
 
 
@@ -168,8 +168,7 @@ def _as_array(a: Any, index: int, param: Optional[_signature.Param]) -> np.ndarr
                 "%s is a DLPack tensor in %s memory (device %s): host.call takes host memory; copy it to the "
                 "host first (torch: x.cpu(), CuPy: x.get(), JAX: jax.device_get(x)), or call it on the GPU with "
                 "callbox.jax (platform=\"cuda\") or the C entry callbox_cuda_call_dlpack"
-                % (_argname(index, param), _DEVICE_NAMES.get(dev_type, "device type %d" % dev_type), tuple(dev)),
-                code=3)
+                % (_argname(index, param), _DEVICE_NAMES.get(dev_type, "device type %d" % dev_type), tuple(dev)),)
         try:
             return np.from_dlpack(a)
         except (TypeError, BufferError, RuntimeError):
@@ -257,7 +256,7 @@ def _convert(a: Any, arr: np.ndarray, target: np.dtype, index: int, param: _sign
                 fix = "pass x.astype(%s) to convert it on purpose" % _np_name(target)
             msg = ("%s: got %s, the callback takes %s, and %s -> %s is not a same_kind cast "
                    "(it can lose values): %s" % (_argname(index, param), what, name, src, target, fix))
-        raise InvalidArgument(msg, code=3)
+        raise InvalidArgument(msg)
     return arr.astype(target)
 
 
@@ -566,7 +565,7 @@ class Host:
         out. Arguments convert as for call; out, when given, is the batched
         results (B first). Needs library 1.3."""
         if not hasattr(self._lib, "callbox_call_batch"):
-            raise FailedPrecondition("call_batch needs libcallbox 1.3 or later (rebuild it: make lib)", code=9)
+            raise FailedPrecondition("call_batch needs libcallbox 1.3 or later (rebuild it: make lib)")
         ins = self._inputs(name, arrays)
         tok = _sigint_token(self._lib)
         if not ins or any(a.ndim == 0 for a in ins):
@@ -708,15 +707,14 @@ def _check_out(out: Out, types: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[
         if not isinstance(o, np.ndarray):
             want = "%s%s" % (_lib_name(types[i][1]), list(types[i][0])) if i < len(types) else "no result"
             raise InvalidArgument("out[%d]: a %s, not a NumPy array (the result is %s)"
-                                  % (i, type(o).__name__, want), code=3)
+                                  % (i, type(o).__name__, want))
         if not o.dtype.isnative:
             raise InvalidArgument("out[%d]: got %s array: results are written in native byte order (allocate it "
-                                  "with np.empty(%s, %s))" % (i, o.dtype.str, o.shape, _np_name(o.dtype.newbyteorder("="))),
-                                  code=3)
+                                  "with np.empty(%s, %s))" % (i, o.dtype.str, o.shape, _np_name(o.dtype.newbyteorder("="))),)
         if not o.flags.c_contiguous:
-            raise InvalidArgument("out[%d]: not C-contiguous (results are written row-major in place)" % i, code=3)
+            raise InvalidArgument("out[%d]: not C-contiguous (results are written row-major in place)" % i)
         if not o.flags.writeable:
-            raise InvalidArgument("out[%d]: read-only" % i, code=3)
+            raise InvalidArgument("out[%d]: read-only" % i)
     return outs
 
 
@@ -748,7 +746,7 @@ class Chain:
 
     def __init__(self, host: Host, name: str) -> None:
         if not name:
-            raise InvalidArgument("chain: empty name", code=3)
+            raise InvalidArgument("chain: empty name")
         self.host = host
         self.name = name
         self._name = _b(name)

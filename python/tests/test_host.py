@@ -51,6 +51,18 @@ def test_kinds_match_the_header():
         assert issubclass(cls, callbox.CallbackError)
 
 
+def test_codes_are_the_librarys():
+    """The binding keeps no code of its own: an error it raises itself takes
+    its kind's code from the library's table (callbox_kinds, 1.7), which is
+    abi's (InvalidArgument 3, FailedPrecondition 9, Timeout 4, ...)."""
+    from callbox import _lib
+    table = _lib.kind_codes()
+    assert set(table) == set(errors.KINDS)
+    assert (table[17], table[19], table[1]) == (3, 9, 4)
+    for number, cls in errors.KINDS.items():
+        assert cls("x").code == table[number], cls.kind
+
+
 def test_callbacks(host):
     infos = {i.name: i for i in host.callbacks()}
     assert "copy_f32" in infos and "fail" in infos
