@@ -333,7 +333,7 @@ func shapeOf(t *Tensor) (abi.Shape, error) {
 	case ndim < 0:
 		return nil, fail("rank %d is negative", ndim)
 	case ndim > abi.MaxRank:
-		return nil, abi.RankError(int(ndim))
+		return nil, fail("%v", abi.RankError(int(ndim)))
 	case ndim == 0:
 		return nil, nil
 	case t.Shape == nil:
