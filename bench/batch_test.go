@@ -23,9 +23,9 @@ func BenchmarkParallelBatch(b *testing.B) {
 					if r.Err != nil {
 						b.Fatal(r.Err)
 					}
-					b.Logf("%s parallelism %d: sequential / parallel %.2fx (median of %d; sequential %.2f ms, parallel %.2f ms per batch; cpu ratio %.2f; cores busy: sequential %.2f, parallel %.2f; pure Go on %d goroutines: %.2fx)",
+					b.Logf("%s parallelism %d: sequential / parallel %.2fx (median of %d; sequential %.2f ms, parallel %.2f ms per batch; cpu ratio %.2f; cores busy: sequential %.2f, parallel %.2f; pure Go on %d goroutines: %.2fx; the batch's copies alone: %.2fx)",
 						engine, r.Parallelism, r.Speedup, len(r.Parallel), median(r.Sequential)/1e6, median(r.Parallel)/1e6, r.CPURatio,
-						median(r.SequentialCPU)/median(r.Sequential), median(r.ParallelCPU)/median(r.Parallel), r.Parallelism, r.Ceiling)
+						median(r.SequentialCPU)/median(r.Sequential), median(r.ParallelCPU)/median(r.Parallel), r.Parallelism, r.Ceiling, r.CopyCeiling)
 					if r.Parallelism == 2 {
 						b.ReportMetric(r.Speedup, "speedup-2")
 					}
@@ -45,6 +45,7 @@ func TestMeasureBatch(t *testing.T) {
 		assert.Len(t, r.Parallel, 2)
 		assert.Greater(t, r.Speedup, 0.0)
 		assert.Greater(t, r.Ceiling, 0.0)
+		assert.Greater(t, r.CopyCeiling, 0.0)
 	}
 	rep := &Report{Batch: res}
 	tg := rep.batchTarget()
