@@ -33,6 +33,7 @@ type cbInfo struct {
 	sig       *abi.Signature
 	cb        *host.Callback // resolved once per catalog: calls do no lookup by name
 	cinfo     unsafe.Pointer // its callbox_callback_info (C memory, capi.go), set at publish, freed at close
+	cparams   unsafe.Pointer // its callbox_param_info array (C memory, capi.go), as cinfo
 	cat       *catalog       // the catalog it belongs to
 }
 

@@ -228,6 +228,13 @@ func publishInfos(cat *catalog) {
 		info.num_inputs = C.int32_t(len(ci.sig.Params))
 		info.num_outputs = C.int32_t(len(ci.sig.Results))
 		ci.cinfo = unsafe.Pointer(info)
+		if n := len(ci.sig.Params); n > 0 {
+			params := unsafe.Slice((*C.callbox_param_info)(C.calloc(C.size_t(n), C.sizeof_callbox_param_info)), n)
+			for i, p := range ci.sig.Params {
+				params[i] = C.callbox_param_info{name: C.CString(p.Name), xla: C.int32_t(p.DType), rank: C.int32_t(len(p.Dims))}
+			}
+			ci.cparams = unsafe.Pointer(&params[0])
+		}
 	}
 }
 
@@ -251,6 +258,13 @@ func cbxgo_close(h C.callbox_host) *C.callbox_error {
 						C.free(unsafe.Pointer(s))
 					}
 					C.free(unsafe.Pointer(info))
+					if ci.cparams != nil {
+						for _, p := range unsafe.Slice((*C.callbox_param_info)(ci.cparams), len(ci.sig.Params)) {
+							C.free(unsafe.Pointer(p.name))
+						}
+						C.free(ci.cparams)
+						ci.cparams = nil
+					}
 				}
 			}
 		}
@@ -366,6 +380,42 @@ func cbxgo_callback_limits(h C.callbox_host, key *C.char, out *C.callbox_limits)
 			n := min(uintptr(out.struct_size), limitsSize)
 			full.struct_size = C.size_t(n)
 			copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&full)), n))
+			return nil
+		})
+	})
+}
+
+//export cbxgo_callback_params
+func cbxgo_callback_params(h C.callbox_host, key *C.char, out *C.callbox_param_info, capacity C.size_t, count *C.size_t) *C.callbox_error {
+	return entry("callbox_callback_params", func() error {
+		if err := outArg(count, "count"); err != nil {
+			return err
+		}
+		if out == nil && capacity > 0 {
+			return badArg(arg("out"), "NULL with a capacity of %d", uint64(capacity))
+		}
+		return withHost(h, func(bh *bridgeHost) error {
+			ci, err := bh.resolveC(key, "name_or_id")
+			if err != nil {
+				return err
+			}
+			if ci.cparams == nil && len(ci.sig.Params) > 0 {
+				// Found between a reload's switch and its catalog's
+				// publication (see cbxgo_callback_find): wait for it.
+				bh.mu.Lock()
+				bh.mu.Unlock() //nolint:staticcheck // waiting for the publication
+				if ci, err = bh.resolveC(key, "name_or_id"); err != nil {
+					return err
+				}
+				if ci.cparams == nil {
+					return &bridgeError{kind: abi.UnknownCallback, callback: ci.name, msg: "replaced by a reload while it was looked up; look it up again"}
+				}
+			}
+			n := len(ci.sig.Params)
+			*count = C.size_t(n)
+			if n > 0 && ci.cparams != nil && capacity > 0 {
+				copy(unsafe.Slice(out, min(uintptr(capacity), uintptr(n))), unsafe.Slice((*C.callbox_param_info)(ci.cparams), n))
+			}
 			return nil
 		})
 	})

@@ -821,6 +821,22 @@ func TestHarnessWithin(t *testing.T) {
 	r.fails(t, "within_unknown", abi.UnknownCallback, "no_such")
 }
 
+// TestHarnessParams: callbox_callback_params gives a callback's parameters
+// as its signature declares them (names, dtypes as XLA numbers them,
+// ranks), counted when out is NULL, the count whole when capacity is
+// short; refusals name their argument.
+func TestHarnessParams(t *testing.T) {
+	r := harnessGroups(t, false, nil, "params")
+	r.ok(t, "params_count", "params_copy2", "params_short", "params_mat")
+	assert.Equal(t, "2", r.vals["params_count"])
+	assert.Equal(t, fmt.Sprintf("2 x %d 1 y %d 1", int(abi.S16), int(abi.F32)), r.vals["params_copy2"])
+	assert.Equal(t, "2 x", r.vals["params_short"])
+	assert.Equal(t, fmt.Sprintf("1 x %d 2", int(abi.F32)), r.vals["params_mat"])
+	r.fails(t, "params_unknown", abi.UnknownCallback, "no_such")
+	r.fails(t, "params_null_count", abi.InvalidArgument, "count: NULL")
+	r.fails(t, "params_null_out", abi.InvalidArgument, "out: NULL with a capacity of 4")
+}
+
 // TestHarnessKinds: callbox_kinds is abi's kind table, every kind with
 // its code and name, for binding layers to read instead of keeping one.
 func TestHarnessKinds(t *testing.T) {

@@ -126,7 +126,7 @@ extern "C" {
  *        library alone checks; every call entry above is one request;
  *        callbox_reload and callbox_reload_config: a new configuration
  *        without closing the host; callbox_limits.max_cpu_ns;
- *        callbox_kinds */
+ *        callbox_kinds; callbox_callback_params */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
@@ -211,6 +211,15 @@ typedef struct callbox_kind_info {
                      * table's) when that is not an error status */
   const char *name; /* "Timeout" (static storage) */
 } callbox_kind_info;
+
+/* One parameter of a callback's signature (callbox_callback_params, since
+ * 1.7): binding layers read the parameters here instead of parsing the
+ * signature text. */
+typedef struct callbox_param_info {
+  const char *name; /* "x"; "" when the signature names none (valid until the host closes) */
+  int32_t xla;      /* its dtype, as XLA numbers it (callbox_dtype_info.xla) */
+  int32_t rank;     /* its number of dimensions */
+} callbox_param_info;
 
 /* ---- Errors -------------------------------------------------------------- */
 
@@ -467,6 +476,12 @@ callbox_error *callbox_callback_find(callbox_host host, const char *name_or_id,
  * out->struct_size set by the caller, at least the 1.5 size (56 bytes on
  * 64-bit platforms). */
 callbox_error *callbox_callback_limits(callbox_host host, const char *name_or_id, callbox_limits *out);
+
+/* Writes up to capacity parameters of the callback's signature into out
+ * and their count into *count (since 1.7): names, dtypes and ranks, for
+ * binding layers that convert arguments, instead of parsing signatures. */
+callbox_error *callbox_callback_params(callbox_host host, const char *name_or_id, callbox_param_info *out,
+                                       size_t capacity, size_t *count);
 
 /* Derives the result types of a call from its inputs' dtypes and shapes
  * (the inputs' data, strides and device are not read). num_outputs must be

@@ -252,6 +252,25 @@ static int xcall(const char *label, const char *callback, const xbuf *args, int 
 
 static callbox_host host;
 
+// group_params reads callbox_callback_params: a callback's parameters
+// (names, XLA dtype numbers, ranks), counted first; refusals.
+static void group_params(void) {
+  size_t n = 99;
+  report("params_count", callbox_callback_params(host, "copy2", NULL, 0, &n));
+  val("params_count", "%zu", n);
+  callbox_param_info p[4];
+  memset(p, 0, sizeof p);
+  report("params_copy2", callbox_callback_params(host, "copy2", p, 4, &n));
+  val("params_copy2", "%zu %s %d %d %s %d %d", n, p[0].name, p[0].xla, p[0].rank, p[1].name, p[1].xla, p[1].rank);
+  report("params_short", callbox_callback_params(host, "copy2", p, 1, &n));
+  val("params_short", "%zu %s", n, p[0].name);
+  report("params_mat", callbox_callback_params(host, "copy_mat", p, 4, &n));
+  val("params_mat", "%zu %s %d %d", n, p[0].name, p[0].xla, p[0].rank);
+  report("params_unknown", callbox_callback_params(host, "no_such", p, 4, &n));
+  report("params_null_count", callbox_callback_params(host, "copy2", p, 4, NULL));
+  report("params_null_out", callbox_callback_params(host, "copy2", NULL, 4, &n));
+}
+
 // group_kinds prints callbox_kinds' table, one value per kind.
 static void group_kinds(void) {
   size_t n = callbox_kinds(NULL, 0);
@@ -1166,6 +1185,8 @@ static void group_fork(const char *cfg) {
     report("fork_entry_callbox_callback_at", callbox_callback_at(host, 0, &info));
     report("fork_entry_callbox_callback_find", callbox_callback_find(host, "copy_f32", &info));
     report("fork_entry_callbox_callback_limits", callbox_callback_limits(host, "copy_f32", &lim));
+    size_t nparams = 0;
+    report("fork_entry_callbox_callback_params", callbox_callback_params(host, "copy_f32", NULL, 0, &nparams));
     report("fork_entry_callbox_output_types", callbox_output_types(host, "copy_f32", &ti, 1, types, 1));
     report("fork_entry_callbox_call_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
     callbox_request req = {sizeof req, "copy_f32", NULL, 0, &ti, 1, &to, 1, 0, 0, 0};
@@ -1998,6 +2019,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "reload")) group_reload(argv[2]);
     else if (!strcmp(g, "doors")) group_doors(argv[1]);
     else if (!strcmp(g, "kinds")) group_kinds();
+    else if (!strcmp(g, "params")) group_params();
     else if (!strcmp(g, "limits")) group_limits();
     else {
       fprintf(stderr, "unknown group %s\n", g);

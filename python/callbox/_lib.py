@@ -167,6 +167,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_callback_find", Host, ctypes.c_char_p, ctypes.POINTER(CallbackInfo))
     if hasattr(lib, "callbox_callback_limits"):  # 1.5: limits and the caller's stack
         fn("callbox_callback_limits", Host, ctypes.c_char_p, ctypes.POINTER(Limits))
+    if hasattr(lib, "callbox_callback_params"):  # 1.7: the signature's parameters
+        fn("callbox_callback_params", Host, ctypes.c_char_p, ctypes.POINTER(ParamInfo), ctypes.c_size_t,
+           ctypes.POINTER(ctypes.c_size_t))
     fn("callbox_output_types", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.POINTER(Type), ctypes.c_size_t)
     fn("callbox_call", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
     fn("callbox_tap", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t)
@@ -261,6 +264,16 @@ def _route_logs(l):
             l.callbox_error_free(e)
 
     atexit.register(unhook)
+
+
+class ParamInfo(ctypes.Structure):
+    """callbox_param_info: one parameter of a callback's signature (1.7)."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("xla", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+    ]
 
 
 class KindInfo(ctypes.Structure):

@@ -10,8 +10,18 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _lib, _signature
+from . import _lib
 from .errors import Canceled, FailedPrecondition, InvalidArgument, check
+
+
+class Param(NamedTuple):
+    """One parameter of a callback's signature, as the library reads it
+    (callbox_callback_params): its name ("" when the signature gives none),
+    its dtype name ("f32") and its rank."""
+
+    name: str
+    dtype: str
+    rank: int
 
 ArrayLike = Any
 """What a call takes as an argument: a NumPy array or scalar, a Python
@@ -146,13 +156,13 @@ def _is_python_scalar(a: Any) -> bool:
     return isinstance(a, _PY_SCALARS) and not isinstance(a, np.generic)
 
 
-def _argname(index: int, param: Optional[_signature.Param]) -> str:
+def _argname(index: int, param: Optional[Param]) -> str:
     if param is not None and param.name:
         return "argument %d (%s)" % (index, param.name)
     return "argument %d" % index
 
 
-def _as_array(a: Any, index: int, param: Optional[_signature.Param]) -> np.ndarray:
+def _as_array(a: Any, index: int, param: Optional[Param]) -> np.ndarray:
     """An argument as a NumPy array without copying where it can be
     viewed: a NumPy array as it is, a __dlpack__ object in host memory
     through np.from_dlpack, an __array_interface__ object through
@@ -220,7 +230,7 @@ def _python_ints_fit(arr: np.ndarray, target: np.dtype) -> Optional[str]:
     return None
 
 
-def _convert(a: Any, arr: np.ndarray, target: np.dtype, index: int, param: _signature.Param) -> np.ndarray:
+def _convert(a: Any, arr: np.ndarray, target: np.dtype, index: int, param: Param) -> np.ndarray:
     """arr as target, by NumPy's same_kind rule; a lossy cast is refused
     with an error saying what to write."""
     if arr.dtype == target or (not arr.dtype.isnative and arr.dtype.newbyteorder("=") == target):
@@ -326,7 +336,7 @@ class Host:
         self._owned = _handle is None
         self._infos: Dict[str, CallbackInfo] = {}
         self._types: Dict[Any, List[Tuple[Tuple[int, ...], np.dtype]]] = {}
-        self._params: Dict[str, Optional[List[Tuple[_signature.Param, Optional[np.dtype]]]]] = {}
+        self._params: Dict[str, Optional[List[Tuple[Param, Optional[np.dtype]]]]] = {}
         if _handle is not None:
             self._handle = _handle
             return
@@ -478,15 +488,15 @@ class Host:
 
     # ---- calls ----
 
-    def _param_dtypes(self, name: str) -> Optional[List[Tuple[_signature.Param, Optional[np.dtype]]]]:
-        """Each parameter of the callback's signature with its NumPy dtype
-        (None where NumPy has none here: bf16 without ml_dtypes), or None
-        when the signature text cannot be read (the library then checks
-        the unconverted arguments)."""
+    def _param_dtypes(self, name: str) -> Optional[List[Tuple[Param, Optional[np.dtype]]]]:
+        """Each parameter of the callback's signature, as the library reads
+        it (callbox_callback_params), with its NumPy dtype (None where NumPy
+        has none here: bf16 without ml_dtypes); None from a library before
+        1.7 (the library then checks the unconverted arguments)."""
         if name in self._params:
             return self._params[name]
-        params = _signature.params(self.callback(name).signature)
         out = None
+        params = self._params_of(name)
         if params is not None:
             by_name = {info.name.decode(): (info.dlpack.code, info.dlpack.bits) for info in _lib.dtypes()}
             out = []
@@ -502,6 +512,18 @@ class Host:
         if len(self._params) < 4096:
             self._params[name] = out
         return out
+
+    def _params_of(self, name: str) -> Optional[List[Param]]:
+        """The callback's parameters from the library, or None from a
+        library before 1.7."""
+        if not hasattr(self._lib, "callbox_callback_params"):
+            return None
+        n = ctypes.c_size_t(0)
+        check(self._lib, self._lib.callbox_callback_params(self._handle, _b(name), None, 0, ctypes.byref(n)))
+        arr = (_lib.ParamInfo * max(n.value, 1))()
+        check(self._lib, self._lib.callbox_callback_params(self._handle, _b(name), arr, n.value, ctypes.byref(n)))
+        xla = {info.xla: info.name.decode() for info in _lib.dtypes()}
+        return [Param(p.name.decode(), xla.get(p.xla, ""), p.rank) for p in arr[:n.value]]
 
     def _inputs(self, name: str, arrays: Sequence[Any]) -> List[np.ndarray]:
         params = self._param_dtypes(name)

@@ -11,25 +11,20 @@ import numpy as np
 import pytest
 
 import callbox
-from callbox import _signature, host as host_mod
+from callbox import host as host_mod
 from conftest import ROOT
 
 
 # ---- the signature's parameters ----
 
-def test_signature_params():
-    P = _signature.Param
-    assert _signature.params("(x: f32[n], eps: f32[]) -> f32[n]") == [P("x", "f32", 1), P("eps", "f32", 0)]
-    assert _signature.params("(f32[b,n]) -> f32[b,n]") == [P("", "f32", 2)]
-    assert _signature.params("(x: f32[n, m], v: f32[ m ]) -> f32[n]") == [P("x", "f32", 2), P("v", "f32", 1)]
-    assert _signature.params("() -> (a: f32[], b: u8[16])") == []
-    assert _signature.params("(values: s32[n], edges: s32[b]) -> s64[b]")[1] == P("edges", "s32", 1)
-    assert _signature.params("(x: f32[n]) -> $x") == [P("x", "f32", 1)]
-    for bad in ("", "x: f32[n] -> f32[n]", "(x: f32[n]", "(x: f32) -> f32[]", "(x: f32[n],) -> f32[n]"):
-        assert _signature.params(bad) is None, bad
+def test_params_are_the_librarys(host):
+    """The package reads a callback's parameters from the library
+    (callbox_callback_params, 1.7), not by parsing the signature text."""
+    assert host._params_of("copy2") == [host_mod.Param("x", "s16", 1), host_mod.Param("y", "f32", 1)]
+    assert host._params_of("copy_mat") == [host_mod.Param("x", "f32", 2)]
+    with pytest.raises(callbox.UnknownCallback, match="nope"):
+        host._params_of("nope")
 
-
-# ---- item 5: Python scalars, sequences and other dtypes ----
 
 def _pair(host, eps):
     x, e = host.call("with_eps", np.ones(2, np.float32), eps)
