@@ -68,6 +68,7 @@ func cError(err error) *C.callbox_error {
 	e.failed_message = C.CString(in.failedMessage)
 	e.batch_size = C.uint64_t(in.batchSize)
 	e.batch_element = C.uint64_t(in.batchElement)
+	e.failed_text = C.CString(in.failedText)
 	return e
 }
 

@@ -45,6 +45,7 @@ type errInfo struct {
 	failedCallback string
 	failedSeq      uint64
 	failedMessage  string
+	failedText     string // the failed step's whole error, as text is this one's
 	// A batched call that failed in one element: the batch's size and
 	// that element.
 	batchSize, batchElement uint64
@@ -107,6 +108,7 @@ func describe(err error) errInfo {
 		in.status = ch.First.Status
 		in.guest = ch.First.GuestMessage
 		in.failedCallback, in.failedSeq, in.failedMessage = ch.First.Callback, ch.First.Seq, ch.First.Message
+		in.failedText = ch.First.Kind().Ident() + ": " + ch.First.Error()
 	case errors.As(err, &ce):
 		in.callback, in.chain, in.seq = ce.Callback, ce.Chain, ce.Seq
 		in.message, in.guest, in.status = ce.Message, ce.GuestMessage, ce.Status

@@ -92,6 +92,7 @@ static callbox_error *cbx_c_error(int32_t kind, const char *msg) {
   e->text = strdup(text);
   e->failed_callback = strdup("");
   e->failed_message = strdup("");
+  e->failed_text = strdup("");
   return e;
 }
 
@@ -113,6 +114,7 @@ void callbox_error_free(callbox_error *e) {
     free((void *)e->failed_callback);
     free((void *)e->failed_message);
   }
+  if (e->struct_size >= offsetof(callbox_error, failed_text) + sizeof(char *)) free((void *)e->failed_text);
   free(e);
 }
 

@@ -315,3 +315,24 @@ func TestBridgeResolvesContentIDsAsTheHost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "spin_b", ci.name)
 }
+
+// A chain step refused after an earlier step failed carries the failed
+// step's whole error, worded by the library as that step's own error was
+// (callbox_error.failed_text), so no binding rebuilds it; any other error
+// carries none.
+func TestDescribeFailedText(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := configfile.Load(writeConfig(t, t.TempDir(), false))
+	require.NoError(t, err)
+	h, err := host.New(ctx, cfg, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	ch := h.Chain("d")
+	_, failed := ch.Invoke(ctx, "fail", abi.From([]float32{1}))
+	require.Error(t, failed)
+	_, refused := ch.Invoke(ctx, "copy_f32", abi.From([]float32{1}))
+	require.Error(t, refused)
+	assert.Equal(t, abi.GuestError.Ident()+": "+failed.Error(), describe(refused).failedText)
+	assert.Equal(t, describe(failed).text, describe(refused).failedText, "the failed step's text, as its own error gave it")
+	assert.Empty(t, describe(failed).failedText)
+}

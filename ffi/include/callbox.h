@@ -126,7 +126,7 @@ extern "C" {
  *        library alone checks; every call entry above is one request;
  *        callbox_reload and callbox_reload_config: a new configuration
  *        without closing the host; callbox_limits.max_cpu_ns;
- *        callbox_kinds; callbox_callback_params */
+ *        callbox_kinds; callbox_callback_params; callbox_error.failed_text */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 7
 #define CALLBOX_VERSION_PATCH 0
@@ -287,6 +287,10 @@ typedef struct callbox_error {
    * 0. */
   uint64_t batch_size;
   uint64_t batch_element;
+  /* Since 1.7: for a chain step that did not run (failed_seq above), the
+   * failed step's whole error as one line, as text is this one's; else
+   * "". */
+  const char *failed_text;
 } callbox_error;
 
 

@@ -56,6 +56,7 @@ class Error(ctypes.Structure):
         ("failed_message", ctypes.c_char_p),
         ("batch_size", ctypes.c_uint64),  # 1.3
         ("batch_element", ctypes.c_uint64),
+        ("failed_text", ctypes.c_char_p),  # 1.7
     ]
 
 
@@ -101,7 +102,7 @@ class Limits(ctypes.Structure):
 
 
 assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
-assert ctypes.sizeof(Error) == 112 and Error.batch_element.offset == 104, "callbox_error 1.3"
+assert ctypes.sizeof(Error) == 120 and Error.failed_text.offset == 112, "callbox_error 1.7"
 assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
 
 ErrorP = ctypes.POINTER(Error)

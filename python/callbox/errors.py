@@ -151,6 +151,7 @@ def _chain_error(kind_number: int, text: str, state: Dict[str, Any]) -> ChainErr
 # older library are shorter, and have none. Likewise batch_* (1.3).
 _FAILED_END = 96
 _BATCH_END = 112
+_FAILED_TEXT_END = 120
 
 
 def _s(b: Optional[bytes]) -> str:
@@ -171,8 +172,9 @@ def check(lib: Any, err: Any) -> None:
             # names that step (failed_callback, failed_seq, failed_message;
             # guest_message is its guest's).
             first_cb, first_msg, guest = _s(e.failed_callback), _s(e.failed_message), _s(e.guest_message)
-            first_text = '%s: callback "%s" (chain "%s" #%d) failed: %s' % (
-                _s(e.kind_name), first_cb, chain, failed_seq, first_msg + (": " + guest if guest else ""))
+            # The failed step's whole error as the library words it (1.7);
+            # an older library gives its description only.
+            first_text = _s(e.failed_text) if e.struct_size >= _FAILED_TEXT_END else first_msg
             failure = cls(first_text, callback=first_cb, code=e.code, chain=chain, seq=failed_seq, message=first_msg,
                           guest_message=guest, guest_status=e.guest_status)
             exc: CallbackError = _chain_class(e.kind)(
