@@ -303,6 +303,26 @@ func cbxgo_callback_at(h C.callbox_host, index C.size_t, out *C.callbox_callback
 	})
 }
 
+// resolvePublished resolves the callback named by a C string (the
+// argument name_or_id) to an info whose C side is published: one found
+// between a reload's switch and its catalog's publication (which holds
+// mu) is looked up again once the publication is done.
+func (bh *bridgeHost) resolvePublished(key *C.char) (*cbInfo, error) {
+	ci, err := bh.resolveC(key, "name_or_id")
+	if err != nil || ci.cinfo != nil {
+		return ci, err
+	}
+	bh.mu.Lock()
+	bh.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the publication
+	if ci, err = bh.resolveC(key, "name_or_id"); err != nil {
+		return nil, err
+	}
+	if ci.cinfo == nil {
+		return nil, &bridgeError{kind: abi.UnknownCallback, callback: ci.name, msg: "replaced by a reload while it was looked up; look it up again"}
+	}
+	return ci, nil
+}
+
 // resolveC resolves a callback named by a C string, the C argument what
 // (its absence or bad UTF-8 is an error naming it).
 func (bh *bridgeHost) resolveC(key *C.char, what string) (*cbInfo, error) {
@@ -320,21 +340,9 @@ func cbxgo_callback_find(h C.callbox_host, key *C.char, out *C.callbox_callback_
 			return err
 		}
 		return withHost(h, func(bh *bridgeHost) error {
-			ci, err := bh.resolveC(key, "name_or_id")
+			ci, err := bh.resolvePublished(key)
 			if err != nil {
 				return err
-			}
-			if ci.cinfo == nil {
-				// Found between a reload's switch and its catalog's
-				// publication, which holds mu: wait for it, and look again.
-				bh.mu.Lock()
-				bh.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the publication
-				if ci, err = bh.resolveC(key, "name_or_id"); err != nil {
-					return err
-				}
-				if ci.cinfo == nil {
-					return &bridgeError{kind: abi.UnknownCallback, callback: ci.name, msg: "replaced by a reload while it was looked up; look it up again"}
-				}
 			}
 			*out = *(*C.callbox_callback_info)(ci.cinfo)
 			return nil
@@ -396,21 +404,9 @@ func cbxgo_callback_params(h C.callbox_host, key *C.char, out *C.callbox_param_i
 			return badArg(arg("out"), "NULL with a capacity of %d", uint64(capacity))
 		}
 		return withHost(h, func(bh *bridgeHost) error {
-			ci, err := bh.resolveC(key, "name_or_id")
+			ci, err := bh.resolvePublished(key)
 			if err != nil {
 				return err
-			}
-			if ci.cparams == nil && len(ci.sig.Params) > 0 {
-				// Found between a reload's switch and its catalog's
-				// publication (see cbxgo_callback_find): wait for it.
-				bh.mu.Lock()
-				bh.mu.Unlock() //nolint:staticcheck // waiting for the publication
-				if ci, err = bh.resolveC(key, "name_or_id"); err != nil {
-					return err
-				}
-				if ci.cparams == nil {
-					return &bridgeError{kind: abi.UnknownCallback, callback: ci.name, msg: "replaced by a reload while it was looked up; look it up again"}
-				}
 			}
 			n := len(ci.sig.Params)
 			*count = C.size_t(n)

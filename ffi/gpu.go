@@ -31,11 +31,8 @@ import (
 
 // gpuCall runs a call on device buffers on stream s (on a chain when
 // chain is not "").
-func (bh *bridgeHost) gpuCall(ctx context.Context, chain, callback string, s cuda.Stream, ins, outs []cuda.Buffer) error {
-	ci, err := bh.resolve(callback)
-	if err != nil {
-		return err
-	}
+func (bh *bridgeHost) gpuCall(ctx context.Context, chain string, ci *cbInfo, s cuda.Stream, ins, outs []cuda.Buffer) error {
+	var err error
 	if chain == "" {
 		_, err = bh.gpu.Call(ctx, ci.cb, s, ins, outs)
 		if errors.Is(err, host.ErrReplaced) {

@@ -155,7 +155,7 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 		if err != nil {
 			return callback, ci.refused(err)
 		}
-		return callback, bh.gpuCall(ctx, chain, callback, cuda.Stream(c.Stream), ins, outs)
+		return callback, bh.gpuCall(ctx, chain, ci, cuda.Stream(c.Stream), ins, outs)
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer sc.release(uint64(c.NumArgs), uint64(c.NumRets))

@@ -69,15 +69,16 @@ func (h *Host) Do(ctx context.Context, req *Request) (Stats, error) {
 		return Stats{}, err
 	}
 	defer c.leave()
-	return c.do(ctx, req)
+	return c.do(ctx, req, c.BatchParallelism())
 }
 
 // Do runs req on this callback (req.Callback is not read). See Host.Do.
 func (c *Callback) Do(ctx context.Context, req *Request) (Stats, error) {
 	if req.Chain != "" {
+		// The chain finds its step's callback by name, as every chain step.
 		r := *req
 		r.Callback = c.name
-		st, err := c.h.Chain(req.Chain).do(ctx, &r)
+		st, err := c.h.Do(ctx, &r)
 		req.Outputs = r.Outputs
 		return st, err
 	}
@@ -85,37 +86,36 @@ func (c *Callback) Do(ctx context.Context, req *Request) (Stats, error) {
 		return Stats{}, err
 	}
 	defer c.leave()
-	return c.do(ctx, req)
+	return c.do(ctx, req, c.BatchParallelism())
 }
 
-// do runs an admitted request on c: every check a request needs before the
-// call's phases, then the call, single or batched.
-func (c *Callback) do(ctx context.Context, req *Request) (Stats, error) {
+// do runs an admitted request on c: the checks of its own terms, then the
+// call, single or batched, a batch's elements at most workers at once;
+// with req.Outputs nil it sets them to the results.
+func (c *Callback) do(ctx context.Context, req *Request, workers int) (Stats, error) {
 	if cerr := c.checkRequest(req); cerr != nil {
 		return Stats{}, cerr
 	}
-	if req.Batch {
-		if req.Outputs == nil {
-			outs, st, cerr := c.invokeBatchAlloc(ctx, req.Inputs, c.BatchParallelism())
-			if cerr != nil {
-				return st, cerr
-			}
+	var (
+		st   Stats
+		cerr *CallbackError
+	)
+	switch {
+	case req.Batch && req.Outputs == nil:
+		var outs []Tensor
+		if outs, st, cerr = c.invokeBatchAlloc(ctx, req.Inputs, workers); cerr == nil {
 			req.Outputs = outs
-			return st, nil
 		}
-		st, cerr := c.invokeBatch(ctx, req.Inputs, req.Outputs, c.BatchParallelism(), true)
-		if cerr != nil {
-			return st, cerr
+	case req.Batch:
+		st, cerr = c.invokeBatch(ctx, req.Inputs, req.Outputs, workers, true)
+	default:
+		r := request{inputs: req.Inputs, outputs: req.Outputs, into: req.Outputs != nil, budget: req.Budget}
+		if st, cerr = c.invoke(ctx, &r); cerr == nil && !r.into {
+			req.Outputs = r.outputs
 		}
-		return st, nil
 	}
-	r := request{inputs: req.Inputs, outputs: req.Outputs, into: req.Outputs != nil, budget: req.Budget}
-	st, cerr := c.invoke(ctx, &r)
 	if cerr != nil {
 		return st, cerr
-	}
-	if !r.into {
-		req.Outputs = r.outputs
 	}
 	return st, nil
 }
@@ -141,39 +141,15 @@ func (c *Callback) checkRequest(req *Request) *CallbackError {
 	return nil
 }
 
-// do runs req as the chain's next step (see Request.Chain).
+// do runs req as the chain's next step (see Request.Chain). A batch's
+// elements run in order, one at a time: an ordered effect stays ordered.
 func (ch *Chain) do(ctx context.Context, req *Request) (Stats, error) {
 	if req.Batch || req.Budget != 0 {
 		var st Stats
 		err := ch.Do(ctx, req.Callback, func(ctx context.Context, c *Callback) error {
-			if cerr := c.checkRequest(req); cerr != nil {
-				return cerr
-			}
-			if !req.Batch {
-				r := request{inputs: req.Inputs, outputs: req.Outputs, into: req.Outputs != nil, budget: req.Budget}
-				var cerr *CallbackError
-				if st, cerr = c.invoke(ctx, &r); cerr != nil {
-					return cerr
-				}
-				if !r.into {
-					req.Outputs = r.outputs
-				}
-				return nil
-			}
-			if req.Outputs == nil {
-				outs, s, cerr := c.invokeBatchAlloc(ctx, req.Inputs, 1)
-				st = s
-				if cerr != nil {
-					return cerr
-				}
-				req.Outputs = outs
-				return nil
-			}
-			var cerr *CallbackError
-			if st, cerr = c.invokeBatch(ctx, req.Inputs, req.Outputs, 1, true); cerr != nil {
-				return cerr
-			}
-			return nil
+			var err error
+			st, err = c.do(ctx, req, 1)
+			return err
 		})
 		return st, err
 	}
