@@ -72,6 +72,11 @@ const (
 	// max_instances, or shed load), not that a guest ran away, which is a
 	// Timeout.
 	Overloaded
+	// WorkerDied: the callback runs under isolation: process and its
+	// worker process died during the call (a crash, a seccomp kill, the
+	// kernel's OOM killer, kill -9); the message names the signal. No
+	// output was written; the next call starts a new worker.
+	WorkerDied
 	numKinds
 )
 
@@ -97,6 +102,7 @@ var kindNames = [numKinds]string{
 	UnknownCallback:      "unknown callback",
 	FailedPrecondition:   "failed precondition",
 	Overloaded:           "overloaded",
+	WorkerDied:           "worker died",
 }
 
 var kindIdents = [numKinds]string{
@@ -104,7 +110,7 @@ var kindIdents = [numKinds]string{
 	"MemoryOutOfBounds", "DivideByZero", "IntegerOverflow", "InvalidConversion",
 	"TableOutOfBounds", "IndirectCallMismatch", "GuestError", "ABIViolation",
 	"HostPanic", "Canceled", "OtherTrap", "InvalidArgument", "UnknownCallback",
-	"FailedPrecondition", "Overloaded",
+	"FailedPrecondition", "Overloaded", "WorkerDied",
 }
 
 // String is the human-readable name ("timeout", "ABI violation").
@@ -216,3 +222,6 @@ func (k Kind) Code(guest Status) Code {
 	}
 	return CodeInternal
 }
+
+// Valid reports whether k is a kind this version of the ABI defines.
+func (k Kind) Valid() bool { return k < numKinds }

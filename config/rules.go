@@ -77,7 +77,7 @@ func Keys() []Key {
 		sizeKey("max_log", func(cb *Callback) *uint64 { return &cb.Limits.MaxLog },
 			sizeRule{lo: 0, hi: MaxLogLimit}),
 		maxWaitKey(),
-		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh),
+		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh, IsolationProcess),
 		maxInstancesKey(),
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
 		batchingKey(),
@@ -88,6 +88,16 @@ func Keys() []Key {
 // made absolute against dir as in Key.Parse, or "" for no cache.
 func ParseCacheDir(raw any, dir string) (string, error) {
 	s, err := asString(raw, `a directory path, or "" for no cache`)
+	if err != nil || s == "" {
+		return "", err
+	}
+	return resolvePath(dir, s)
+}
+
+// ParseWorker reads the worker key: the path of the callbox-worker
+// executable isolation: process starts, resolved against dir.
+func ParseWorker(raw any, dir string) (string, error) {
+	s, err := asString(raw, "a path to the callbox-worker executable")
 	if err != nil || s == "" {
 		return "", err
 	}

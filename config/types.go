@@ -25,6 +25,10 @@ const (
 
 	IsolationPooled = "pooled"
 	IsolationFresh  = "fresh"
+	// IsolationProcess runs the callback's instances (pooled) in a
+	// worker process of their own, locked down with seccomp, so that an
+	// engine bug reaches that worker and not the caller's process.
+	IsolationProcess = "process"
 
 	WASINone    = "none"
 	WASIMinimal = "minimal"
@@ -86,7 +90,7 @@ type Callback struct {
 	Export       string // export name; defaults to Name
 	Signature    string // signature text; "" to take it from the module
 	Engine       string // EngineWazero or EngineWasmtime
-	Isolation    string // IsolationPooled or IsolationFresh
+	Isolation    string // IsolationPooled, IsolationFresh or IsolationProcess
 	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
 	WASI         string // WASINone or WASIMinimal
 	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll, BatchingParallel; "" means sequential
@@ -110,6 +114,10 @@ type Config struct {
 	File string
 	// CacheDir is where compiled modules are cached; "" disables the cache.
 	CacheDir string
+	// Worker is the path of the callbox-worker executable that
+	// isolation: process starts; "" means the host's default search
+	// (CALLBOX_WORKER, then beside the running program or library).
+	Worker string
 	// Defaults are the values every callback starts from.
 	Defaults Callback
 	// Callbacks, sorted by name.

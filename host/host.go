@@ -30,7 +30,8 @@ type Host struct {
 	file     string // config file, for error messages
 
 	mu        sync.RWMutex
-	engines   map[string]sandbox.Engine
+	engines   map[string]sandbox.Engine // by name, "+process" for isolation: process
+	worker    string                    // WithWorker or the config's worker key
 	callbacks map[string]*Callback
 	byID      map[string]*Callback
 	// ambiguous: content ids that name callbacks with different settings
@@ -71,6 +72,11 @@ func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
 // WithCacheDir keeps compiled modules under dir (overriding the config's
 // cache_dir), so hosts in the same or later processes skip compilation.
 func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir } }
+
+// WithWorker names the callbox-worker executable that isolation: process
+// starts (overriding the config's worker key); without either the host
+// looks where sandbox.FindWorker says.
+func WithWorker(path string) Option { return func(h *Host) { h.worker = path } }
 
 // WithoutCallTiming leaves Stats.Guest and Stats.Wall zero on every call,
 // which saves the three clock reads that measure them (about 75 ns of a
@@ -113,6 +119,9 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	if h.cacheDir == "" {
 		h.cacheDir = cfg.CacheDir
 	}
+	if h.worker == "" {
+		h.worker = cfg.Worker
+	}
 	h.file = cfg.File
 	callbacks, err := expandModules(cfg)
 	if err != nil {
@@ -130,16 +139,27 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Host, error)
 	return h, nil
 }
 
-// engine returns the named engine, starting it on first use.
-func (h *Host) engine(ctx context.Context, name string) (sandbox.Engine, error) {
-	if e, ok := h.engines[name]; ok {
+// engine returns the named engine, in process or behind process
+// isolation, starting it on first use.
+func (h *Host) engine(ctx context.Context, name string, process bool) (sandbox.Engine, error) {
+	key := name
+	if process {
+		key += "+" + config.IsolationProcess
+	}
+	if e, ok := h.engines[key]; ok {
 		return e, nil
 	}
-	e, err := sandbox.New(ctx, name, sandbox.Options{CacheDir: h.cacheDir})
+	var e sandbox.Engine
+	var err error
+	if process {
+		e, err = sandbox.NewProcess(ctx, name, h.worker)
+	} else {
+		e, err = sandbox.New(ctx, name, sandbox.Options{CacheDir: h.cacheDir})
+	}
 	if err != nil {
 		return nil, err
 	}
-	h.engines[name] = e
+	h.engines[key] = e
 	return e, nil
 }
 

@@ -105,6 +105,20 @@ func TestHostile(t *testing.T) {
 	hostileTable(t)
 }
 
+// TestHostileProcess runs the whole hostile suite again under isolation:
+// process, on both engines: every case must end with the kind, message,
+// output and pool state it has in process.
+func TestHostileProcess(t *testing.T) {
+	if !sandbox.ProcessIsolationAvailable {
+		t.Skip("isolation: process needs Linux")
+	}
+	for _, hc := range hostileCases {
+		for _, engine := range engineNames() {
+			t.Run(hc.Name+"/"+engine, func(t *testing.T) { runHostileIn(t, engine, true, hc) })
+		}
+	}
+}
+
 // guestLog records the bytes of guest log lines per callback.
 type guestLog struct {
 	mu    sync.Mutex
@@ -158,10 +172,22 @@ func hostileCallback(hc hostileCase, engine string) config.Callback {
 }
 
 func runHostile(t *testing.T, engine string, hc hostileCase) {
+	runHostileIn(t, engine, false, hc)
+}
+
+// runHostileIn runs one case; process runs it, and the healthy callback
+// beside it, under isolation: process (TestHostileProcess).
+func runHostileIn(t *testing.T, engine string, process bool, hc hostileCase) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	logs := &guestLog{bytes: map[string]int{}}
-	h, err := host.New(ctx, nil, host.WithLogger(slog.New(logs)))
+	opts := []host.Option{host.WithLogger(slog.New(logs))}
+	isolate := func(*config.Callback) {}
+	if process {
+		opts = append(opts, host.WithWorker(workerPath(t, false)))
+		isolate = func(cb *config.Callback) { cb.Isolation = config.IsolationProcess }
+	}
+	h, err := host.New(ctx, nil, opts...)
 	require.NoError(t, err)
 	closed := false
 	defer func() {
@@ -171,10 +197,19 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 	}()
 	healthy := config.DefaultCallback()
 	healthy.Name, healthy.Export, healthy.Signature, healthy.Engine = "healthy", "scale", testkitSigs["scale"], engine
+	isolate(&healthy)
 	require.NoError(t, h.LoadModule(ctx, healthy, testkitWasm(t)))
 
 	wasm := hostileWasm(t, hc)
 	cb := hostileCallback(hc, engine)
+	wantMsg := hc.Msg
+	if process && cb.Isolation == config.IsolationFresh {
+		// A case about fresh isolation (every entry of a new instance
+		// under one deadline) has no such entries under process, which
+		// pools: the kind must hold, the wording of where it struck not.
+		wantMsg = ""
+	}
+	isolate(&cb)
 	want := hc.Expected(engine)
 	res := hostileResult{}
 
@@ -242,8 +277,8 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 			assert.ErrorIs(t, err, want)
 			assert.Equal(t, hc.Name, ce.Callback)
 			assert.Contains(t, err.Error(), fmt.Sprintf("callback %q", hc.Name))
-			if hc.Msg != "" {
-				assert.Contains(t, err.Error(), hc.Msg)
+			if wantMsg != "" {
+				assert.Contains(t, err.Error(), wantMsg)
 			}
 			assert.Equal(t, outBefore, out.Data, "a failed call must leave the output buffer untouched")
 			assert.LessOrEqual(t, len(ce.GuestMessage), int(cb.Limits.MaxError)+64, "guest message above max_error")
@@ -272,7 +307,7 @@ func runHostile(t *testing.T, engine string, hc hostileCase) {
 	logs.mu.Unlock()
 	assert.LessOrEqual(t, logged, int(cb.Limits.MaxLog)+4096, "guest log output above max_log")
 
-	if !t.Failed() {
+	if !t.Failed() && !process {
 		hostileMu.Lock()
 		if hostileResults[hc.Name] == nil {
 			hostileResults[hc.Name] = map[string]hostileResult{}

@@ -126,7 +126,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	embedded := table[cb.Export]
 
 	h.mu.Lock()
-	eng, err := h.engine(ctx, cb.Engine)
+	eng, err := h.engine(ctx, cb.Engine, cb.Isolation == config.IsolationProcess)
 	h.mu.Unlock()
 	if err != nil {
 		return nil, withKind(InvalidArgument, err)
@@ -152,6 +152,8 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		WASI:   wasi,
 		Logger: logger,
 		SHA256: sum,
+		// a process-isolated engine sizes its worker's limits by it
+		Instances: cb.MaxInstances,
 	})
 	if err != nil {
 		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
@@ -185,7 +187,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	c.sig = sig
 	c.id = abi.CallbackID(sum, cb.Export, sig)
 	c.tel = newCallbackTelemetry(cb.Name, eng.Name(), c.id)
-	if cb.Isolation == config.IsolationPooled {
+	if cb.Isolation != config.IsolationFresh {
 		c.pool.put(probe)
 	} else {
 		probe.close(ctx)

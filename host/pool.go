@@ -273,12 +273,21 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 		}
 	}
 	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
+	for n := len(p.idle); n > 0; n = len(p.idle) {
 		g = p.idle[n-1]
 		p.idle = p.idle[:n-1]
+		if sandbox.InstanceAlive(g.inst) {
+			p.mu.Unlock()
+			g.inst.SetDeadline(deadline)
+			return g, false, byCaller, nil
+		}
+		// Its worker process died (isolation: process) while it sat
+		// idle: it is discarded, and the call takes another or a new one.
+		p.live--
 		p.mu.Unlock()
-		g.inst.SetDeadline(deadline)
-		return g, false, byCaller, nil
+		p.discarded.Add(1)
+		g.close(ctx)
+		p.mu.Lock()
 	}
 	p.live++
 	p.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 const (
 	envPrefix         = "CALLBOX_"
 	envCacheDir       = "CALLBOX_CACHE_DIR"
+	envWorker         = "CALLBOX_WORKER"
 	envDefaultsPrefix = "CALLBOX_DEFAULTS_"
 )
 
@@ -53,8 +54,10 @@ func (f envFlag) ValueType() string   { return "string" }
 // keys absent from the file can still be set from the environment.
 func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallback) {
 	tree := map[string]any{}
-	if v := raw[keyCacheDir]; v != nil {
-		tree[keyCacheDir] = v
+	for _, k := range []string{keyCacheDir, keyWorker} {
+		if v := raw[k]; v != nil {
+			tree[k] = v
+		}
 	}
 	tree[keyDefaults] = knownKeys(defaults, l.defaultKeys())
 	callbacks := map[string]any{}
@@ -94,6 +97,7 @@ func knownKeys(s section, fs []config.Key) map[string]any {
 func (l *loader) bindEnv(cbs []rawCallback) {
 	l.known = map[string]bool{}
 	l.bind(keyCacheDir, envCacheDir)
+	l.bind(keyWorker, envWorker)
 	for _, f := range l.defaultKeys() {
 		l.bind(keyDefaults+"."+f.Name, envDefaultsPrefix+strings.ToUpper(f.Name))
 	}

@@ -28,6 +28,7 @@ import (
 // Top-level keys.
 const (
 	keyCacheDir  = "cache_dir"
+	keyWorker    = "worker"
 	keyDefaults  = "defaults"
 	keyCallbacks = "callbacks"
 	keyModules   = "modules"
@@ -195,6 +196,7 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	l.setupViper(raw, defaults, cbs)
 	cfg := &config.Config{File: l.file, Defaults: config.DefaultCallback()}
 	l.resolveCacheDir(cfg)
+	l.resolveWorker(cfg)
 	l.apply(keyDefaults, &cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
@@ -231,6 +233,10 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 			if v == nil {
 				l.fail(k, false, errors.New(`no value (use "" for no cache, or remove the key)`))
 			}
+		case keyWorker:
+			if v == nil {
+				l.fail(k, false, errors.New(`no value (a path to callbox-worker, or remove the key)`))
+			}
 		case keyDefaults:
 			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
@@ -238,7 +244,7 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 		case keyModules:
 			l.mods = l.walkModules(v)
 		default:
-			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyDefaults, keyCallbacks, keyModules}))
+			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyWorker, keyDefaults, keyCallbacks, keyModules}))
 		}
 	}
 	return defaults, cbs
@@ -445,6 +451,24 @@ func (l *loader) resolveCacheDir(cfg *config.Config) {
 		return
 	}
 	cfg.CacheDir = s
+}
+
+// resolveWorker sets cfg.Worker from the file or CALLBOX_WORKER.
+func (l *loader) resolveWorker(cfg *config.Config) {
+	v := l.v.Get(keyWorker)
+	if v == nil {
+		return
+	}
+	at, env, dir := keyWorker, false, l.dir
+	if _, ok := l.env[envWorker]; ok {
+		at, env, dir = envWorker, true, ""
+	}
+	s, err := config.ParseWorker(v, dir)
+	if err != nil {
+		l.fail(at, env, err)
+		return
+	}
+	cfg.Worker = s
 }
 
 // sectionLookup reads keys straight from a file section, for callbacks

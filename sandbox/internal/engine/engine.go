@@ -35,6 +35,10 @@ type ModuleConfig struct {
 	// does, for the callback id); engines key their caches on it and
 	// compute it themselves when it is zero.
 	SHA256 [32]byte
+	// Instances is the most instances of the module alive at once (the
+	// callback's max_instances); a process-isolated engine sizes its
+	// worker's resource limits from it. Zero means one.
+	Instances int
 }
 
 // ModuleSum returns cfg.SHA256, or computes it.
@@ -161,3 +165,29 @@ func Deadline(now time.Time, timeout time.Duration) time.Time {
 }
 
 func (v ValType) String() string { return wasmbin.ValTypeName(byte(v)) }
+
+// SharedMemory is implemented by instances whose linear memory can live in
+// a file another process maps (wazero under Options.SharedMemory): the
+// process-isolation worker hands that file to the host.
+type SharedMemory interface {
+	// MemoryFile returns the memfd behind the memory and the bytes the
+	// mapping reserves, or -1 when the memory is not such a file.
+	MemoryFile() (fd int, reserved uint64)
+}
+
+// Liveness is implemented by instances that can die under the host
+// without a call failing first: an instance in a worker process dies with
+// its worker. The host's pool asks before it reuses an idle instance.
+type Liveness interface {
+	// Alive reports whether the instance can still serve a call.
+	Alive() bool
+}
+
+// Alive reports whether inst can still serve: true unless it implements
+// Liveness and says otherwise.
+func Alive(inst Instance) bool {
+	if l, ok := inst.(Liveness); ok {
+		return l.Alive()
+	}
+	return true
+}

@@ -83,11 +83,21 @@ func (g *GuestState) Begin(ctx context.Context) {
 func (g *GuestState) End() {
 	g.stdout.flush(g, "stdout")
 	g.stderr.flush(g, "stderr")
-	if g.LogDropped > 0 {
-		g.logger.Warn("guest log output capped", "dropped_bytes", g.LogDropped, "max_log", g.limits.MaxLog)
-	}
+	LogCapped(g.ctx, g.logger, g.LogDropped, g.limits.MaxLog)
 	g.ctx = context.Background()
 }
+
+// LogCapped logs the warning of a call whose guest wrote more than its
+// max_log (nothing when dropped is 0): the one wording, whichever process
+// ran the guest.
+func LogCapped(ctx context.Context, logger *slog.Logger, dropped, maxLog uint64) {
+	if dropped > 0 {
+		logger.WarnContext(ctx, LogCappedMessage, "dropped_bytes", dropped, "max_log", maxLog)
+	}
+}
+
+// LogCappedMessage is the message of LogCapped's record.
+const LogCappedMessage = "guest log output capped"
 
 // Context is the context of the call in progress.
 func (g *GuestState) Context() context.Context { return g.ctx }

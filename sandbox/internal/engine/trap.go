@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -62,4 +63,11 @@ func FormatFrames(frames []Frame) string {
 		b.WriteString("  at " + f.String())
 	}
 	return b.String()
+}
+
+// AsTrap returns the first *Trap in err's chain.
+func AsTrap(err error) (*Trap, bool) {
+	var t *Trap
+	ok := errors.As(err, &t)
+	return t, ok
 }

@@ -53,6 +53,13 @@ type Options struct {
 	// much slower loops. It exists so benchmarks can measure what metering
 	// saves; do not use it to run untrusted guests.
 	CloseOnContextDone bool
+	// SharedMemory backs every instance's linear memory with a sealed
+	// memfd (MAP_SHARED) instead of anonymous memory, so another process
+	// handed the descriptor (engine.SharedMemory) sees the guest's memory
+	// itself: the process-isolation worker's zero-copy path. Linux only;
+	// elsewhere, or when memfd_create fails, memory is anonymous and the
+	// instance reports no file.
+	SharedMemory bool
 }
 
 // Engine is one wazero runtime shared by every callback.
@@ -61,6 +68,7 @@ type Engine struct {
 	modCfg   wazero.ModuleConfig
 	rt       wazero.Runtime
 	metered  bool
+	shared   bool // Options.SharedMemory
 	cache    wazero.CompilationCache
 	// rewrites holds metered modules (in memory, and on disk under
 	// CacheDir/meter) keyed by the original module's sha256.
@@ -96,6 +104,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cacheDir: cacheDir,
 		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
 		metered:  !opts.CloseOnContextDone,
+		shared:   opts.SharedMemory,
 		cache:    cache,
 	}
 	meterDir := ""
@@ -339,7 +348,7 @@ func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
 func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.Instance, error) {
 	inst := &instance{m: m, state: engine.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
 	inst.SetDeadline(deadline)
-	alloc := &allocator{limit: m.cfg.Limits.MaxMemory, state: inst.state}
+	alloc := &allocator{limit: m.cfg.Limits.MaxMemory, state: inst.state, shared: m.e.shared}
 	inst.alloc = alloc
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	cancel := func() {}
@@ -694,6 +703,16 @@ func (i *instance) State() *engine.GuestState { return i.state }
 // when its reservation is mapped (a module without memory has none to
 // move).
 func (i *instance) MemoryStable() bool { return i.mem == nil || i.alloc.mem.stable() }
+
+// MemoryFile implements engine.SharedMemory: the memfd behind the
+// instance's memory and the bytes it reserves, or -1 when the memory is
+// not a shared file (Options.SharedMemory unset, or unavailable).
+func (i *instance) MemoryFile() (fd int, reserved uint64) {
+	if i.alloc == nil {
+		return -1, 0
+	}
+	return i.alloc.mem.file()
+}
 
 // FuelConsumed implements engine.Instance: metered modules count fuel in
 // instrumented instructions (see package meter).

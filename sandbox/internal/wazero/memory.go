@@ -16,8 +16,9 @@ import (
 // large memory costs no up-front zeroing, and views of guest memory stay
 // valid across memory.grow.
 type allocator struct {
-	limit uint64
-	state *engine.GuestState
+	limit  uint64
+	shared bool // back the memory with a memfd (Options.SharedMemory)
+	state  *engine.GuestState
 	size  uint64
 	mem   reservation
 }
@@ -30,7 +31,11 @@ func (a *allocator) Allocate(_, max uint64) experimental.LinearMemory {
 	if a.limit != 0 && a.limit < reserve {
 		reserve = a.limit
 	}
-	a.mem = reserveMemory(reserve)
+	if a.shared {
+		a.mem = reserveShared(reserve)
+	} else {
+		a.mem = reserveMemory(reserve)
+	}
 	return a
 }
 

@@ -32,3 +32,6 @@ func (r *reservation) release() { r.buf = nil }
 
 // stable reports whether the memory never moves: never, here.
 func (r *reservation) stable() bool { return false }
+
+// file: no shared file here.
+func (r *reservation) file() (int, uint64) { return -1, 0 }

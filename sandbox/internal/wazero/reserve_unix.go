@@ -11,6 +11,12 @@ import "syscall"
 type reservation struct {
 	buf    []byte
 	mapped bool
+	// memfd backs a shared reservation (reserveShared): the file grows
+	// with the memory (fileSize), and is sealed against shrinking so a
+	// process that maps it can trust a size it has seen.
+	memfd    int
+	hasFile  bool
+	fileSize uint64
 }
 
 // stableMemory: the engine reserves memory with mmap, mapped once and
@@ -44,12 +50,30 @@ func (r *reservation) grow(size uint64) []byte {
 	if size > uint64(len(r.buf)) {
 		return nil
 	}
+	if r.hasFile && size > r.fileSize {
+		// A shared mapping past the file's end faults: the file grows
+		// first (sparse: the pages are committed on first touch).
+		if err := growFile(r.memfd, size); err != nil {
+			return nil
+		}
+		r.fileSize = size
+	}
 	return r.buf[:size:size]
 }
 
+// file returns the memfd behind a shared reservation and its size, or -1.
+func (r *reservation) file() (int, uint64) {
+	if !r.hasFile {
+		return -1, 0
+	}
+	return r.memfd, uint64(len(r.buf))
+}
+
 func (r *reservation) release() {
-	if r.mapped {
+	if r.hasFile {
+		releaseShared(r.buf, r.memfd)
+	} else if r.mapped {
 		_ = syscall.Munmap(r.buf)
 	}
-	r.buf, r.mapped = nil, false
+	r.buf, r.mapped, r.hasFile = nil, false, false
 }

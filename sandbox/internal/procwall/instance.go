@@ -1,0 +1,426 @@
+//go:build linux
+
+package procwall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
+)
+
+// Restart backoff: after a worker dies, the next one starts at once; after
+// more deaths with no good call between, each restart waits twice as long
+// as the one before, up to maxBackoff. An instantiation that comes sooner
+// fails as WorkerDied without starting anything, so a module that crashes
+// every worker costs the host one process start per backoff period.
+const (
+	firstBackoff = 10 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+)
+
+// liveWorker returns the module's worker, starting a new one when the
+// last has died (and the backoff allows).
+func (m *module) liveWorker(ctx context.Context) (*worker, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("the module is closed")
+	}
+	if m.w != nil && !m.w.dead.Load() {
+		return m.w, nil
+	}
+	if now := time.Now(); now.Before(m.nextTry) {
+		return nil, &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf(
+			"its worker died %d times in a row; the next start is in %v", m.crashes, m.nextTry.Sub(now).Round(time.Millisecond))}
+	}
+	if m.w != nil {
+		m.w.close()
+	}
+	m.w = nil
+	w, err := m.start(ctx)
+	if err != nil {
+		m.died()
+		return nil, err
+	}
+	m.restarts++
+	m.w = w
+	return w, nil
+}
+
+// died counts a worker's death against the backoff (m.mu held).
+func (m *module) died() {
+	m.crashes++
+	if m.crashes > 1 {
+		m.nextTry = time.Now().Add(min(firstBackoff<<(m.crashes-2), maxBackoff))
+	}
+}
+
+// workerDied is called by an instance that saw its worker die.
+func (m *module) workerDied(w *worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.w == w && !w.closing.Load() {
+		m.died()
+		m.w.close()
+		m.w = nil
+	}
+}
+
+// callWorked resets the backoff.
+func (m *module) callWorked() {
+	if m.crashes == 0 { // racy read, a hint: the reset below is locked
+		return
+	}
+	m.mu.Lock()
+	m.crashes, m.nextTry = 0, time.Time{}
+	m.mu.Unlock()
+}
+
+// Close implements engine.Module: it ends the worker.
+func (m *module) Close(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	if m.w != nil {
+		m.w.close()
+		m.w = nil
+	}
+	return nil
+}
+
+// Report returns the hardening report of the module's current worker.
+func (m *module) Report() Report {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.w == nil {
+		return Report{}
+	}
+	return m.w.report
+}
+
+// WorkerPID is the process id of the module's current worker (0: none).
+func (m *module) WorkerPID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.w == nil || m.w.dead.Load() {
+		return 0
+	}
+	return m.w.pid
+}
+
+// Instantiate implements engine.Module: the worker instantiates the
+// module on a new socket and sends back the guest memory's file.
+func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.Instance, error) {
+	w, err := m.liveWorker(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	host, child, err := socketPair()
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: instance socket: %w", err)
+	}
+	i := &instance{m: m, w: w, sock: host, id: m.e.id.Add(1), state: engine.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	var e enc
+	e.reset(opInstance)
+	e.u64(i.id)
+	e.i64(deadlineNanos(time.Until(deadline).Nanoseconds(), !deadline.IsZero()))
+	w.ctlMu.Lock()
+	err = send(w.ctl, e.b, child)
+	w.ctlMu.Unlock()
+	closeFD(child)
+	if err != nil {
+		return nil, i.lost(ctx, err)
+	}
+	msg, fd, err := i.roundTrip(ctx, deadline, nil)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: msg}
+	if d.u8() != opInstantiated {
+		closeFD(fd)
+		return nil, i.broken("instantiate", errors.New("unexpected reply"))
+	}
+	if err := d.error(); err != nil {
+		closeFD(fd)
+		i.close()
+		return nil, err
+	}
+	reserved, size := d.u64(), d.u64()
+	if d.err != nil || fd < 0 {
+		closeFD(fd)
+		return nil, i.broken("instantiate", fmt.Errorf("no memory file (%v)", d.err))
+	}
+	hm, err := mapMemory(fd, reserved)
+	if err != nil {
+		closeFD(fd)
+		return nil, i.broken("instantiate", err)
+	}
+	i.mem = hm
+	if i.view, err = hm.view(size); err != nil {
+		return nil, i.broken("instantiate", err)
+	}
+	i.SetDeadline(deadline)
+	return i, nil
+}
+
+// instance is one guest instance living in the worker.
+type instance struct {
+	m        *module
+	w        *worker
+	sock     int
+	id       uint64
+	seq      atomic.Uint64 // the call in progress, for opCancel
+	mem      *hostMemory
+	view     []byte
+	state    *engine.GuestState
+	deadline time.Time
+	fuel     uint64
+	fuelOK   bool
+	gone     atomic.Bool // the socket is closed: the instance is dead
+	e        enc
+	rbuf     []byte
+}
+
+var (
+	_ engine.Instance     = (*instance)(nil)
+	_ engine.StableMemory = (*instance)(nil)
+	_ engine.Liveness     = (*instance)(nil)
+)
+
+// roundTrip sends e (nil: nothing, just read) and reads the reply. The
+// worker is killed when the reply has not come by deadline plus the kill
+// grace; a canceled ctx is passed on to the worker (opCancel), which
+// stops the guest, and kills it if it still has not answered after the
+// grace.
+func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([]byte, int, error) {
+	var stop func()
+	if !deadline.IsZero() {
+		stop = i.w.killAt(context.Background(), deadline.Add(i.m.e.o.KillGrace))
+	}
+	var cancelStop func() bool
+	if ctx.Done() != nil {
+		seq := i.seq.Load()
+		cancelStop = context.AfterFunc(ctx, func() {
+			var c enc
+			c.reset(opCancel)
+			c.u64(i.id)
+			c.u64(seq)
+			i.w.ctlMu.Lock()
+			_ = send(i.w.ctl, c.b, -1)
+			i.w.ctlMu.Unlock()
+			time.AfterFunc(i.m.e.o.KillGrace, func() {
+				if i.seq.Load() == seq && !i.gone.Load() {
+					i.w.kill()
+				}
+			})
+		})
+	}
+	var err error
+	if e != nil {
+		err = send(i.sock, e.b, -1)
+	}
+	var msg []byte
+	fd := -1
+	if err == nil {
+		msg, fd, err = recv(i.sock, i.rbuf, maxMessage)
+	}
+	if stop != nil {
+		stop()
+	}
+	if cancelStop != nil {
+		cancelStop()
+	}
+	if err != nil {
+		return nil, -1, i.lost(ctx, err)
+	}
+	if len(msg) <= maxPacket {
+		i.rbuf = msg[:cap(msg)]
+	}
+	return msg, fd, nil
+}
+
+// lost turns a failed exchange into the call's error: the worker died.
+func (i *instance) lost(ctx context.Context, err error) error {
+	i.close()
+	if !errors.Is(err, errPeerGone) {
+		i.w.kill()
+	}
+	text := i.w.exitText()
+	i.m.workerDied(i.w)
+	if i.w.deadlineKill.Load() {
+		t := engine.TimeoutTrap(i.state.Limits().Timeout, "the guest did not stop at its deadline, so its worker was killed: "+text)
+		return t
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		t := engine.InterruptTrap(ctx, i.state.Limits().Timeout)
+		t.Message += " (the guest did not stop, so its worker was killed: " + text + ")"
+		return t
+	}
+	return &engine.Trap{Class: abi.WorkerDied, Message: "worker died: " + text}
+}
+
+// broken fails an instance whose worker broke the protocol: the worker
+// is killed, and the error says what it did.
+func (i *instance) broken(what string, err error) error {
+	i.close()
+	i.w.kill()
+	i.m.workerDied(i.w)
+	return &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf("worker pid %d broke the protocol (%s: %v) and was killed", i.w.pid, what, err)}
+}
+
+// Alive implements engine.Liveness.
+func (i *instance) Alive() bool { return !i.gone.Load() && !i.w.dead.Load() }
+
+// MemoryStable implements engine.StableMemory: the host's mapping never
+// moves.
+func (i *instance) MemoryStable() bool { return true }
+
+// Export implements engine.Instance.
+func (i *instance) Export(name string, params, results []engine.ValType) (engine.Function, error) {
+	if !i.Alive() {
+		return nil, &engine.Trap{Class: abi.WorkerDied, Message: "worker died: the instance's worker is gone"}
+	}
+	i.e.reset(opExport)
+	i.e.str(name)
+	i.e.bytes(valBytes(params))
+	i.e.bytes(valBytes(results))
+	msg, fd, err := i.roundTrip(context.Background(), i.deadline, &i.e)
+	closeFD(fd)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: msg}
+	if d.u8() != opExported {
+		return nil, i.broken("export", errors.New("unexpected reply"))
+	}
+	if err := d.error(); err != nil {
+		return nil, err
+	}
+	idx := d.u32()
+	if d.err != nil {
+		return nil, i.broken("export", d.err)
+	}
+	return function(idx), nil
+}
+
+// function is an export's index in the worker's table.
+type function uint32
+
+func valBytes(v []engine.ValType) []byte {
+	b := make([]byte, len(v))
+	for k, t := range v {
+		b[k] = byte(t)
+	}
+	return b
+}
+
+// SetDeadline implements engine.Instance.
+func (i *instance) SetDeadline(deadline time.Time) { i.deadline = deadline }
+
+// Call implements engine.Instance: one round trip to the worker.
+func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64) error {
+	f, ok := fn.(function)
+	if !ok {
+		return fmt.Errorf("not a function of this instance: %T", fn)
+	}
+	if !i.Alive() {
+		return &engine.Trap{Class: abi.WorkerDied, Message: "worker died: the instance's worker is gone"}
+	}
+	seq := i.seq.Add(1)
+	now := time.Now()
+	i.e.reset(opCall)
+	i.e.u32(uint32(f))
+	i.e.i64(deadlineNanos(i.deadline.Sub(now).Nanoseconds(), !i.deadline.IsZero()))
+	cd, hasCD := ctx.Deadline()
+	i.e.i64(deadlineNanos(cd.Sub(now).Nanoseconds(), hasCD))
+	i.e.u64(seq)
+	i.e.u32(uint32(len(stack)))
+	for _, v := range stack {
+		i.e.u64(v)
+	}
+	deadline := i.deadline
+	if hasCD && (deadline.IsZero() || cd.Before(deadline)) {
+		deadline = cd
+	}
+	msg, fd, err := i.roundTrip(ctx, deadline, &i.e)
+	closeFD(fd)
+	if err != nil {
+		return err
+	}
+	d := dec{b: msg}
+	if d.u8() != opReturned {
+		return i.broken("call", errors.New("unexpected reply"))
+	}
+	callErr := d.error()
+	if n := d.count(8, "stack values"); n != len(stack) && d.err == nil {
+		return i.broken("call", fmt.Errorf("%d stack values back for %d sent", n, len(stack)))
+	}
+	for k := range stack {
+		stack[k] = d.u64()
+	}
+	size := d.u64()
+	st := i.state
+	st.Begin(ctx)
+	st.ErrorMessage = d.str()
+	if max := st.Limits().MaxError; max > 0 && uint64(len(st.ErrorMessage)) > max+64 {
+		st.ErrorMessage = st.ErrorMessage[:max] // a worker cannot pass the host more than the cap
+	}
+	st.LogBytes, st.LogDropped = d.u64(), d.u64()
+	st.MemoryDenied = d.bool()
+	if d.bool() {
+		st.Abort = d.trap()
+	}
+	i.fuel, i.fuelOK = d.u64(), d.bool()
+	emitLogs(ctx, &d, i.m.cfg.Logger)
+	if d.err != nil {
+		return i.broken("call", d.err)
+	}
+	st.End() // logs the capped warning, as in process
+	if i.view, err = i.mem.view(size); err != nil {
+		return i.broken("call", err)
+	}
+	if callErr != nil {
+		if t, ok := engine.AsTrap(callErr); ok && (t.Class == abi.Timeout || t.Class == abi.Canceled) && ctx.Err() != nil {
+			t.Cause = ctx.Err() // the caller's context ended it, as in process
+		}
+		return callErr
+	}
+	i.m.callWorked()
+	return nil
+}
+
+// Memory implements engine.Instance: the host's view of the guest's
+// memory, as long as the worker last reported it.
+func (i *instance) Memory() []byte { return i.view }
+
+// State implements engine.Instance.
+func (i *instance) State() *engine.GuestState { return i.state }
+
+// FuelConsumed implements engine.Instance.
+func (i *instance) FuelConsumed() (uint64, bool) { return i.fuel, i.fuelOK }
+
+// Close implements engine.Instance.
+func (i *instance) Close(context.Context) error {
+	if !i.gone.Load() {
+		i.e.reset(opClose)
+		_ = send(i.sock, i.e.b, -1)
+	}
+	i.close()
+	return nil
+}
+
+func (i *instance) close() {
+	if i.gone.Swap(true) {
+		return
+	}
+	closeFD(i.sock)
+	if i.mem != nil {
+		i.mem.close()
+	}
+	i.view = nil
+}

@@ -1,0 +1,77 @@
+package lockdown
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// Apply locks the calling process down, keeping descriptors 0-2 and keep
+// open. Seccomp is required: when it cannot be installed Apply fails and
+// the worker must not serve. Every other step is reported, applied or not.
+func Apply(lim Limits, keep int) (Report, error) {
+	var r Report
+	r.add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
+	r.add("environment", clearEnv(), "empty")
+	r.add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
+	r.add("rlimit_nofile", setLimit(unix.RLIMIT_NOFILE, lim.Files), fmt.Sprintf("%d descriptors", lim.Files))
+	if lim.AddressSpace > 0 {
+		r.add("rlimit_as", setLimit(unix.RLIMIT_AS, lim.AddressSpace), fmt.Sprintf("%d bytes of address space", lim.AddressSpace))
+	} else {
+		r.add("rlimit_as", errors.New("not set: the engine reserves memory without a bound (max_memory unset)"), "")
+	}
+	r.add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
+	if err := seccomp.SetNoNewPrivs(); err != nil {
+		r.add("no_new_privs", err, "")
+		return r, fmt.Errorf("no_new_privs: %w", err)
+	}
+	r.add("no_new_privs", nil, "set")
+	if err := seccomp.LoadFilter(seccomp.Filter{Flag: seccomp.FilterFlagTSync, Policy: policy()}); err != nil {
+		r.add("seccomp", err, "")
+		return r, fmt.Errorf("seccomp: %w", err)
+	}
+	r.add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls, on every thread; any other kills the process (SIGSYS)", len(allowed)))
+	return r, nil
+}
+
+// closeInherited closes every descriptor above 2 but keep.
+func closeInherited(keep int) error {
+	if keep > 3 {
+		if err := unix.CloseRange(3, uint(keep-1), 0); err != nil {
+			return err
+		}
+	}
+	return unix.CloseRange(uint(keep+1), ^uint(0), 0)
+}
+
+func clearEnv() error {
+	os.Clearenv()
+	if len(os.Environ()) != 0 {
+		return errors.New("environment not empty after clearing")
+	}
+	return nil
+}
+
+func setLimit(res int, v uint64) error {
+	return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v})
+}
+
+// restrictLandlock denies every file system access and TCP bind and
+// connect, where the kernel has Landlock (ABI 4 or later for the network).
+func restrictLandlock() error {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
+	if errno != 0 {
+		return fmt.Errorf("not available: the kernel refused landlock_create_ruleset (%v)", errno)
+	}
+	if v < 4 {
+		return fmt.Errorf("not applied: the kernel's Landlock ABI is %d; 4 is needed for the network", v)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return landlock.V4.Restrict()
+}
