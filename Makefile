@@ -99,15 +99,19 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h
+	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h python/callbox/callbox-worker
 	rm -rf elixir/_build elixir/priv/callbox_nif.so
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the
 # header cgo generates is not the contract and is removed).
+#
+# build/callbox-worker beside it is the worker process of isolation:
+# process (cmd/callbox-worker), which the library looks for beside itself.
 lib:
 	@mkdir -p build
 	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
+	$(GO) build -ldflags="-s -w" -o build/callbox-worker ./cmd/callbox-worker
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h
 
@@ -116,7 +120,7 @@ lib:
 # (after CALLBOX_LIB) and which its package data ships, so that
 # `pip install ./python` installs a package that needs no CALLBOX_LIB.
 python-lib: lib
-	cp build/libcallbox.so build/callbox.h python/callbox/
+	cp build/libcallbox.so build/callbox.h build/callbox-worker python/callbox/
 
 # Install the package, library inside, into PYTHON's environment (an
 # activated virtual environment's python3 by default), offline: no build
@@ -146,6 +150,7 @@ pyinstall-test: python-lib
 xla-check: lib
 	@mkdir -p bin
 	$(GO) build -o bin/callbox ./cmd/callbox
+	$(GO) build -o bin/callbox-worker ./cmd/callbox-worker
 	/usr/bin/python3 scripts/xla_check_lowering.py --callbox bin/callbox --prepare build/xla-check
 
 # A copy of Debian's pytest (pure Python, with its dependencies) in
@@ -196,6 +201,7 @@ ELIXIR_ENV = MIX_HOME=$(CURDIR)/build/mix HEX_OFFLINE=1 MIX_ENV=test CALLBOX_LOG
 elixir-test: toolchains lib
 	@mkdir -p bin
 	$(GO) build -o bin/callbox ./cmd/callbox
+	$(GO) build -o bin/callbox-worker ./cmd/callbox-worker
 	cd elixir && $(ELIXIR_ENV) mix test --no-deps-check
 
 # A 1 KiB call (f32[256], kit.wasm's copy) through the NIF (:timer.tc over

@@ -32,6 +32,7 @@ func TestKindCodes(t *testing.T) {
 		abi.ABIViolation:         abi.CodeInternal,
 		abi.HostPanic:            abi.CodeInternal,
 		abi.OtherTrap:            abi.CodeInternal,
+		abi.WorkerDied:           abi.CodeInternal,
 		abi.GuestError:           abi.CodeInternal, // with no valid error status
 	}
 	assert.Len(t, want, len(abi.Kinds()), "every kind is in the table")

@@ -22,6 +22,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
 )
 
 // The door-conformance table (issue 29): one list of requests, well-formed
@@ -43,8 +44,10 @@ var updateDoors = flag.Bool("update-doors", false, "rewrite python/tests/testdat
 
 // doorConfig is the table's configuration; {dir} is where kit.wasm is,
 // {scale} the Rust SDK's scale module (a modules entry, read through its
-// signature section).
-const doorConfig = `callbacks:
+// signature section), {worker} the callbox-worker executable of the
+// *_proc callbacks (isolation: process).
+const doorConfig = `worker: {worker}
+callbacks:
   copy:       {module: {dir}/kit.wasm, export: copy, signature: "(x: f32[n]) -> f32[n]", timeout: 2s}
   copy_same:  {module: {dir}/kit.wasm, export: copy, signature: "(x: f32[n]) -> f32[n]", timeout: 3s}
   copy2:      {module: {dir}/kit.wasm, export: copy2, signature: "(x: s16[n], y: f32[m]) -> (s16[n], f32[m])"}
@@ -53,6 +56,9 @@ const doorConfig = `callbacks:
   nonneg:     {module: {dir}/kit.wasm, export: nonneg, signature: "(x: f32[n]) -> f32[n]", batching: parallel, max_instances: 2}
   tiny_out:   {module: {dir}/kit.wasm, export: copy, signature: "(x: f32[n]) -> f32[n]", max_output: 8B}
   wide_stack: {module: {dir}/kit.wasm, export: copy, signature: "(x: f32[n]) -> f32[n]", engine: wasmtime, max_stack: 64MiB}
+  copy_proc:  {module: {dir}/kit.wasm, export: copy, signature: "(x: f32[n]) -> f32[n]", isolation: process}
+  fail_proc:  {module: {dir}/kit.wasm, export: fail, signature: "(x: f32[n]) -> f32[n]", isolation: process, engine: wasmtime}
+  spin_proc:  {module: {dir}/kit.wasm, export: spin, signature: "(x: f32[n]) -> f32[n]", timeout: 100ms, isolation: process}
 modules:
   rust: {module: {scale}, batching: parallel}
 `
@@ -122,6 +128,9 @@ var doorCases = []doorCase{
 	{ID: "ambiguous_id", Callback: "@id:copy", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "InvalidArgument"},
 	{ID: "guest_error", Callback: "fail", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "GuestError"},
 	{ID: "timeout", Callback: "spin", Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: "gcxpe", Kind: "Timeout"},
+	{ID: "proc_ok", Callback: "copy_proc", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "OK"},
+	{ID: "proc_guest_error", Callback: "fail_proc", Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gcxpe", Kind: "GuestError"},
+	{ID: "proc_timeout", Callback: "spin_proc", Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: "gcxpe", Kind: "Timeout"},
 	{ID: "budget_ok", Callback: "copy", BudgetNs: uint64(time.Second), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gc", Kind: "OK"},
 	{ID: "budget_spin", Callback: "spin", BudgetNs: uint64(20 * time.Millisecond), Ins: ins(f32("seq", 1)), Outs: outs(f32("", 1)), Doors: "gc", Kind: "Timeout"},
 	{ID: "budget_huge", Callback: "copy", BudgetNs: uint64(2 * time.Hour), Ins: ins(f32("seq", 4)), Outs: outs(f32("", 4)), Doors: "gc", Kind: "InvalidArgument"},
@@ -217,7 +226,9 @@ func doorFiles(t *testing.T, dir string) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kit.wasm"), bin, 0o644))
 	scale, err := filepath.Abs("../guests/prebuilt/rust-scale.wasm")
 	require.NoError(t, err)
-	text := strings.NewReplacer("{dir}", dir, "{scale}", scale).Replace(doorConfig)
+	worker, err := workerbin.Path(false)
+	require.NoError(t, err)
+	text := strings.NewReplacer("{dir}", dir, "{scale}", scale, "{worker}", worker).Replace(doorConfig)
 	path := filepath.Join(dir, "doors.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
 	return path

@@ -297,7 +297,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.7.0 10700", r.vals["version"])
+	assert.Equal(t, "1.8.0 10800", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")

@@ -36,6 +36,7 @@ const (
 	UnknownCallback      = abi.UnknownCallback
 	FailedPrecondition   = abi.FailedPrecondition
 	Overloaded           = abi.Overloaded
+	WorkerDied           = abi.WorkerDied
 )
 
 // Frame is one wasm stack frame of a trap, as far as the engine reports

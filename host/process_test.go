@@ -2,38 +2,338 @@ package host_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/wat"
 	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
+
+// The second wall's own tests: what the worker process is allowed, and
+// what happens when it dies. The hostile suite under isolation: process
+// is TestHostileProcess.
 
 func workerPath(t testing.TB, probe bool) string {
 	t.Helper()
+	if !sandbox.ProcessIsolationAvailable {
+		t.Skip("isolation: process needs Linux")
+	}
 	p, err := workerbin.Path(probe)
 	require.NoError(t, err)
 	return p
 }
 
-func TestProcessSmoke(t *testing.T) {
+// processHost loads the testkit's scale export and the probe guest's
+// exports, every one under isolation: process.
+func processHost(t *testing.T, engine string, probe bool, tweak func(*config.Callback)) *host.Host {
+	t.Helper()
 	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithWorker(workerPath(t, probe)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	cb := config.DefaultCallback()
+	cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = "scale", "scale", testkitSigs["scale"], engine, config.IsolationProcess
+	cb.MaxInstances = 2
+	if tweak != nil {
+		tweak(&cb)
+	}
+	require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	spin := cb
+	spin.Name, spin.Export, spin.Signature = "spin", "spin", testkitSigs["spin"]
+	spin.Limits.Timeout = 20 * time.Second
+	require.NoError(t, h.LoadModule(ctx, spin, testkitWasm(t)))
+	src, err := os.ReadFile(filepath.Join("testdata", "probe.wat"))
+	require.NoError(t, err)
+	probeWasm, err := wat.Compile(string(src))
+	require.NoError(t, err)
+	for _, name := range []string{"open", "socket", "execve", "fork", "hang", "crash", "ok"} {
+		p := cb
+		p.Name, p.Export, p.Signature = "probe-"+name, name, "() -> s32[]"
+		require.NoError(t, h.LoadModule(ctx, p, probeWasm))
+	}
+	return h
+}
+
+func scaleOK(t *testing.T, h *host.Host) {
+	t.Helper()
+	outs, err := h.Invoke(context.Background(), "scale", abi.From([]float32{1, 2, 3}), abi.Scalar[float32](2))
+	require.NoError(t, err)
+	require.Equal(t, []float32{2, 4, 6}, abi.MustView[float32](outs[0]))
+}
+
+func workerOf(t *testing.T, h *host.Host, name string) host.WorkerInfo {
+	t.Helper()
+	c, err := h.Lookup(name)
+	require.NoError(t, err)
+	w, ok := c.Worker()
+	require.True(t, ok, "%s runs in a worker", name)
+	return w
+}
+
+// procField reads one "Key:\tvalue" line of /proc/<pid>/status.
+func procField(t *testing.T, pid int, key string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^` + key + `:\s*(.*)$`).FindSubmatch(b)
+	require.NotNil(t, m, "%s in /proc/%d/status", key, pid)
+	return strings.TrimSpace(string(m[1]))
+}
+
+// TestProcessLockedDown reads what the kernel says of a running worker:
+// seccomp in filter mode, no_new_privs, its limits, an empty environment
+// and no descriptor but its sockets and guest memory files.
+func TestProcessLockedDown(t *testing.T) {
 	for _, engine := range engineNames() {
 		t.Run(engine, func(t *testing.T) {
-			h, err := host.New(ctx, nil, host.WithWorker(workerPath(t, false)))
+			h := processHost(t, engine, false, nil)
+			scaleOK(t, h)
+			w := workerOf(t, h, "scale")
+			require.NotZero(t, w.PID)
+			assert.Equal(t, "2", procField(t, w.PID, "Seccomp"), "seccomp filter mode")
+			assert.Equal(t, "1", procField(t, w.PID, "NoNewPrivs"))
+			filters, err := strconv.Atoi(procField(t, w.PID, "Seccomp_filters"))
 			require.NoError(t, err)
-			defer h.Close(ctx)
-			cb := config.DefaultCallback()
-			cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = "scale", "scale", testkitSigs["scale"], engine, config.IsolationProcess
-			require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
-			for i := 0; i < 3; i++ {
-				outs, err := h.Invoke(ctx, "scale", abi.From([]float32{1, 2, 3}), abi.Scalar[float32](2))
-				require.NoError(t, err)
-				require.Equal(t, []float32{2, 4, 6}, abi.MustView[float32](outs[0]))
+			assert.GreaterOrEqual(t, filters, 1)
+
+			limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", w.PID))
+			require.NoError(t, err)
+			assert.Regexp(t, `(?m)^Max core file size\s+0\s+0\s`, string(limits))
+			assert.Regexp(t, `(?m)^Max open files\s+\d+\s+\d+\s`, string(limits))
+			assert.NotRegexp(t, `(?m)^Max open files\s+1048576`, string(limits), "the descriptor limit was lowered")
+			assert.NotRegexp(t, `(?m)^Max address space\s+unlimited`, string(limits), "max_memory is set: the address space is bounded")
+
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.PID))
+			require.NoError(t, err)
+			// The kernel keeps the environment the process started with;
+			// the worker started with one glibc tunable and cleared it.
+			assert.NotContains(t, string(env), "HOME=", "the host's environment is not passed on")
+
+			fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", w.PID))
+			require.NoError(t, err)
+			for _, fd := range fds {
+				target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", w.PID, fd.Name()))
+				if err != nil {
+					continue
+				}
+				n, _ := strconv.Atoi(fd.Name())
+				ok := n <= 2 && target == "/dev/null" || strings.HasPrefix(target, "socket:") ||
+					strings.HasPrefix(target, "/memfd:") || strings.HasPrefix(target, "anon_inode:")
+				assert.True(t, ok, "descriptor %d of the worker points at %s", n, target)
 			}
+
+			applied := map[string]bool{}
+			for _, s := range w.Hardening {
+				applied[s.Name] = s.Applied
+			}
+			for _, must := range []string{"seccomp", "no_new_privs", "descriptors", "environment", "rlimit_core", "rlimit_nofile", "rlimit_as"} {
+				assert.True(t, applied[must], "hardening step %s applied: %+v", must, w.Hardening)
+			}
+			_, reported := applied["landlock"]
+			assert.True(t, reported, "landlock is reported, applied or not")
 		})
 	}
+}
+
+// TestProcessForbiddenSyscalls: the test build of the worker tries a
+// forbidden system call after lock-down; each kills the worker (SIGSYS),
+// the call fails as WorkerDied naming the signal with no output written,
+// and the next call is served by a new worker.
+func TestProcessForbiddenSyscalls(t *testing.T) {
+	for _, engine := range engineNames() {
+		for _, call := range []string{"open", "socket", "execve", "fork"} {
+			t.Run(engine+"/"+call, func(t *testing.T) {
+				h := processHost(t, engine, true, nil)
+				ok := abi.Scalar[int32](0)
+				_, err := h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{ok})
+				require.NoError(t, err, "the harmless probe runs")
+				require.Equal(t, []int32{7}, abi.MustView[int32](ok))
+				before := workerOf(t, h, "probe-"+call).PID
+
+				out := abi.Scalar[int32](-1)
+				_, err = h.InvokeInto(context.Background(), "probe-"+call, nil, []host.Tensor{out})
+				require.Error(t, err)
+				var ce *host.CallbackError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, host.WorkerDied, ce.Kind(), "%v", err)
+				assert.ErrorIs(t, err, abi.WorkerDied)
+				assert.Contains(t, err.Error(), "killed by signal SIGSYS")
+				assert.Contains(t, err.Error(), "seccomp allowlist")
+				assert.Equal(t, []int32{-1}, abi.MustView[int32](out), "no output is written")
+
+				_, err = h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{ok})
+				require.NoError(t, err, "a new worker serves the next call")
+				assert.NotEqual(t, before, workerOf(t, h, "probe-"+call).PID)
+			})
+		}
+	}
+}
+
+// spinStarted waits until the worker has spent cpu CPU ticks more than it
+// had at the start: the spinning guest is running.
+func spinStarted(t *testing.T, pid int, ticks int) {
+	t.Helper()
+	read := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		require.NoError(t, err)
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.Atoi(f[11])
+		return u
+	}
+	start := read()
+	require.Eventually(t, func() bool { return read() >= start+ticks }, 15*time.Second, time.Millisecond, "the guest never started spinning")
+}
+
+// busy runs the testkit's busy export (n rounds of an LCG) on h.
+func busy(ctx context.Context, h *host.Host, n int32) (int32, error) {
+	out := abi.Scalar[int32](-1)
+	_, err := h.InvokeInto(ctx, "busy", []host.Tensor{abi.Scalar[int32](n)}, []host.Tensor{out})
+	return abi.MustView[int32](out)[0], err
+}
+
+// busyHost adds the busy export, under a 20 s timeout, to processHost.
+func busyHost(t *testing.T, engine string, probe bool) *host.Host {
+	h := processHost(t, engine, probe, nil)
+	cb := config.DefaultCallback()
+	cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = "busy", "busy", "(n: s32[]) -> s32[]", engine, config.IsolationProcess
+	cb.Limits.Timeout = 20 * time.Second
+	require.NoError(t, h.LoadModule(context.Background(), cb, testkitWasm(t)))
+	return h
+}
+
+// TestProcessKill9: kill -9 of a worker mid-call fails that call as
+// WorkerDied naming SIGKILL, writes nothing, and the next call succeeds
+// on a new worker.
+func TestProcessKill9(t *testing.T) {
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			h := busyHost(t, engine, false)
+			small, err := busy(context.Background(), h, 10)
+			require.NoError(t, err)
+			pid := workerOf(t, h, "busy").PID
+			var wg sync.WaitGroup
+			var got int32
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err = busy(context.Background(), h, 1<<31-1)
+			}()
+			spinStarted(t, pid, 5)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			wg.Wait()
+			require.Error(t, err)
+			assert.ErrorIs(t, err, abi.WorkerDied, "%v", err)
+			assert.Contains(t, err.Error(), "killed by signal SIGKILL")
+			assert.Equal(t, int32(-1), got, "no output is written")
+
+			again, err := busy(context.Background(), h, 10)
+			require.NoError(t, err, "the next call succeeds")
+			assert.Equal(t, small, again)
+			assert.NotEqual(t, pid, workerOf(t, h, "busy").PID, "on a new worker")
+			st, _ := h.PoolStats("busy")
+			assert.Equal(t, 1, st.Live, "the dead worker's instances are gone")
+		})
+	}
+}
+
+// TestProcessDeadlineKill: a guest stuck where neither epoch nor fuel
+// reaches (a host function that never returns, in the test worker) is
+// ended by killing its worker at the deadline plus the kill grace: the
+// call is a Timeout that says so, and the next call succeeds.
+func TestProcessDeadlineKill(t *testing.T) {
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			const timeout = 300 * time.Millisecond
+			h := processHost(t, engine, true, func(cb *config.Callback) { cb.Limits.Timeout = timeout })
+			out := abi.Scalar[int32](-1)
+			start := time.Now()
+			_, err := h.InvokeInto(context.Background(), "probe-hang", nil, []host.Tensor{out})
+			elapsed := time.Since(start)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, abi.Timeout, "%v", err)
+			assert.Contains(t, err.Error(), "timeout after 300ms")
+			assert.Contains(t, err.Error(), "did not stop at its deadline, so its worker was killed")
+			assert.GreaterOrEqual(t, elapsed, timeout)
+			assert.Less(t, elapsed, timeout+hostileSlack, "killed at the deadline plus the grace")
+			assert.Equal(t, []int32{-1}, abi.MustView[int32](out))
+			_, err = h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{out})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestProcessCancel: canceling the caller's context stops the guest in
+// its worker (Canceled, wrapping context.Canceled), and the worker lives
+// on to serve the next call.
+func TestProcessCancel(t *testing.T) {
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			h := busyHost(t, engine, false)
+			_, err := busy(context.Background(), h, 10)
+			require.NoError(t, err)
+			pid := workerOf(t, h, "busy").PID
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err = busy(ctx, h, 1<<31-1)
+			}()
+			spinStarted(t, pid, 5)
+			cancel()
+			wg.Wait()
+			require.Error(t, err)
+			assert.ErrorIs(t, err, abi.Canceled, "%v", err)
+			assert.ErrorIs(t, err, context.Canceled)
+			_, err = busy(context.Background(), h, 10)
+			require.NoError(t, err)
+			assert.Equal(t, pid, workerOf(t, h, "busy").PID, "the worker was not killed")
+		})
+	}
+}
+
+// TestProcessRestartBackoff: a module that crashes every worker gets a
+// new one at once after the first death, then waits longer after each:
+// calls in between fail fast as WorkerDied without starting a process.
+func TestProcessRestartBackoff(t *testing.T) {
+	h := processHost(t, config.EngineWazero, true, nil)
+	out := abi.Scalar[int32](-1)
+	crash := func() error {
+		_, err := h.InvokeInto(context.Background(), "probe-crash", nil, []host.Tensor{out})
+		return err
+	}
+	err := crash()
+	require.ErrorIs(t, err, abi.WorkerDied)
+	assert.Contains(t, err.Error(), "exited with status 2", "the Go runtime's exit on an unrecovered panic")
+	err = crash() // the second worker starts at once, and crashes
+	require.ErrorIs(t, err, abi.WorkerDied)
+	assert.Contains(t, err.Error(), "exited with status 2")
+	// Now the restart waits: the next calls fail fast, starting nothing.
+	for range 20 {
+		err = crash()
+		if err != nil && strings.Contains(err.Error(), "next start is in") {
+			break
+		}
+	}
+	require.ErrorIs(t, err, abi.WorkerDied)
+	assert.Contains(t, err.Error(), "died 2 times in a row; the next start is in")
+	var ce *host.CallbackError
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "probe-crash", ce.Callback)
 }

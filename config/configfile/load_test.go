@@ -491,7 +491,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// unknown keys
 		{"unknown top-level key", "cachedir: x\n", nil, "cachedir", "unknown key (did you mean cache_dir?)"},
-		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, defaults, callbacks, modules)"},
+		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, worker, defaults, callbacks, modules)"},
 		{"unknown defaults key", "defaults:\n  max_mem: 1MiB\n", nil, "defaults.max_mem", "unknown key (did you mean max_memory?)"},
 		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_cpu, max_memory, fuel, max_stack, max_output, max_error, max_log, max_wait, isolation, max_instances, wasi, batching)"},
 		{"unknown callback key", "callbacks:\n  spin:\n    module: a.wasm\n    timout: 1s\n", nil, "callbacks.spin.timout", "unknown key (did you mean timeout?)"},
@@ -567,7 +567,7 @@ func TestLoadErrors(t *testing.T) {
 		// enums
 		{"bad engine", "defaults:\n  engine: v8\n", nil, "defaults.engine", `bad engine "v8" (allowed: wazero or wasmtime)`},
 		{"engine case matters", "defaults:\n  engine: Wazero\n", nil, "defaults.engine", `bad engine "Wazero"`},
-		{"bad isolation", "defaults:\n  isolation: shared\n", nil, "defaults.isolation", `bad isolation "shared" (allowed: pooled or fresh)`},
+		{"bad isolation", "defaults:\n  isolation: shared\n", nil, "defaults.isolation", `bad isolation "shared" (allowed: pooled or fresh or process)`},
 		{"bad wasi", "defaults:\n  wasi: full\n", nil, "defaults.wasi", `bad wasi "full" (allowed: none or minimal)`},
 		// per-callback strings
 		{"short sha256", "callbacks:\n  s:\n    module: a.wasm\n    sha256: abc\n", nil, "callbacks.s.sha256", `"abc" has 3 characters (allowed: 64 hex digits)`},

@@ -20,6 +20,7 @@ defmodule Callbox.DoorsTest do
       config
       |> String.replace("{dir}", Callbox.TestGuests.dir())
       |> String.replace("{scale}", Path.join(Callbox.TestGuests.root(), "guests/prebuilt/rust-scale.wasm"))
+      |> String.replace("{worker}", Path.join(Callbox.TestGuests.root(), "build/callbox-worker"))
 
     {:ok, host} = Callbox.open_config(text, "yaml")
     {:ok, closed} = Callbox.open_config(text, "yaml")

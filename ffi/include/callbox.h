@@ -126,9 +126,13 @@ extern "C" {
  *        library alone checks; every call entry above is one request;
  *        callbox_reload and callbox_reload_config: a new configuration
  *        without closing the host; callbox_limits.max_cpu_ns;
- *        callbox_kinds; callbox_callback_params; callbox_error.failed_text */
+ *        callbox_kinds; callbox_callback_params; callbox_error.failed_text
+ *   1.8  kind WORKER_DIED: a callback under isolation: process whose
+ *        worker process died during the call (the library finds the
+ *        callbox-worker executable beside itself, or where the config's
+ *        worker key or CALLBOX_WORKER says) */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 7
+#define CALLBOX_VERSION_MINOR 8
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -245,6 +249,7 @@ typedef struct callbox_param_info {
 #define CALLBOX_KIND_UNKNOWN_CALLBACK 18     /* since 1.2 (was INVALID_ARGUMENT) */
 #define CALLBOX_KIND_FAILED_PRECONDITION 19  /* since 1.2 (was INVALID_ARGUMENT) */
 #define CALLBOX_KIND_OVERLOADED 20           /* since 1.6 (was an unbounded wait) */
+#define CALLBOX_KIND_WORKER_DIED 21          /* since 1.8 (isolation: process) */
 
 /* The code of each failure, the same from every entry (callbox_error.code,
  * both XLA handlers' errors, callbox_cuda_call_dlpack's return):

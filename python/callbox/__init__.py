@@ -37,6 +37,7 @@ from .errors import (
     UnknownCallback,
     FailedPrecondition,
     Overloaded,
+    WorkerDied,
 )
 from .host import CallbackInfo, CallbackLimits, Chain, Host
 
@@ -74,5 +75,5 @@ __all__ = [
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",
-    "UnknownCallback", "FailedPrecondition", "Overloaded",
+    "UnknownCallback", "FailedPrecondition", "Overloaded", "WorkerDied",
 ]

@@ -93,10 +93,17 @@ Overloaded = _kind("Overloaded", 20,
     call gave up waiting and the guest never ran: the host is short of
     instances, not running away (code RESOURCE_EXHAUSTED).""")
 
+WorkerDied = _kind("WorkerDied", 21,
+                   doc="""The callback runs under isolation: process and its worker process died
+    during the call (a crash, a seccomp kill, the OOM killer, kill -9); the
+    message names the signal. No output was written, and the next call
+    starts a new worker.""")
+
 KINDS = {cls.kind_number: cls for cls in (
     Timeout, FuelExhausted, MemoryLimit, StackOverflow, Unreachable, MemoryOutOfBounds, DivideByZero,
     IntegerOverflow, InvalidConversion, TableOutOfBounds, IndirectCallMismatch, GuestError, ABIViolation,
-    HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition, Overloaded)}
+    HostPanic, Canceled, OtherTrap, InvalidArgument, UnknownCallback, FailedPrecondition, Overloaded,
+    WorkerDied)}
 
 
 class ChainError(CallbackError):

@@ -46,7 +46,8 @@ def make(t):
 @pytest.fixture(scope="module")
 def hosts(guest_dir):
     config = TABLE["config"].replace("{dir}", str(guest_dir)).replace(
-        "{scale}", str(ROOT / "guests" / "prebuilt" / "rust-scale.wasm"))
+        "{scale}", str(ROOT / "guests" / "prebuilt" / "rust-scale.wasm")).replace(
+        "{worker}", str(ROOT / "build" / "callbox-worker"))
     h = callbox.Host(config)
     closed = callbox.Host(config)
     closed.close()

@@ -29,6 +29,15 @@ func serveOptions() procwall.ServeOptions {
 			_ = unix.Exec("/bin/true", []string{"true"}, nil)
 		case "fork":
 			_, _, _ = unix.RawSyscall(unix.SYS_FORK, 0, 0, 0)
+		case "hang":
+			// stuck in a host function, where neither epoch nor fuel
+			// reaches: only the host's kill at the deadline ends it
+			select {}
+		case "crash":
+			// a panic nothing recovers: the worker's runtime ends it
+			// (exit status 2), as an engine bug in Go code would
+			go func() { panic("callbox-probe: crash") }()
+			select {}
 		}
 	}}
 }

@@ -11,7 +11,7 @@ defmodule Callbox.Error do
       `:invalid_conversion`, `:table_out_of_bounds`,
       `:indirect_call_mismatch`, `:guest_error`, `:abi_violation`,
       `:host_panic`, `:canceled`, `:other_trap`, `:invalid_argument`,
-      `:unknown_callback`, `:failed_precondition`, `:overloaded` (`:unknown` for a number
+      `:unknown_callback`, `:failed_precondition`, `:overloaded`, `:worker_died` (`:unknown` for a number
       this binding does not know, with the number in `:kind_number`)
     * `:kind_name` - the library's name of the kind (`"Timeout"`)
     * `:code` - the absl / XLA FFI error code as an atom, the absl name
@@ -50,7 +50,8 @@ defmodule Callbox.Error do
     17 => :invalid_argument,
     18 => :unknown_callback,
     19 => :failed_precondition,
-    20 => :overloaded
+    20 => :overloaded,
+    21 => :worker_died
   }
 
   @codes %{

@@ -104,14 +104,15 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 
 // worker is one worker process, seen from the host.
 type worker struct {
-	cmd    *exec.Cmd
-	pid    int
-	ctl    int
-	ctlMu  sync.Mutex
-	report Report
-	exited chan struct{} // closed once the process is reaped
-	state  *os.ProcessState
-	dead   atomic.Bool // the process exited, or is being killed
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	ctl     int
+	ctlMu   sync.Mutex
+	report  Report
+	exited  chan struct{} // closed once the process is reaped
+	state   *os.ProcessState
+	dead    atomic.Bool // the process exited, or is being killed
 	// deadlineKill records that the host killed it at a call's deadline.
 	deadlineKill atomic.Bool
 	closing      atomic.Bool // the host closed it on purpose
@@ -182,7 +183,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 		closeFD(host)
 		return nil, fmt.Errorf("starting the worker %s: %w", m.e.o.Worker, err)
 	}
-	w := &worker{cmd: cmd, pid: cmd.Process.Pid, ctl: host, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, pid: cmd.Process.Pid, ctl: host, exited: make(chan struct{}), started: time.Now()}
 	go func() {
 		_ = cmd.Wait()
 		w.state = cmd.ProcessState

@@ -13,14 +13,17 @@ import (
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
 )
 
-// Restart backoff: after a worker dies, the next one starts at once; after
-// more deaths with no good call between, each restart waits twice as long
-// as the one before, up to maxBackoff. An instantiation that comes sooner
-// fails as WorkerDied without starting anything, so a module that crashes
-// every worker costs the host one process start per backoff period.
+// Restart backoff: after a worker dies, the next one starts at once;
+// after more deaths, each of a worker that lived less than stableAfter,
+// each restart waits twice as long as the one before, up to maxBackoff. An
+// instantiation that comes sooner fails as WorkerDied without starting
+// anything, so a module that crashes every worker costs the host one
+// process start per backoff period. A worker that lived stableAfter or
+// longer starts the count again.
 const (
 	firstBackoff = 10 * time.Millisecond
 	maxBackoff   = 2 * time.Second
+	stableAfter  = time.Second
 )
 
 // liveWorker returns the module's worker, starting a new one when the
@@ -44,7 +47,7 @@ func (m *module) liveWorker(ctx context.Context) (*worker, error) {
 	m.w = nil
 	w, err := m.start(ctx)
 	if err != nil {
-		m.died()
+		m.died(nil)
 		return nil, err
 	}
 	m.restarts++
@@ -52,8 +55,12 @@ func (m *module) liveWorker(ctx context.Context) (*worker, error) {
 	return w, nil
 }
 
-// died counts a worker's death against the backoff (m.mu held).
-func (m *module) died() {
+// died counts the death of w (nil: one that never started) against the
+// backoff (m.mu held).
+func (m *module) died(w *worker) {
+	if w != nil && time.Since(w.started) >= stableAfter {
+		m.crashes = 0
+	}
 	m.crashes++
 	if m.crashes > 1 {
 		m.nextTry = time.Now().Add(min(firstBackoff<<(m.crashes-2), maxBackoff))
@@ -65,20 +72,10 @@ func (m *module) workerDied(w *worker) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.w == w && !w.closing.Load() {
-		m.died()
+		m.died(w)
 		m.w.close()
 		m.w = nil
 	}
-}
-
-// callWorked resets the backoff.
-func (m *module) callWorked() {
-	if m.crashes == 0 { // racy read, a hint: the reset below is locked
-		return
-	}
-	m.mu.Lock()
-	m.crashes, m.nextTry = 0, time.Time{}
-	m.mu.Unlock()
 }
 
 // Close implements engine.Module: it ends the worker.
@@ -390,7 +387,6 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		}
 		return callErr
 	}
-	i.m.callWorked()
 	return nil
 }
 

@@ -19,8 +19,8 @@ type allocator struct {
 	limit  uint64
 	shared bool // back the memory with a memfd (Options.SharedMemory)
 	state  *engine.GuestState
-	size  uint64
-	mem   reservation
+	size   uint64
+	mem    reservation
 }
 
 var _ experimental.MemoryAllocator = (*allocator)(nil)

@@ -35,7 +35,7 @@ func Apply(lim Limits, keep int) (Report, error) {
 		r.add("seccomp", err, "")
 		return r, fmt.Errorf("seccomp: %w", err)
 	}
-	r.add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls, on every thread; any other kills the process (SIGSYS)", len(allowed)))
+	r.add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own), on every thread; any other kills the process (SIGSYS)", len(allowed)+2))
 	return r, nil
 }
 

@@ -25,21 +25,25 @@ var allowed = []string{
 	"gettimeofday", "getrusage", "getrlimit", "prlimit64", "restart_syscall", "exit", "exit_group", "getrandom",
 	"uname", "prctl", "arch_prctl", "getcpu",
 	// signals (Go's preemption, the engines' trap handlers)
-	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "tgkill", "tkill",
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
 	"timer_create", "timer_settime", "timer_delete", "setitimer",
 }
 
-// policy is the allowlist, with two calls narrowed by their arguments:
-// clone only for a thread (CLONE_THREAD set), never a process; clone3,
+// policy is the allowlist, with three calls narrowed by their arguments:
+// clone only for a thread (CLONE_THREAD set), never a process; tgkill only
+// to the worker's own threads (Go's preemption signals them); clone3,
 // whose flags seccomp cannot read, fails with ENOSYS, which makes glibc
 // fall back to clone.
 func policy() seccomp.Policy {
+	self := uint64(unix.Getpid())
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionKillProcess,
 		Syscalls: []seccomp.SyscallGroup{
 			{Action: seccomp.ActionAllow, Names: allowed},
 			{Action: seccomp.ActionAllow, NamesWithCondtions: []seccomp.NameWithConditions{{
 				Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_THREAD}},
+			}, {
+				Name: "tgkill", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: self}},
 			}}},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
 		},

@@ -1,0 +1,42 @@
+;; probe: the lockdown tests' guest. Each export logs "callbox-probe:<call>",
+;; which the test build of callbox-worker (-tags callbox_probe) turns into
+;; that forbidden system call (or a hang, or a crash) inside the worker;
+;; "ok" logs a harmless line. Every export is () -> s32[] and writes 7.
+(module
+  (import "callbox" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 2)
+  (global $heap (mut i32) (i32.const 4096))
+  (data (i32.const 64) "callbox-probe:open")
+  (data (i32.const 96) "callbox-probe:socket")
+  (data (i32.const 128) "callbox-probe:execve")
+  (data (i32.const 160) "callbox-probe:fork")
+  (data (i32.const 192) "callbox-probe:hang")
+  (data (i32.const 224) "callbox-probe:crash")
+  (data (i32.const 256) "hello from the worker")
+
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param $size i32) (param $align i32) (result i32)
+    (local $p i32)
+    (local.set $p (i32.and (i32.add (global.get $heap) (i32.sub (local.get $align) (i32.const 1)))
+                           (i32.sub (i32.const 0) (local.get $align))))
+    (global.set $heap (i32.add (local.get $p) (local.get $size)))
+    (local.get $p))
+
+  (func $out (param $f i32) (result i32)
+    (i32.store (i32.load offset=16 (i32.load offset=16 (local.get $f))) (i32.const 7))
+    (i32.const 0))
+  (func (export "open") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 64) (i32.const 18)) (call $out (local.get $f)))
+  (func (export "socket") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 96) (i32.const 20)) (call $out (local.get $f)))
+  (func (export "execve") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 128) (i32.const 20)) (call $out (local.get $f)))
+  (func (export "fork") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 160) (i32.const 18)) (call $out (local.get $f)))
+  (func (export "hang") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 192) (i32.const 18)) (call $out (local.get $f)))
+  (func (export "crash") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 224) (i32.const 19)) (call $out (local.get $f)))
+  (func (export "ok") (param $f i32) (result i32)
+    (call $log (i32.const 1) (i32.const 256) (i32.const 21)) (call $out (local.get $f)))
+)
