@@ -37,7 +37,9 @@ PIP_CONFIG_FILE=/dev/null "$venv_py" -m pip wheel --no-build-isolation --no-inde
 import pathlib, sys, zipfile
 (whl,) = pathlib.Path(sys.argv[1]).glob("callbox-*.whl")
 assert "-py3-none-" in whl.name and not whl.name.endswith("-any.whl"), whl.name
-assert "callbox/libcallbox.so" in zipfile.ZipFile(whl).namelist(), "no library in " + whl.name
+names = zipfile.ZipFile(whl).namelist()
+assert "callbox/libcallbox.so" in names, "no library in " + whl.name
+assert "callbox/callbox-worker" in names, "no worker (isolation: process) in " + whl.name
 print("pyinstall-test: wheel " + whl.name)
 PY
 
@@ -49,6 +51,10 @@ callbacks:
     module: $root/guests/prebuilt/wat-hostile.wasm
     signature: "(x: f32[n]) -> f32[n]"
     timeout: 100ms
+  scale_walled:
+    module: $root/guests/prebuilt/rust-scale.wasm
+    export: scale
+    isolation: process
 YAML
 
 cd "$tmp"
@@ -76,6 +82,11 @@ with callbox.Host("callbox.yaml") as host:
         assert (e.callback, e.kind) == ("spin", "Timeout"), (e.callback, e.kind)
     else:
         raise AssertionError("spin did not time out")
-print("pyinstall-test: ok: callbox %s from %s, library %s %s; scale %s -> %s; spin timed out"
+    # isolation: process finds the worker the package installed beside
+    # the library, with nothing set
+    assert (pkg / "callbox-worker").stat().st_mode & 0o111, "the installed worker is not executable"
+    z = host.call("scale_walled", x, np.float32(2.5))
+    assert z.tolist() == y.tolist(), z
+print("pyinstall-test: ok: callbox %s from %s, library %s %s; scale %s -> %s (also in a worker process); spin timed out"
       % (callbox.__version__, pkg, callbox.library_version(), lib, x.tolist(), y.tolist()))
 PY

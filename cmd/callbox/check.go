@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -59,6 +60,7 @@ func newCheckCmd() *cobra.Command {
 					termsafe.Text(info.Signature.String()))
 			}
 			tw.Flush()
+			printWorkers(cmd, h)
 			printOrigins(cmd, cfg, h.Callbacks())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d callback(s) loaded\n", cfgPath, len(h.Callbacks()))
 			return nil
@@ -66,6 +68,39 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "config file (YAML, TOML or JSON)")
 	return cmd
+}
+
+// printWorkers lists, for each callback under isolation: process, its
+// worker process and every lockdown step, applied or not, with why.
+func printWorkers(cmd *cobra.Command, h *host.Host) {
+	var rows [][]string
+	for _, info := range h.Callbacks() {
+		c, err := h.Lookup(info.Name)
+		if err != nil {
+			continue
+		}
+		w, ok := c.Worker()
+		if !ok {
+			continue
+		}
+		for _, s := range w.Hardening {
+			state := "applied"
+			if !s.Applied {
+				state = "NOT applied"
+			}
+			rows = append(rows, []string{info.Name, fmt.Sprint(w.PID), s.Name, state, termsafe.Text(s.Detail)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "\nisolation: process, each callback's worker and its lockdown:")
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALLBACK\tWORKER PID\tHARDENING\tSTATE\tDETAIL")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
 }
 
 // printOrigins lists where each value that is not a built-in default came

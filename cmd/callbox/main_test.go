@@ -14,6 +14,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // cli runs the command in-process and returns its exit status and output.
@@ -110,6 +112,26 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "(x: f32[n], factor: f32[]) -> f32[n]")
 	assert.Contains(t, stdout, "ok, 2 callback(s) loaded")
+}
+
+// TestCheckProcess: check reports a callback under isolation: process,
+// its worker and every lockdown step, applied or not.
+func TestCheckProcess(t *testing.T) {
+	if !sandbox.ProcessIsolationAvailable {
+		t.Skip("isolation: process needs Linux")
+	}
+	worker, err := workerbin.Path(false)
+	require.NoError(t, err)
+	dir := workspace(t, "  walled:\n    module: scale.wasm\n    export: scale\n    isolation: process\nworker: "+worker+"\n")
+	code, stdout, stderr := cli(t, "check", "-c", filepath.Join(dir, "config.yaml"))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^walled .* process `, stdout)
+	assert.Contains(t, stdout, "isolation: process, each callback's worker and its lockdown:")
+	for _, step := range []string{"seccomp", "no_new_privs", "rlimit_as", "rlimit_nofile", "rlimit_core", "descriptors", "environment"} {
+		assert.Regexp(t, `(?m)^walled +\d+ +`+step+` +applied `, stdout)
+	}
+	assert.Regexp(t, `(?m)^walled +\d+ +landlock +(applied|NOT applied) `, stdout, "landlock is reported either way")
+	assert.Contains(t, stdout, "ok, 3 callback(s) loaded")
 }
 
 func TestInspect(t *testing.T) {
