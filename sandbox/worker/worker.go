@@ -61,7 +61,7 @@ func Main(args []string) int {
 	case config.EngineWazero:
 		eng, err = wazero.New(ctx, wazero.Options{SharedMemory: true})
 	case config.EngineWasmtime:
-		eng, err = wasmtime.New(ctx, wasmtime.Options{})
+		eng, err = wasmtime.New(ctx, wasmtime.Options{SharedMemory: true})
 	default:
 		err = fmt.Errorf("unknown engine %q", args[1])
 	}

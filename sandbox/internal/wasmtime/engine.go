@@ -68,8 +68,9 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 	// struct; refuse to run against a layout we do not know.
 	if unsafe.Sizeof(wt.Func{}) != unsafe.Sizeof(C.cb_wasmtime_func_t{}) || unsafe.Sizeof(wt.Memory{}) != unsafe.Sizeof(C.cb_memory_t{}) ||
 		unsafe.Sizeof(wt.Linker{}) != 2*unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.FuncType{}) != 3*unsafe.Sizeof(uintptr(0)) ||
-		unsafe.Sizeof(wt.Module{}) != unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.Instance{}) != unsafe.Sizeof(C.cb_instance_t{}) {
-		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType/Module/Instance layout differs from the one this build expects")
+		unsafe.Sizeof(wt.Module{}) != unsafe.Sizeof(uintptr(0)) || unsafe.Sizeof(wt.Instance{}) != unsafe.Sizeof(C.cb_instance_t{}) ||
+		unsafe.Sizeof(wt.Config{}) != unsafe.Sizeof(uintptr(0)) {
+		return nil, errors.New("wasmtime: wasmtime-go's Func/Memory/Linker/FuncType/Module/Instance/Config layout differs from the one this build expects")
 	}
 	if C.GoString(C.cb_budget_name()) != meter.BudgetExport {
 		return nil, errors.New("wasmtime: the C glue's budget global name differs from the meter's")
@@ -142,6 +143,11 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 		cfg.SetMaxWasmStack(int(k.maxStack))
 	}
 	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
+	if e.opts.SharedMemory {
+		// wasmtime-go's Config is a single wasm_config_t pointer
+		// (checked in New).
+		C.cb_config_shared_memory(*(**C.wasm_config_t)(unsafe.Pointer(cfg)))
+	}
 	eng := wt.NewEngineWithConfig(cfg)
 	if err := e.ticker.add(eng); err != nil {
 		eng.Close()
@@ -443,6 +449,7 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.In
 		*(**C.wasmtime_module_t)(unsafe.Pointer(m.mod)), m.nativeStack(), &raw, res)
 	C.cb_guard_end(inst.guard)
 	runtime.UnlockOSThread()
+	inst.memfd, inst.memCap = int(res.memfd), uint64(res.mem_cap)
 	runtime.KeepAlive(m.linker)
 	runtime.KeepAlive(m.mod)
 	runtime.KeepAlive(inst.store)
@@ -511,6 +518,10 @@ type instance struct {
 	guard    *C.cb_guard_t // C memory: the epoch callback's per-call state
 	args     *[maxStack]C.cb_val_raw_t
 	res      *C.cb_call_result_t // C memory, reused by every call
+	// memfd is the file behind the memory under Options.SharedMemory (-1
+	// or 0 otherwise: see MemoryFile), memCap the most it may grow to.
+	memfd  int
+	memCap uint64
 
 	// Metered modules (a fuel budget): the budget global, and a copy of
 	// it in C memory for cb_call (host functions reach it through
@@ -768,4 +779,18 @@ func callboxWatch(h C.uintptr_t) {
 			<-done
 		}
 	}
+}
+
+// MemoryFile implements engine.SharedMemory: the memfd behind the
+// instance's memory (Options.SharedMemory) and the bytes it may grow to,
+// max_memory included; -1 when the memory is the engine's own.
+func (i *instance) MemoryFile() (fd int, reserved uint64) {
+	if !i.m.e.opts.SharedMemory || i.memCap == 0 {
+		return -1, 0
+	}
+	reserved = i.memCap
+	if limit := i.m.cfg.Limits.MaxMemory; limit > 0 && limit < reserved {
+		reserved = (limit + 65535) &^ 65535
+	}
+	return i.memfd, reserved
 }

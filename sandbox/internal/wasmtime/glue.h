@@ -64,6 +64,11 @@ typedef struct cb_call_result {
   uint8_t *mem_data;
   size_t mem_size;
   int64_t counter;
+  // cb_instantiate only: the memfd behind the instance's memory and the
+  // bytes it may grow to, when its engine shares memory
+  // (cb_config_shared_memory); -1 otherwise.
+  int memfd;
+  size_t mem_cap;
 } cb_call_result_t;
 
 // Frame information copied out of a trap.
@@ -175,6 +180,14 @@ void cb_counter_set(cb_guard_t *g, int64_t v);
 // they agree).
 const char *cb_budget_name(void);
 wasmtime_context_t *cb_store_context(wasmtime_store_t *store);
+
+typedef struct wasm_config_t wasm_config_t;
+// cb_config_shared_memory makes engines built from cfg create every linear
+// memory as a memfd mapped MAP_SHARED and sealed against shrinking, which
+// another process may map (the process-isolation worker hands it to the
+// host): wasmtime's host memory creator, with copy-on-write images off.
+// Returns 0 where memfd is not available (not Linux).
+int cb_config_shared_memory(wasm_config_t *cfg);
 void cb_set_epoch_callback(wasmtime_store_t *store, cb_guard_t *guard);
 // cb_mono_ns reads CLOCK_MONOTONIC, the clock of the guard's deadlines.
 int64_t cb_mono_ns(void);

@@ -21,4 +21,10 @@ type Options struct {
 	// a negative value turns the limit off and leaves the time-slicing to
 	// the OS.
 	Cores int
+	// SharedMemory makes every instance's linear memory a sealed memfd
+	// (a memory creator in the C glue), so another process handed the
+	// descriptor (engine.SharedMemory) sees the guest's memory itself:
+	// the process-isolation worker's zero-copy path. Linux only; the
+	// memory never moves either way.
+	SharedMemory bool
 }
