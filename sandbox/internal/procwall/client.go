@@ -146,15 +146,15 @@ type module struct {
 // memory).
 func (m *module) addressSpace() uint64 {
 	const base = 4 << 30
-	per := uint64(defaultReserve)
+	per := uint64(maxReserve)
 	if l := m.cfg.Limits.MaxMemory; l > 0 {
 		per = l
 	}
 	if m.e.o.Engine == config.EngineWasmtime {
-		per = 8 << 30 // wasmtime's 4 GiB reservation and its guards
+		per = 4<<30 + 512<<20 // wasmtime's 4 GiB reservation, its guard, the instance's stacks
 	}
 	n := uint64(max(m.cfg.Instances, 1)) + 1 // one more: a pool replaces a broken instance before the old one is gone
-	return base + 2*n*per                    // the shared mirror or mapping per instance too
+	return base + n*per
 }
 
 // start spawns a worker, reads its hello and has it compile the module.

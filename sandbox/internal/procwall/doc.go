@@ -10,10 +10,9 @@
 // module once and serves every instance of it, each on a socket of its own
 // (SOCK_SEQPACKET), so concurrent instances run on the worker's threads in
 // parallel. A guest's linear memory is a sealed memfd mapped by both
-// processes (wazero), so the host writes inputs into, and reads outputs
-// from, guest memory as it does in process; where the engine keeps its own
-// memory (wasmtime), the worker copies between that memory and a shared
-// mirror around each guest entry.
+// processes (wazero's memory allocator, wasmtime's memory creator in the C
+// glue), so the host writes inputs into, and reads outputs from, guest
+// memory as it does in process, with no copy of its own.
 //
 // The worker (Serve) locks itself down before it reads a byte of a guest
 // (lockdown_linux.go): it closes every inherited descriptor, lowers its

@@ -9,76 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Guest memory shared by two processes. The file is a memfd sealed
+// Guest memory shared by two processes: the engines in the worker put
+// each instance's linear memory in a memfd (their SharedMemory options),
+// which the host maps too. The file is a memfd sealed
 // against shrinking (F_SEAL_SHRINK): a size the host has once seen can
 // never be taken back, so a worker cannot make the host's reads fault
 // (SIGBUS) by truncating the file under it.
 
-// defaultReserve is the mapping of a memory with no max_memory: the most a
-// 32-bit guest can address.
-const defaultReserve = 4 << 30
-
-// mirror is the worker's shared copy of an engine-owned memory: copied to
-// the guest before each entry and back after it.
-type mirror struct {
-	fd       int
-	reserved uint64
-	size     uint64 // the file's size
-	buf      []byte // the whole reservation
-	used     uint64 // bytes of guest memory the mirror holds
-}
-
-func newMirror(limit uint64) (*mirror, error) {
-	reserve := uint64(defaultReserve)
-	if limit > 0 {
-		reserve = limit
-	}
-	fd, err := unix.MemfdCreate("callbox-guest-memory", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK); err != nil {
-		_ = unix.Close(fd)
-		return nil, err
-	}
-	buf, err := unix.Mmap(fd, 0, int(reserve), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)
-	if err != nil {
-		_ = unix.Close(fd)
-		return nil, err
-	}
-	return &mirror{fd: fd, reserved: reserve, buf: buf}, nil
-}
-
-// pull copies the guest's memory into the mirror, growing the file first.
-func (m *mirror) pull(mem []byte) error {
-	n := uint64(len(mem))
-	if n > m.reserved {
-		return fmt.Errorf("guest memory of %d bytes exceeds the %d-byte shared mapping", n, m.reserved)
-	}
-	if n > m.size {
-		if err := unix.Ftruncate(m.fd, int64(n)); err != nil {
-			return err
-		}
-		m.size = n
-	}
-	copy(m.buf[:n], mem)
-	m.used = n
-	return nil
-}
-
-// push copies what the host wrote in the mirror into the guest's memory.
-func (m *mirror) push(mem []byte) error {
-	if uint64(len(mem)) < m.used {
-		return errors.New("guest memory shrank")
-	}
-	copy(mem, m.buf[:m.used])
-	return nil
-}
-
-func (m *mirror) close() {
-	_ = unix.Munmap(m.buf)
-	_ = unix.Close(m.fd)
-}
+// maxReserve is the largest mapping of a guest memory the host accepts:
+// the most a 32-bit guest can address.
+const maxReserve = 4 << 30
 
 // hostMemory is the host's mapping of a guest memory file.
 type hostMemory struct {
@@ -97,7 +37,7 @@ func mapMemory(fd int, reserved uint64) (*hostMemory, error) {
 	if seals&unix.F_SEAL_SHRINK == 0 {
 		return nil, errors.New("the memory file is not sealed against shrinking")
 	}
-	if reserved == 0 || reserved > defaultReserve {
+	if reserved == 0 || reserved > maxReserve {
 		return nil, fmt.Errorf("a memory reservation of %d bytes", reserved)
 	}
 	buf, err := unix.Mmap(fd, 0, int(reserved), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)

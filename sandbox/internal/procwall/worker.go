@@ -194,12 +194,9 @@ func at(nanos int64) time.Time {
 // served is one instance on the worker's side.
 type served struct {
 	inst engine.Instance
-	fns  []engine.Function
-	// mirror is the shared copy of an engine-owned memory (wasmtime),
-	// nil when the guest's memory is itself the shared file.
-	mirror *mirror
-	logs   logBuf
-	stack  []uint64
+	fns   []engine.Function
+	logs  logBuf
+	stack []uint64
 }
 
 func (s *server) serveInstance(sock int, id uint64, deadline int64) {
@@ -221,22 +218,13 @@ func (s *server) serveInstance(sock int, id uint64, deadline int64) {
 			fd, reserved = sm.MemoryFile()
 		}
 		if fd < 0 {
-			m, merr := newMirror(inst.State().Limits().MaxMemory)
-			if merr != nil {
-				e.reset(opInstantiated)
-				e.err(fmt.Errorf("instantiate: the memory shared with the host: %w", merr))
-				_ = send(sock, e.b, -1)
-				return
-			}
-			defer m.close()
-			sv.mirror = m
-			fd, reserved = m.fd, m.reserved
-			if err := m.pull(inst.Memory()); err != nil {
-				e.reset(opInstantiated)
-				e.err(fmt.Errorf("instantiate: the memory shared with the host: %w", err))
-				_ = send(sock, e.b, -1)
-				return
-			}
+			// Both engines put guest memory in a memfd (their
+			// SharedMemory options); one that could not make the file
+			// fell back to private memory the host cannot see.
+			e.reset(opInstantiated)
+			e.err(&engine.Trap{Class: abi.HostPanic, Message: "instantiate: the guest's memory is not a file the host can map (memfd_create failed in the worker)"})
+			_ = send(sock, e.b, -1)
+			return
 		}
 		memFD = fd
 		e.u64(reserved)
@@ -318,20 +306,9 @@ func (s *server) call(ctx context.Context, id uint64, sv *served, d *dec, e *enc
 	}
 	cctx, done := s.arm(ctx, id, seq)
 	sv.inst.SetDeadline(at(deadline))
-	var err error
-	if sv.mirror != nil {
-		err = sv.mirror.push(sv.inst.Memory())
-	}
-	if err == nil {
-		err = sv.inst.Call(cctx, sv.fns[fn], stack)
-	}
+	err := sv.inst.Call(cctx, sv.fns[fn], stack)
 	done()
 	mem := sv.inst.Memory()
-	if sv.mirror != nil {
-		if perr := sv.mirror.pull(mem); perr != nil && err == nil {
-			err = &engine.Trap{Class: abi.HostPanic, Message: "copying guest memory to the host: " + perr.Error()}
-		}
-	}
 	e.err(err)
 	e.u32(uint32(len(stack)))
 	for _, v := range stack {
