@@ -50,7 +50,7 @@ func scaleBatch(b, n int, seed uint64) (x, f, out host.Tensor) {
 }
 
 func TestBatchMatchesOneCallPerElement(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		ctx := context.Background()
 		par := parallelHost(t, engine, 4, nil)
 		seq := newHost(t, engine, nil)
@@ -130,7 +130,7 @@ func TestBatchRefusals(t *testing.T) {
 // A failing element fails the batch with its index: the lowest failing
 // index, every time, and the outputs keep every byte they had.
 func TestBatchFailingElement(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		for _, rule := range []string{config.BatchingParallel, config.BatchingSequential} {
 			t.Run(rule, func(t *testing.T) {
 				h := newHost(t, engine, func(cb *config.Callback) { cb.Batching, cb.MaxInstances = rule, 4 })

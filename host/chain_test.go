@@ -34,7 +34,7 @@ func (c countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return c }
 func (c countingHandler) WithGroup(string) slog.Handler            { return c }
 
 func TestChainRunsInOrder(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		ctx := context.Background()
 		ch := h.NewChain("order")
@@ -150,7 +150,7 @@ func TestBarrierHonoursContext(t *testing.T) {
 }
 
 func TestHostTapsAndBarrier(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		ctx := context.Background()
 		for i := 0; i < 10; i++ {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -61,13 +62,21 @@ func newHost(t testing.TB, engine string, tweak func(*config.Callback)) *host.Ho
 // newHostCtx is newHost with the context host.New is given.
 func newHostCtx(t testing.TB, ctx context.Context, engine string, tweak func(*config.Callback)) *host.Host {
 	t.Helper()
-	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	opts := []host.Option{host.WithLogger(slog.New(slog.DiscardHandler))}
+	engine, process := strings.CutSuffix(engine, processSuffix)
+	if process {
+		opts = append(opts, host.WithWorker(workerPath(t, false)))
+	}
+	h, err := host.New(ctx, nil, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	wasm := testkitWasm(t)
 	for name, sig := range testkitSigs {
 		cb := config.DefaultCallback()
 		cb.Name, cb.Export, cb.Signature, cb.Engine = name, name, sig, engine
+		if process {
+			cb.Isolation = config.IsolationProcess
+		}
 		cb.Limits.Timeout = 2 * time.Second
 		cb.Limits.MaxMemory = 1 << 20
 		if tweak != nil {
@@ -84,8 +93,25 @@ func forEngines(t *testing.T, fn func(t *testing.T, engine string)) {
 	}
 }
 
+// processSuffix marks an engine name newHost loads under isolation:
+// process ("wazero+process").
+const processSuffix = "+" + config.IsolationProcess
+
+// forEnginesAndProcess is forEngines, then each engine again under
+// isolation: process: the tests of a semantics process isolation must
+// keep (sessions, chains, taps, batches) run through it too.
+func forEnginesAndProcess(t *testing.T, fn func(t *testing.T, engine string)) {
+	forEngines(t, fn)
+	if !sandbox.ProcessIsolationAvailable {
+		return
+	}
+	for _, e := range engineNames() {
+		t.Run(e+processSuffix, func(t *testing.T) { fn(t, e+processSuffix) })
+	}
+}
+
 func TestInvokeScale(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		x := abi.From([]float32{1, 2, 3, 4.5})
 		outs, st, err := invokeStats(context.Background(), h, "scale", x, abi.Scalar[float32](2))

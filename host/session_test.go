@@ -13,7 +13,7 @@ import (
 )
 
 func TestSessionZeroCopy(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
 		ctx := context.Background()
 		s, err := h.NewSession(ctx, "scale")
@@ -44,7 +44,7 @@ func TestSessionZeroCopy(t *testing.T) {
 }
 
 func TestSessionBrokenByTrap(t *testing.T) {
-	forEngines(t, func(t *testing.T, engine string) {
+	forEnginesAndProcess(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		ctx := context.Background()
 		s, err := h.NewSession(ctx, "half_then_trap")
