@@ -55,27 +55,36 @@ func Main(args []string) int {
 		return 2
 	}
 	ctx := context.Background()
+	// The engine starts inside the lockdown, after Landlock (which
+	// reaches every thread by signalling each: before the engine, only
+	// the Go runtime's few; wasmtime's epoch thread answers slowly) and
+	// before the seccomp filter. One compile then starts what an engine
+	// starts once per process: wasmtime's compiler thread pool sizes
+	// itself from /proc/self/cgroup, an open the filter would kill (under
+	// Landlock it merely fails, and the pool takes the CPUs it may run on).
 	var eng engine.Engine
-	var err error
-	switch args[1] {
-	case config.EngineWazero:
-		eng, err = wazero.New(ctx, wazero.Options{SharedMemory: true})
-	case config.EngineWasmtime:
-		eng, err = wasmtime.New(ctx, wasmtime.Options{SharedMemory: true})
-	default:
-		err = fmt.Errorf("unknown engine %q", args[1])
+	var engErr error
+	start := func() {
+		switch args[1] {
+		case config.EngineWazero:
+			eng, engErr = wazero.New(ctx, wazero.Options{SharedMemory: true})
+		case config.EngineWasmtime:
+			eng, engErr = wasmtime.New(ctx, wasmtime.Options{SharedMemory: true})
+		default:
+			engErr = fmt.Errorf("unknown engine %q", args[1])
+		}
+		if engErr != nil {
+			return
+		}
+		if m, err := eng.Compile(ctx, warmModule, engine.ModuleConfig{Name: "warm-up"}); err == nil {
+			_ = m.Close(ctx)
+		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "callbox-worker:", err)
+	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files}, controlFD, start)
+	if engErr != nil {
+		fmt.Fprintln(os.Stderr, "callbox-worker:", engErr)
 		return 1
 	}
-	// One compile before the lockdown starts what an engine starts once
-	// per process: wasmtime's compiler thread pool sizes itself from
-	// /proc/self/cgroup, which the locked-down worker cannot open.
-	if m, err := eng.Compile(ctx, warmModule, engine.ModuleConfig{Name: "warm-up"}); err == nil {
-		_ = m.Close(ctx)
-	}
-	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files}, controlFD)
 	if err != nil {
 		// The hello still goes out, so the host can say which step
 		// failed; a worker that is not locked down never compiles.

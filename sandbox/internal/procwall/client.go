@@ -201,7 +201,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	}
 	stop := w.killAt(ctx, time.Time{})
 	defer stop()
-	msg, fd, err := recv(host, nil, maxMessage)
+	msg, fd, err := recv(host, nil, maxMessage, false)
 	closeFD(fd)
 	if err != nil {
 		return fail(err)
@@ -229,7 +229,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	if err != nil {
 		return fail(err)
 	}
-	msg, fd, err = recv(host, nil, maxMessage)
+	msg, fd, err = recv(host, nil, maxMessage, false)
 	closeFD(fd)
 	if err != nil {
 		return fail(err)

@@ -179,6 +179,7 @@ type instance struct {
 	fuel     uint64
 	fuelOK   bool
 	gone     atomic.Bool // the socket is closed: the instance is dead
+	kill     *time.Timer // kills the worker at a deadline (armKill)
 	e        enc
 	rbuf     []byte
 }
@@ -195,9 +196,8 @@ var (
 // stops the guest, and kills it if it still has not answered after the
 // grace.
 func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([]byte, int, error) {
-	var stop func()
 	if !deadline.IsZero() {
-		stop = i.w.killAt(context.Background(), deadline.Add(i.m.e.o.KillGrace))
+		i.armKill(deadline.Add(i.m.e.o.KillGrace))
 	}
 	var cancelStop func() bool
 	if ctx.Done() != nil {
@@ -224,10 +224,10 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 	var msg []byte
 	fd := -1
 	if err == nil {
-		msg, fd, err = recv(i.sock, i.rbuf, maxMessage)
+		msg, fd, err = recv(i.sock, i.rbuf, maxMessage, e == nil) // only the instantiation's reply carries a descriptor
 	}
-	if stop != nil {
-		stop()
+	if !deadline.IsZero() {
+		i.kill.Stop()
 	}
 	if cancelStop != nil {
 		cancelStop()
@@ -239,6 +239,18 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 		i.rbuf = msg[:cap(msg)]
 	}
 	return msg, fd, nil
+}
+
+// armKill arms the instance's one kill timer (made on first use, reset
+// for every later exchange: no allocation per call) to kill the worker at
+// when, as a deadline kill.
+func (i *instance) armKill(when time.Time) {
+	if i.kill == nil {
+		w := i.w
+		i.kill = time.AfterFunc(time.Until(when), func() { w.deadlineKill.Store(true); w.kill() })
+		return
+	}
+	i.kill.Reset(time.Until(when))
 }
 
 // lost turns a failed exchange into the call's error: the worker died.

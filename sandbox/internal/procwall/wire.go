@@ -184,14 +184,19 @@ func sendPacket(sock int, p, oob []byte) error {
 }
 
 // recv reads one message into buf (grown as needed) and returns it with
-// the descriptor that came with it (-1 for none). A message of more than
-// limit bytes is refused.
-func recv(sock int, buf []byte, limit int) ([]byte, int, error) {
+// the descriptor that came with it (-1 for none; withFD false reads with
+// read(2), which is cheaper, and takes none: a descriptor the peer sends
+// anyway is discarded by the kernel). A message of more than limit bytes
+// is refused.
+func recv(sock int, buf []byte, limit int, withFD bool) ([]byte, int, error) {
 	if cap(buf) < maxPacket {
 		buf = make([]byte, maxPacket)
 	}
 	buf = buf[:cap(buf)]
-	oob := make([]byte, unix.CmsgSpace(4))
+	var oob []byte
+	if withFD {
+		oob = make([]byte, unix.CmsgSpace(4))
+	}
 	n, fd, err := recvPacket(sock, buf[:maxPacket], oob)
 	if err != nil {
 		return nil, -1, err

@@ -50,7 +50,7 @@ func Serve(eng engine.Engine, ctl int, report any, o ServeOptions) error {
 	if err := send(ctl, e.b, -1); err != nil {
 		return err
 	}
-	msg, fd, err := recv(ctl, nil, maxMessage)
+	msg, fd, err := recv(ctl, nil, maxMessage, true)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func Serve(eng engine.Engine, ctl int, report any, o ServeOptions) error {
 	s.mod = mod
 	var buf []byte
 	for {
-		msg, fd, err := recv(ctl, buf, maxMessage)
+		msg, fd, err := recv(ctl, buf, maxMessage, true)
 		if errors.Is(err, errPeerGone) {
 			return nil // the host let go: the worker's work is done
 		}
@@ -193,7 +193,7 @@ func at(nanos int64) time.Time {
 
 // served is one instance on the worker's side.
 type served struct {
-	inst engine.Instance
+	inst  engine.Instance
 	fns   []engine.Function
 	logs  logBuf
 	stack []uint64
@@ -235,7 +235,7 @@ func (s *server) serveInstance(sock int, id uint64, deadline int64) {
 	}
 	var buf []byte
 	for {
-		msg, fd, err := recv(sock, buf, maxMessage)
+		msg, fd, err := recv(sock, buf, maxMessage, false)
 		closeFD(fd)
 		if err != nil {
 			return

@@ -14,8 +14,21 @@ import (
 // Apply locks the calling process down, keeping descriptors 0-2 and keep
 // open. Seccomp is required: when it cannot be installed Apply fails and
 // the worker must not serve. Every other step is reported, applied or not.
-func Apply(lim Limits, keep int) (Report, error) {
+//
+// settle runs once the file system and network are closed (Landlock) and
+// before the seccomp filter: the worker starts its engine there, so what a
+// runtime starts once per process and would otherwise start under the
+// filter (wasmtime's compiler threads, which read /proc/self/cgroup, an
+// open the filter kills) starts where such a read merely fails. Landlock
+// goes first also because, before Landlock ABI 8, it reaches every thread
+// by signalling each (libpsx): before settle there are only the Go
+// runtime's few, where wasmtime's epoch thread took 40-140 ms to answer.
+func Apply(lim Limits, keep int, settle func()) (Report, error) {
 	var r Report
+	r.add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
+	if settle != nil {
+		settle()
+	}
 	r.add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
 	r.add("environment", clearEnv(), "empty")
 	r.add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
@@ -25,7 +38,6 @@ func Apply(lim Limits, keep int) (Report, error) {
 	} else {
 		r.add("rlimit_as", errors.New("not set: the engine reserves memory without a bound (max_memory unset)"), "")
 	}
-	r.add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
 	if err := seccomp.SetNoNewPrivs(); err != nil {
 		r.add("no_new_privs", err, "")
 		return r, fmt.Errorf("no_new_privs: %w", err)
