@@ -122,14 +122,14 @@ func BenchmarkWorkerStart(b *testing.B) {
 }
 
 // BenchmarkProcessThroughput: 1 KiB calls from 1 goroutine and then from
-// 2 (one per core), each with an instance of its own in the worker;
-// scaling is calls/s with 2 over calls/s with 1 (2.0 is perfect).
+// 2 (one per core), each with an instance of its own, in process and in a
+// worker; scaling is calls/s with 2 over calls/s with 1 (2.0 is perfect).
 func BenchmarkProcessThroughput(b *testing.B) {
 	for _, engine := range engineNames() {
 		b.Run(engine, func(b *testing.B) {
 			h := processBenchHost(b, engine, 256, 2)
 			ctx := context.Background()
-			run := func(goroutines, calls int) time.Duration {
+			run := func(name string, goroutines, calls int) time.Duration {
 				var wg sync.WaitGroup
 				t0 := time.Now()
 				for range goroutines {
@@ -138,7 +138,7 @@ func BenchmarkProcessThroughput(b *testing.B) {
 						defer wg.Done()
 						x, f, out := abi.From(make([]float32, 256)), abi.Scalar[float32](2), abi.From(make([]float32, 256))
 						for range calls {
-							if _, err := h.InvokeInto(ctx, config.IsolationProcess, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+							if _, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
 								b.Error(err)
 								return
 							}
@@ -148,13 +148,19 @@ func BenchmarkProcessThroughput(b *testing.B) {
 				wg.Wait()
 				return time.Since(t0)
 			}
-			run(2, 100) // both instances made
+			for _, name := range []string{config.IsolationPooled, config.IsolationProcess} {
+				run(name, 2, 100) // both instances made
+			}
 			b.ResetTimer()
-			one := run(1, b.N)
-			two := run(2, b.N)
+			var scaling [2]float64
+			for j, name := range []string{config.IsolationPooled, config.IsolationProcess} {
+				one := run(name, 1, b.N)
+				two := run(name, 2, b.N) // twice the calls of one
+				scaling[j] = 2 * float64(one) / float64(two)
+			}
 			b.StopTimer()
-			// two did twice the calls of one
-			b.ReportMetric(2*float64(one)/float64(two), "scaling")
+			b.ReportMetric(scaling[0], "inproc-scaling")
+			b.ReportMetric(scaling[1], "process-scaling")
 		})
 	}
 }
