@@ -30,6 +30,7 @@ targets=(
   "./host FuzzInspect"
   "./sandbox/internal/meter FuzzInstrument"
   "./sandbox/internal/meter FuzzRewriteKeepsInterface"
+  "./sandbox/internal/procwall FuzzDecodeReturned"
 )
 failed=()
 start=$(date +%s)

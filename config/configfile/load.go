@@ -437,38 +437,32 @@ func (l *loader) resolveCallback(defaults config.Callback, rc rawCallback) confi
 
 // resolveCacheDir sets cfg.CacheDir from the file or CALLBOX_CACHE_DIR.
 func (l *loader) resolveCacheDir(cfg *config.Config) {
-	v := l.v.Get(keyCacheDir)
-	if v == nil {
-		return
-	}
-	at, env, dir := keyCacheDir, false, l.dir
-	if _, ok := l.env[envCacheDir]; ok {
-		at, env, dir = envCacheDir, true, ""
-	}
-	s, err := config.ParseCacheDir(v, dir)
-	if err != nil {
-		l.fail(at, env, err)
-		return
-	}
-	cfg.CacheDir = s
+	l.resolvePath(keyCacheDir, envCacheDir, config.ParseCacheDir, &cfg.CacheDir)
 }
 
 // resolveWorker sets cfg.Worker from the file or CALLBOX_WORKER.
 func (l *loader) resolveWorker(cfg *config.Config) {
-	v := l.v.Get(keyWorker)
+	l.resolvePath(keyWorker, envWorker, config.ParseWorker, &cfg.Worker)
+}
+
+// resolvePath sets *to from a top-level path key, or from its environment
+// variable (whose relative path is the working directory's, where the
+// file's is the file's directory), parsed by parse.
+func (l *loader) resolvePath(key, env string, parse func(any, string) (string, error), to *string) {
+	v := l.v.Get(key)
 	if v == nil {
 		return
 	}
-	at, env, dir := keyWorker, false, l.dir
-	if _, ok := l.env[envWorker]; ok {
-		at, env, dir = envWorker, true, ""
+	at, fromEnv, dir := key, false, l.dir
+	if _, ok := l.env[env]; ok {
+		at, fromEnv, dir = env, true, ""
 	}
-	s, err := config.ParseWorker(v, dir)
+	s, err := parse(v, dir)
 	if err != nil {
-		l.fail(at, env, err)
+		l.fail(at, fromEnv, err)
 		return
 	}
-	cfg.Worker = s
+	*to = s
 }
 
 // sectionLookup reads keys straight from a file section, for callbacks

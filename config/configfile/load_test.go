@@ -347,6 +347,29 @@ func TestEnvRelativePathsUseWorkingDirectory(t *testing.T) {
 	assert.NotEqual(t, filepath.Dir(path), wd)
 }
 
+// TestWorkerKey: the worker key is a path like cache_dir's: relative to
+// the file's directory, or to the working directory when CALLBOX_WORKER
+// sets it, which wins; a value that is not a string names the key.
+func TestWorkerKey(t *testing.T) {
+	cfg, path, err := loadYAML(t, "worker: bin/callbox-worker\n")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(filepath.Dir(path), "bin", "callbox-worker"), cfg.Worker)
+
+	wd := t.TempDir()
+	t.Chdir(wd)
+	cfg, _, err = loadYAML(t, "worker: bin/callbox-worker\n", "CALLBOX_WORKER=w/callbox-worker")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(wd, "w", "callbox-worker"), cfg.Worker)
+
+	cfg = mustLoadYAML(t, "")
+	assert.Empty(t, cfg.Worker, "no key: the host's own search")
+
+	_, _, err = loadYAML(t, "worker: [a, b]\n")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "worker")
+	assert.Contains(t, err.Error(), "callbox-worker executable")
+}
+
 func TestLoadReadsProcessEnvironment(t *testing.T) {
 	t.Setenv("CALLBOX_DEFAULTS_MAX_INSTANCES", "7")
 	path := writeConfig(t, "config.yaml", "callbacks:\n  a:\n    module: a.wasm\n")

@@ -20,6 +20,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/procwall/hardening"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/wazero"
 )
@@ -119,13 +120,7 @@ type worker struct {
 }
 
 // Report is the worker's account of its lockdown.
-type Report struct {
-	Steps []struct {
-		Name    string `json:"name"`
-		Applied bool   `json:"applied"`
-		Detail  string `json:"detail"`
-	} `json:"steps"`
-}
+type Report = hardening.Report
 
 // module is a compiled module and the worker that holds it.
 type module struct {

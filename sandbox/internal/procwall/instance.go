@@ -365,31 +365,10 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 	if d.u8() != opReturned {
 		return i.broken("call", errors.New("unexpected reply"))
 	}
-	callErr := d.error()
-	if n := d.count(8, "stack values"); n != len(stack) && d.err == nil {
-		return i.broken("call", fmt.Errorf("%d stack values back for %d sent", n, len(stack)))
+	callErr, size, err := i.decodeReturned(ctx, &d, stack)
+	if err != nil {
+		return i.broken("call", err)
 	}
-	for k := range stack {
-		stack[k] = d.u64()
-	}
-	size := d.u64()
-	st := i.state
-	st.Begin(ctx)
-	st.ErrorMessage = d.str()
-	if max := st.Limits().MaxError; max > 0 && uint64(len(st.ErrorMessage)) > max+64 {
-		st.ErrorMessage = st.ErrorMessage[:max] // a worker cannot pass the host more than the cap
-	}
-	st.LogBytes, st.LogDropped = d.u64(), d.u64()
-	st.MemoryDenied = d.bool()
-	if d.bool() {
-		st.Abort = d.trap()
-	}
-	i.fuel, i.fuelOK = d.u64(), d.bool()
-	emitLogs(ctx, &d, i.m.cfg.Logger)
-	if d.err != nil {
-		return i.broken("call", d.err)
-	}
-	st.End() // logs the capped warning, as in process
 	if i.view, err = i.mem.view(size); err != nil {
 		return i.broken("call", err)
 	}
@@ -400,6 +379,37 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		return callErr
 	}
 	return nil
+}
+
+// decodeReturned reads an opReturned reply after its op: the guest's
+// error, the stack (which must have as many values as were sent), the
+// memory's size, the guest state (into i.state), the fuel and the log
+// lines (logged on the callback's logger). err is a reply the host cannot
+// trust; every length in it is bounds-checked by d.
+func (i *instance) decodeReturned(ctx context.Context, d *dec, stack []uint64) (callErr error, size uint64, err error) {
+	callErr = d.error()
+	if n := d.count(8, "stack values"); n != len(stack) && d.err == nil {
+		return nil, 0, fmt.Errorf("%d stack values back for %d sent", n, len(stack))
+	}
+	for k := range stack {
+		stack[k] = d.u64()
+	}
+	size = d.u64()
+	st := i.state
+	st.Begin(ctx)
+	st.ErrorMessage = workerText(d.str(), st.Limits().MaxError+markRoom)
+	st.LogBytes, st.LogDropped = d.u64(), d.u64()
+	st.MemoryDenied = d.bool()
+	if d.bool() {
+		st.Abort = d.trap()
+	}
+	i.fuel, i.fuelOK = d.u64(), d.bool()
+	emitLogs(ctx, d, i.m.cfg.Logger, st.Limits().MaxLog)
+	st.End() // logs the capped warning, as in process
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+	return callErr, size, nil
 }
 
 // Memory implements engine.Instance: the host's view of the guest's

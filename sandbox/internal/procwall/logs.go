@@ -5,6 +5,8 @@ package procwall
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
 )
@@ -44,17 +46,26 @@ func (b *logBuf) encode(e *enc) {
 	}
 }
 
-// emitLogs reads the lines of a reply and logs them on logger.
-func emitLogs(ctx context.Context, d *dec, logger *slog.Logger) {
+// emitLogs reads the lines of a reply and logs them on logger: no more
+// text than maxLog (and one truncation mark) in all, as the worker's
+// engine caps it (a lying worker cannot make the host log more), each
+// line valid UTF-8.
+func emitLogs(ctx context.Context, d *dec, logger *slog.Logger, maxLog uint64) {
 	n := d.count(12, "log lines")
 	if n > maxLogLines {
 		n = 0
 	}
 	src := slog.String(engine.GuestSourceKey, engine.GuestSource)
+	room := maxLog + markRoom
 	for range n {
 		level, stream, text := slog.Level(int32(d.u32())), d.str(), d.str()
 		if d.err != nil || logger == nil {
 			return
+		}
+		text = workerText(text, room)
+		room -= uint64(len(text))
+		if text == "" && room == 0 {
+			continue
 		}
 		txt := slog.String(engine.GuestTextKey, text)
 		switch stream {
@@ -95,4 +106,25 @@ func (h captureHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	b.lines = append(b.lines, l)
 	return nil
+}
+
+// markRoom is the room past a cap the engines' own truncation mark takes
+// ("…[truncated N bytes]", engine.capText): a capped text may carry it.
+const markRoom = 64
+
+// workerText is guest text as a worker reported it, made what the engines
+// make it in process: valid UTF-8 (each invalid run one U+FFFD) of at most
+// max bytes, cut on a rune boundary.
+func workerText(s string, max uint64) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if uint64(len(s)) <= max {
+		return s
+	}
+	cut := int(max)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

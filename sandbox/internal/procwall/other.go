@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/procwall/hardening"
 )
 
 // Available reports whether this platform can run process isolation: it
@@ -30,13 +31,7 @@ type Engine struct{ engine.Engine }
 func New(context.Context, Options) (*Engine, error) { return nil, errUnavailable }
 
 // Report is the worker's account of its lockdown.
-type Report struct {
-	Steps []struct {
-		Name    string `json:"name"`
-		Applied bool   `json:"applied"`
-		Detail  string `json:"detail"`
-	} `json:"steps"`
-}
+type Report = hardening.Report
 
 // ServeOptions are the worker's test hooks.
 type ServeOptions struct{ Probe func(string) }

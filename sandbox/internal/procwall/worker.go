@@ -39,17 +39,10 @@ const maxModuleBytes = 1 << 30
 // engine the worker started before it locked itself down. report is the
 // lockdown's report, sent in the hello.
 func Serve(eng engine.Engine, ctl int, report any, o ServeOptions) error {
-	rep, err := json.Marshal(report)
-	if err != nil {
+	if err := hello(ctl, report); err != nil {
 		return err
 	}
 	var e enc
-	e.reset(opHello)
-	e.u32(protocolVersion)
-	e.bytes(rep)
-	if err := send(ctl, e.b, -1); err != nil {
-		return err
-	}
 	msg, fd, err := recv(ctl, nil, maxMessage, true)
 	if err != nil {
 		return err
@@ -332,7 +325,11 @@ func (s *server) call(ctx context.Context, id uint64, sv *served, d *dec, e *enc
 
 // Refuse sends the hello of a worker that could not lock itself down: the
 // report says which step failed, and the host refuses the worker.
-func Refuse(ctl int, report any) error {
+func Refuse(ctl int, report any) error { return hello(ctl, report) }
+
+// hello sends the worker's first message: the protocol's version and the
+// lockdown's report.
+func hello(ctl int, report any) error {
 	rep, err := json.Marshal(report)
 	if err != nil {
 		return err

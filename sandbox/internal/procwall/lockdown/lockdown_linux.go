@@ -25,29 +25,29 @@ import (
 // runtime's few, where wasmtime's epoch thread took 40-140 ms to answer.
 func Apply(lim Limits, keep int, settle func()) (Report, error) {
 	var r Report
-	r.add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
+	r.Add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
 	if settle != nil {
 		settle()
 	}
-	r.add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
-	r.add("environment", clearEnv(), "empty")
-	r.add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
-	r.add("rlimit_nofile", setLimit(unix.RLIMIT_NOFILE, lim.Files), fmt.Sprintf("%d descriptors", lim.Files))
+	r.Add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
+	r.Add("environment", clearEnv(), "empty")
+	r.Add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
+	r.Add("rlimit_nofile", setLimit(unix.RLIMIT_NOFILE, lim.Files), fmt.Sprintf("%d descriptors", lim.Files))
 	if lim.AddressSpace > 0 {
-		r.add("rlimit_as", setLimit(unix.RLIMIT_AS, lim.AddressSpace), fmt.Sprintf("%d bytes of address space", lim.AddressSpace))
+		r.Add("rlimit_as", setLimit(unix.RLIMIT_AS, lim.AddressSpace), fmt.Sprintf("%d bytes of address space", lim.AddressSpace))
 	} else {
-		r.add("rlimit_as", errors.New("not set: the engine reserves memory without a bound (max_memory unset)"), "")
+		r.Add("rlimit_as", errors.New("not set: the engine reserves memory without a bound (max_memory unset)"), "")
 	}
 	if err := seccomp.SetNoNewPrivs(); err != nil {
-		r.add("no_new_privs", err, "")
+		r.Add("no_new_privs", err, "")
 		return r, fmt.Errorf("no_new_privs: %w", err)
 	}
-	r.add("no_new_privs", nil, "set")
+	r.Add("no_new_privs", nil, "set")
 	if err := seccomp.LoadFilter(seccomp.Filter{Flag: seccomp.FilterFlagTSync, Policy: policy()}); err != nil {
-		r.add("seccomp", err, "")
+		r.Add("seccomp", err, "")
 		return r, fmt.Errorf("seccomp: %w", err)
 	}
-	r.add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own), on every thread; any other kills the process (SIGSYS)", len(allowed)+2))
+	r.Add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own), on every thread; any other kills the process (SIGSYS)", len(allowed)+2))
 	return r, nil
 }
 

@@ -7,6 +7,8 @@
 // links libpsx into cgo builds.
 package lockdown
 
+import "github.com/seed4b3e0ccb/callbox/sandbox/internal/procwall/hardening"
+
 // Limits are the resource limits the worker sets on itself.
 type Limits struct {
 	// AddressSpace bounds the worker's virtual memory (RLIMIT_AS): the
@@ -16,22 +18,5 @@ type Limits struct {
 	Files uint64
 }
 
-// Step is one hardening measure and whether it took.
-type Step struct {
-	Name    string `json:"name"`
-	Applied bool   `json:"applied"`
-	Detail  string `json:"detail"`
-}
-
-// Report lists every step, applied or not (never silently skipped).
-type Report struct {
-	Steps []Step `json:"steps"`
-}
-
-func (r *Report) add(name string, err error, detail string) {
-	if err != nil {
-		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
-		return
-	}
-	r.Steps = append(r.Steps, Step{Name: name, Applied: true, Detail: detail})
-}
+// Report is the lockdown's account of itself (package hardening).
+type Report = hardening.Report

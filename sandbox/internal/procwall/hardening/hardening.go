@@ -1,0 +1,28 @@
+// Package hardening is the worker's account of its lockdown, as the
+// worker writes it (procwall/lockdown) and the host reads it (procwall,
+// sandbox.WorkerInfo): every step, applied or not, never silently
+// skipped. It imports nothing, so the host's side needs nothing of the
+// lockdown's own dependencies.
+package hardening
+
+// Step is one hardening measure and whether it took.
+type Step struct {
+	Name    string `json:"name"`
+	Applied bool   `json:"applied"`
+	Detail  string `json:"detail"`
+}
+
+// Report lists every step of one worker's lockdown.
+type Report struct {
+	Steps []Step `json:"steps"`
+}
+
+// Add records a step: applied when err is nil (with detail), else not
+// (with err's text).
+func (r *Report) Add(name string, err error, detail string) {
+	if err != nil {
+		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
+		return
+	}
+	r.Steps = append(r.Steps, Step{Name: name, Applied: true, Detail: detail})
+}
