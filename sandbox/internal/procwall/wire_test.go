@@ -131,8 +131,8 @@ func FuzzDecodeReturned(f *testing.F) {
 type logSize struct{ n uint64 }
 
 func (l *logSize) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logSize) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logSize) WithGroup(string) slog.Handler           { return l }
+func (l *logSize) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logSize) WithGroup(string) slog.Handler            { return l }
 func (l *logSize) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == engine.GuestTextKey {
