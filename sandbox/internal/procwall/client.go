@@ -108,8 +108,8 @@ type worker struct {
 	cmd     *exec.Cmd
 	pid     int
 	started time.Time
-	ctl     int
-	ctlMu   sync.Mutex
+	ctl     int        // the control socket; -1 once closed (ctlMu)
+	ctlMu   sync.Mutex // serializes writes to ctl and its closing
 	report  Report
 	exited  chan struct{} // closed once the process is reaped
 	state   *os.ProcessState
@@ -124,16 +124,16 @@ type Report = hardening.Report
 
 // module is a compiled module and the worker that holds it.
 type module struct {
-	e    *Engine
+	e *Engine
+	// wasm is kept for the next worker, which compiles it again.
 	wasm []byte
 	cfg  engine.ModuleConfig
 
-	mu       sync.Mutex
-	w        *worker
-	crashes  int       // worker deaths since the last good call
-	nextTry  time.Time // the earliest restart after a crash
-	closed   bool
-	restarts int
+	mu      sync.Mutex
+	w       *worker
+	crashes int       // quick worker deaths in a row (died)
+	nextTry time.Time // the earliest restart after a crash
+	closed  bool
 }
 
 // addressSpace sizes a worker's RLIMIT_AS: the runtime's own needs, and a
@@ -188,7 +188,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	fail := func(err error) (*worker, error) {
 		w.kill()
 		<-w.exited
-		closeFD(w.ctl)
+		w.closeControl()
 		if errors.Is(err, errPeerGone) {
 			return nil, &engine.Trap{Class: abi.WorkerDied, Message: "the worker died while starting: " + w.exitText()}
 		}
@@ -300,8 +300,11 @@ func (w *worker) killAt(ctx context.Context, deadline time.Time) (stop func()) {
 func (w *worker) exitText() string {
 	select {
 	case <-w.exited:
-	case <-time.After(5 * time.Second):
-		return fmt.Sprintf("worker pid %d closed its socket but has not exited", w.pid)
+	case <-time.After(time.Second):
+		// It closed the socket but lives on: it broke the protocol.
+		w.kill()
+		<-w.exited
+		return fmt.Sprintf("worker pid %d closed the instance's socket without exiting, and was killed", w.pid)
 	}
 	st := w.state
 	ws, ok := st.Sys().(syscall.WaitStatus)
@@ -330,10 +333,30 @@ func signalName(sig syscall.Signal) string {
 	return fmt.Sprintf("%d", int(sig))
 }
 
+// control sends a message on the control socket (with fd when >= 0),
+// unless the socket is closed: a closed descriptor's number may already
+// be another file's.
+func (w *worker) control(msg []byte, fd int) error {
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	if w.ctl < 0 {
+		return errPeerGone
+	}
+	return send(w.ctl, msg, fd)
+}
+
+// closeControl closes the control socket once.
+func (w *worker) closeControl() {
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	closeFD(w.ctl)
+	w.ctl = -1
+}
+
 // close ends the worker on purpose.
 func (w *worker) close() {
 	w.closing.Store(true)
-	closeFD(w.ctl) // the worker exits when its control socket closes
+	w.closeControl() // the worker exits when its control socket closes
 	select {
 	case <-w.exited:
 	case <-time.After(time.Second):

@@ -50,7 +50,6 @@ func (m *module) liveWorker(ctx context.Context) (*worker, error) {
 		m.died(nil)
 		return nil, err
 	}
-	m.restarts++
 	m.w = w
 	return w, nil
 }
@@ -126,9 +125,7 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.In
 	e.reset(opInstance)
 	e.u64(i.id)
 	e.i64(deadlineNanos(time.Until(deadline).Nanoseconds(), !deadline.IsZero()))
-	w.ctlMu.Lock()
-	err = send(w.ctl, e.b, child)
-	w.ctlMu.Unlock()
+	err = w.control(e.b, child)
 	closeFD(child)
 	if err != nil {
 		return nil, i.lost(ctx, err)
@@ -207,9 +204,7 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 			c.reset(opCancel)
 			c.u64(i.id)
 			c.u64(seq)
-			i.w.ctlMu.Lock()
-			_ = send(i.w.ctl, c.b, -1)
-			i.w.ctlMu.Unlock()
+			_ = i.w.control(c.b, -1)
 			time.AfterFunc(i.m.e.o.KillGrace, func() {
 				if i.seq.Load() == seq && !i.gone.Load() {
 					i.w.kill()

@@ -47,7 +47,7 @@ func Apply(lim Limits, keep int, settle func()) (Report, error) {
 		r.Add("seccomp", err, "")
 		return r, fmt.Errorf("seccomp: %w", err)
 	}
-	r.Add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own), on every thread; any other kills the process (SIGSYS)", len(allowed)+2))
+	r.Add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own; %d scheduling calls fail with EPERM), on every thread; any other kills the process (SIGSYS)", len(allowed)+2, len(refused)))
 	return r, nil
 }
 

@@ -29,11 +29,18 @@ var allowed = []string{
 	"timer_create", "timer_settime", "timer_delete", "setitimer",
 }
 
+// refused are calls answered EPERM instead of killing the worker: the
+// wasmtime glue asks for them on a best-effort basis (a real-time
+// priority for its epoch thread, a guest thread pinned to its core during
+// its turn) and does without when refused; a worker may not change how
+// any thread, its own or another process's, is scheduled.
+var refused = []string{"sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity", "setpriority"}
+
 // policy is the allowlist, with three calls narrowed by their arguments:
 // clone only for a thread (CLONE_THREAD set), never a process; tgkill only
 // to the worker's own threads (Go's preemption signals them); clone3,
 // whose flags seccomp cannot read, fails with ENOSYS, which makes glibc
-// fall back to clone.
+// fall back to clone. The refused calls fail with EPERM.
 func policy() seccomp.Policy {
 	self := uint64(unix.Getpid())
 	return seccomp.Policy{
@@ -46,6 +53,7 @@ func policy() seccomp.Policy {
 				Name: "tgkill", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: self}},
 			}}},
 			{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"clone3"}},
+			{Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM), Names: refused},
 		},
 	}
 }
