@@ -118,6 +118,7 @@ func TestProcessLockedDown(t *testing.T) {
 			assert.Regexp(t, `(?m)^Max open files\s+\d+\s+\d+\s`, string(limits))
 			assert.NotRegexp(t, `(?m)^Max open files\s+1048576`, string(limits), "the descriptor limit was lowered")
 			assert.NotRegexp(t, `(?m)^Max address space\s+unlimited`, string(limits), "max_memory is set: the address space is bounded")
+			assert.Regexp(t, `(?m)^Max file size\s+\d+\s+\d+\s`, string(limits), "guest memory files are bounded")
 
 			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.PID))
 			require.NoError(t, err)
@@ -142,7 +143,7 @@ func TestProcessLockedDown(t *testing.T) {
 			for _, s := range w.Hardening {
 				applied[s.Name] = s.Applied
 			}
-			for _, must := range []string{"seccomp", "no_new_privs", "descriptors", "environment", "rlimit_core", "rlimit_nofile", "rlimit_as"} {
+			for _, must := range []string{"seccomp", "no_new_privs", "descriptors", "environment", "rlimit_core", "rlimit_nofile", "rlimit_fsize", "rlimit_as"} {
 				assert.True(t, applied[must], "hardening step %s applied: %+v", must, w.Hardening)
 			}
 			_, reported := applied["landlock"]

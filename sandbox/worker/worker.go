@@ -41,17 +41,18 @@ const controlFD = 3
 // Main runs the worker with args (os.Args) and returns its exit status:
 // 0 when the host closed the control socket, 2 for bad arguments, 3 when
 // the process could not lock itself down, 1 for any other failure. The
-// arguments are the engine's name, the address-space limit and the
-// descriptor limit, as the host passes them.
+// arguments are the engine's name, the address-space, descriptor and
+// file-size limits, as the host passes them.
 func Main(args []string) int {
-	if len(args) != 4 {
-		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES")
+	if len(args) != 5 {
+		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE")
 		return 2
 	}
 	as, err1 := strconv.ParseUint(args[2], 10, 64)
 	files, err2 := strconv.ParseUint(args[3], 10, 64)
-	if err1 != nil || err2 != nil {
-		fmt.Fprintf(os.Stderr, "callbox-worker: bad limits %q %q\n", args[2], args[3])
+	fsize, err3 := strconv.ParseUint(args[4], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		fmt.Fprintf(os.Stderr, "callbox-worker: bad limits %q %q %q\n", args[2], args[3], args[4])
 		return 2
 	}
 	ctx := context.Background()
@@ -80,7 +81,7 @@ func Main(args []string) int {
 			_ = m.Close(ctx)
 		}
 	}
-	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files}, controlFD, start)
+	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files, FileSize: fsize}, controlFD, start)
 	if engErr != nil {
 		fmt.Fprintln(os.Stderr, "callbox-worker:", engErr)
 		return 1

@@ -136,15 +136,21 @@ type module struct {
 	closed  bool
 }
 
+// fileSize is the largest a guest memory file of the module may grow:
+// its max_memory, or all a 32-bit guest can address (RLIMIT_FSIZE).
+func (m *module) fileSize() uint64 {
+	if l := m.cfg.Limits.MaxMemory; l > 0 {
+		return (l + 65535) &^ 65535
+	}
+	return maxReserve
+}
+
 // addressSpace sizes a worker's RLIMIT_AS: the runtime's own needs, and a
 // reservation per instance (wasmtime reserves a guard region beside each
 // memory).
 func (m *module) addressSpace() uint64 {
 	const base = 4 << 30
-	per := uint64(maxReserve)
-	if l := m.cfg.Limits.MaxMemory; l > 0 {
-		per = l
-	}
+	per := m.fileSize()
 	if m.e.o.Engine == config.EngineWasmtime {
 		per = 4<<30 + 512<<20 // wasmtime's 4 GiB reservation, its guard, the instance's stacks
 	}
@@ -159,7 +165,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 		return nil, fmt.Errorf("worker socket: %w", err)
 	}
 	files := uint64(64 + 4*max(m.cfg.Instances, 1))
-	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files))
+	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()))
 	// The worker starts with one variable, which it clears: glibc's
 	// malloc opens two files the seccomp allowlist forbids, each the
 	// first time it needs it: /sys/devices/system/cpu/online to bound its

@@ -33,6 +33,7 @@ func Apply(lim Limits, keep int, settle func()) (Report, error) {
 	r.Add("environment", clearEnv(), "empty")
 	r.Add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
 	r.Add("rlimit_nofile", setLimit(unix.RLIMIT_NOFILE, lim.Files), fmt.Sprintf("%d descriptors", lim.Files))
+	r.Add("rlimit_fsize", setLimit(unix.RLIMIT_FSIZE, lim.FileSize), fmt.Sprintf("%d bytes per file (guest memory files)", lim.FileSize))
 	if lim.AddressSpace > 0 {
 		r.Add("rlimit_as", setLimit(unix.RLIMIT_AS, lim.AddressSpace), fmt.Sprintf("%d bytes of address space", lim.AddressSpace))
 	} else {

@@ -16,6 +16,10 @@ type Limits struct {
 	AddressSpace uint64
 	// Files bounds its open descriptors (RLIMIT_NOFILE).
 	Files uint64
+	// FileSize bounds any file it grows (RLIMIT_FSIZE): its only files
+	// are guest memories, each within one instance's reservation, so a
+	// worker cannot fill the machine's memory with memfds.
+	FileSize uint64
 }
 
 // Report is the lockdown's account of itself (package hardening).
