@@ -10,6 +10,8 @@
 # where the machine's Python has no pytest), all dependencies of pytest.
 # Carry those five paths and guests/build (the device tool's carry; not the
 # whole of build/, whose virtual environments exceed what a carry takes).
+# build/callbox-worker (isolation: process, 26 MB) does not fit beside the
+# library in a carry: the door table's process cases skip here.
 #
 # Steps (each recorded with its exit status; one that cannot run is
 # recorded as not run, with the reason):

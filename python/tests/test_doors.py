@@ -43,11 +43,26 @@ def make(t):
     return a.reshape(shape)
 
 
+# The worker process of the *_proc callbacks (isolation: process), which
+# `make lib` builds beside the library. A GPU machine the tests are
+# carried to may lack it (it does not fit the carry beside the library):
+# there those callbacks are loaded in process, so every other case's
+# messages (which list the loaded callbacks) stay the table's, and their
+# own cases skip, which `make test` (CALLBOX_NO_SKIP) does not allow.
+WORKER = ROOT / "build" / "callbox-worker"
+
+
+def _without_proc(config):
+    return config.replace("isolation: process", "isolation: pooled")
+
+
 @pytest.fixture(scope="module")
 def hosts(guest_dir):
     config = TABLE["config"].replace("{dir}", str(guest_dir)).replace(
         "{scale}", str(ROOT / "guests" / "prebuilt" / "rust-scale.wasm")).replace(
-        "{worker}", str(ROOT / "build" / "callbox-worker"))
+        "{worker}", str(WORKER))
+    if not WORKER.exists():
+        config = _without_proc(config)
     h = callbox.Host(config)
     closed = callbox.Host(config)
     closed.close()
@@ -57,6 +72,8 @@ def hosts(guest_dir):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_door(hosts, case):
+    if case["callback"].endswith("_proc") and not WORKER.exists():
+        pytest.skip("%s is missing: isolation: process cannot run here (make lib builds it)" % WORKER)
     h, closed = hosts
     want = TABLE["want"][case["id"]]
     name, target = case["callback"], h
