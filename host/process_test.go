@@ -218,6 +218,14 @@ func busyHost(t *testing.T, engine string, probe bool) *host.Host {
 	return h
 }
 
+// processEnded reports whether pid is gone: reaped, so every thread has
+// exited and every descriptor it held is closed (a zombie leader alone
+// says neither).
+func processEnded(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 // TestProcessKill9: kill -9 of a worker mid-call fails that call as
 // WorkerDied naming SIGKILL, writes nothing, and the next call succeeds
 // on a new worker.
@@ -249,6 +257,15 @@ func TestProcessKill9(t *testing.T) {
 			assert.NotEqual(t, pid, workerOf(t, h, "busy").PID, "on a new worker")
 			st, _ := h.PoolStats("busy")
 			assert.Equal(t, 1, st.Live, "the dead worker's instances are gone")
+
+			// Killed while idle: once it is gone, its idle instance is
+			// not handed out again (the pool asks engine.Liveness).
+			idle := workerOf(t, h, "busy").PID
+			require.NoError(t, syscall.Kill(idle, syscall.SIGKILL))
+			require.Eventually(t, func() bool { return processEnded(idle) }, 10*time.Second, time.Millisecond)
+			again, err = busy(context.Background(), h, 10)
+			require.NoError(t, err, "the call after an idle worker's death succeeds")
+			assert.Equal(t, small, again)
 		})
 	}
 }
@@ -310,10 +327,12 @@ func TestProcessCancel(t *testing.T) {
 }
 
 // TestProcessRestartBackoff: a module that crashes every worker gets a
-// new one at once after the first death, then waits longer after each:
-// calls in between fail fast as WorkerDied without starting a process.
+// new one at once after the first death, then waits longer after each;
+// a call waits for the restart (asleep) while its deadline allows, and
+// past that fails at once as WorkerDied, starting no process.
 func TestProcessRestartBackoff(t *testing.T) {
-	h := processHost(t, config.EngineWazero, true, nil)
+	const timeout = 300 * time.Millisecond
+	h := processHost(t, config.EngineWazero, true, func(cb *config.Callback) { cb.Limits.Timeout = timeout })
 	out := abi.Scalar[int32](-1)
 	crash := func() error {
 		_, err := h.InvokeInto(context.Background(), "probe-crash", nil, []host.Tensor{out})
@@ -325,15 +344,22 @@ func TestProcessRestartBackoff(t *testing.T) {
 	err = crash() // the second worker starts at once, and crashes
 	require.ErrorIs(t, err, abi.WorkerDied)
 	assert.Contains(t, err.Error(), "exited with status 2")
-	// Now the restart waits: the next calls fail fast, starting nothing.
-	for range 20 {
+	// Now each restart waits twice as long as the last: 10, 20, 40, 80,
+	// 160 ms fit in the call's 300 ms (the call waits, then its new worker
+	// crashes); 320 ms does not, and the call fails at once.
+	var fast time.Duration
+	for range 10 {
+		start := time.Now()
 		err = crash()
 		if err != nil && strings.Contains(err.Error(), "next start is in") {
+			fast = time.Since(start)
 			break
 		}
+		require.ErrorIs(t, err, abi.WorkerDied)
 	}
 	require.ErrorIs(t, err, abi.WorkerDied)
-	assert.Contains(t, err.Error(), "died 2 times in a row; the next start is in")
+	assert.Regexp(t, `died \d+ times in a row; the next start is in \d+ms, past this call's deadline`, err.Error())
+	assert.Less(t, fast, timeout, "a restart past the deadline is not waited for")
 	var ce *host.CallbackError
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "probe-crash", ce.Callback)

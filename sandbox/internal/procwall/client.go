@@ -351,6 +351,18 @@ func (w *worker) control(msg []byte, fd int) error {
 	return send(w.ctl, msg, fd)
 }
 
+// alive reports whether the worker can serve: not known dead, and its
+// control socket not hung up (the kernel ended it; the host has not yet
+// reaped it).
+func (w *worker) alive() bool {
+	if w.dead.Load() {
+		return false
+	}
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	return w.ctl >= 0 && !hungUp(w.ctl)
+}
+
 // closeControl closes the control socket once.
 func (w *worker) closeControl() {
 	w.ctlMu.Lock()

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
 )
@@ -16,10 +18,11 @@ import (
 // Restart backoff: after a worker dies, the next one starts at once;
 // after more deaths, each of a worker that lived less than stableAfter,
 // each restart waits twice as long as the one before, up to maxBackoff. An
-// instantiation that comes sooner fails as WorkerDied without starting
-// anything, so a module that crashes every worker costs the host one
-// process start per backoff period. A worker that lived stableAfter or
-// longer starts the count again.
+// instantiation that comes sooner waits for the restart when its deadline
+// allows (asleep, not spinning), and otherwise fails at once as
+// WorkerDied without starting anything, so a module that crashes every
+// worker costs the host one process start per backoff period. A worker
+// that lived stableAfter or longer starts the count again.
 const (
 	firstBackoff = 10 * time.Millisecond
 	maxBackoff   = 2 * time.Second
@@ -27,19 +30,45 @@ const (
 )
 
 // liveWorker returns the module's worker, starting a new one when the
-// last has died (and the backoff allows).
-func (m *module) liveWorker(ctx context.Context) (*worker, error) {
+// last has died (and the backoff allows: see above). deadline is the
+// instantiation's (zero: none).
+func (m *module) liveWorker(ctx context.Context, deadline time.Time) (*worker, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return nil, errors.New("the module is closed")
-	}
-	if m.w != nil && !m.w.dead.Load() {
-		return m.w, nil
-	}
-	if now := time.Now(); now.Before(m.nextTry) {
-		return nil, &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf(
-			"its worker died %d times in a row; the next start is in %v", m.crashes, m.nextTry.Sub(now).Round(time.Millisecond))}
+	for {
+		if m.closed {
+			return nil, errors.New("the module is closed")
+		}
+		if m.w != nil && m.w.alive() {
+			return m.w, nil
+		}
+		if m.w != nil && !m.w.closing.Load() {
+			m.died(m.w) // it died between calls
+			m.w.close()
+			m.w = nil
+		}
+		now := time.Now()
+		if !now.Before(m.nextTry) {
+			break
+		}
+		if cd, ok := ctx.Deadline(); ok && (deadline.IsZero() || cd.Before(deadline)) {
+			deadline = cd
+		}
+		if !deadline.IsZero() && deadline.Before(m.nextTry) {
+			return nil, &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf(
+				"its worker died %d times in a row; the next start is in %v, past this call's deadline", m.crashes, m.nextTry.Sub(now).Round(time.Millisecond))}
+		}
+		wait := time.NewTimer(m.nextTry.Sub(now))
+		m.mu.Unlock()
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+		m.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return nil, engine.InterruptTrap(ctx, m.cfg.Limits.Timeout)
+		}
 	}
 	if m.w != nil {
 		m.w.close()
@@ -112,7 +141,7 @@ func (m *module) WorkerPID() int {
 // Instantiate implements engine.Module: the worker instantiates the
 // module on a new socket and sends back the guest memory's file.
 func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.Instance, error) {
-	w, err := m.liveWorker(ctx)
+	w, err := m.liveWorker(ctx, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
@@ -277,8 +306,20 @@ func (i *instance) broken(what string, err error) error {
 	return &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf("worker pid %d broke the protocol (%s: %v) and was killed", i.w.pid, what, err)}
 }
 
-// Alive implements engine.Liveness.
-func (i *instance) Alive() bool { return !i.gone.Load() && !i.w.dead.Load() }
+// Alive implements engine.Liveness: false once the instance or its worker
+// is known dead, or when the instance's socket has hung up (a worker the
+// kernel has ended, but the host not yet reaped), so the pool never hands
+// a call an instance whose worker is gone.
+func (i *instance) Alive() bool {
+	return !i.gone.Load() && !i.w.dead.Load() && !hungUp(i.sock)
+}
+
+// hungUp reports, without blocking, whether the other end of sock is gone.
+func hungUp(sock int) bool {
+	fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLRDHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
 
 // MemoryStable implements engine.StableMemory: the host's mapping never
 // moves.

@@ -165,14 +165,12 @@ func send(sock int, msg []byte, fd int) error {
 	return nil
 }
 
+// sendPacket sends one packet with MSG_NOSIGNAL: a peer that is gone is
+// EPIPE, never a SIGPIPE, which in a foreign process that loaded the
+// library (Python, a C program) could end the whole process.
 func sendPacket(sock int, p, oob []byte) error {
 	for {
-		var err error
-		if oob == nil {
-			_, err = unix.Write(sock, p)
-		} else {
-			err = unix.Sendmsg(sock, p, oob, nil, 0)
-		}
+		_, err := unix.SendmsgN(sock, p, oob, nil, unix.MSG_NOSIGNAL)
 		switch {
 		case err == unix.EINTR || err == unix.EAGAIN:
 			continue
