@@ -250,7 +250,52 @@ func (r *Report) evaluate() []Target {
 	if len(r.UserKernels) > 0 {
 		ts = append(ts, r.userKernelsTarget())
 	}
-	return ts
+	return append(ts, r.processTarget())
+}
+
+// processTarget is isolation: process against in process (issue 33),
+// from the host's micro-benchmarks (host/process_bench_test.go), each of
+// which alternates the two on one host in one run.
+func (r *Report) processTarget() Target {
+	t := Target{N: 14, Title: "isolation: process: a 1 KiB call <= 15 µs; 4 MiB <= 1.3x and 32 MiB <= 1.2x the in-process call; a worker started <= 20 ms; throughput scaling with workers on both cores (2 callers >= 1.5x one)"}
+	for _, e := range Engines() {
+		m := goBenchMetrics(r.GoBench, "BenchmarkProcessCall/1KiB/"+e)
+		ns, ok := m["process-ns/op"]
+		c := Check{What: e + " 1 KiB call in a worker", Limit: "<= 15 µs", Measured: ok, Met: ok && ns <= 15000}
+		if ok {
+			c.Value = fmt.Sprintf("%s (in process %s)", formatNs(ns), formatNs(m["inproc-ns/op"]))
+		}
+		t.Checks = append(t.Checks, c)
+		for _, size := range []struct {
+			name  string
+			limit float64
+		}{{"4MiB", 1.3}, {"32MiB", 1.2}} {
+			m := goBenchMetrics(r.GoBench, "BenchmarkProcessCall/"+size.name+"/"+e)
+			x, ok := m["ratio"]
+			if !ok {
+				x = math.NaN()
+			}
+			t.Checks = append(t.Checks, ratioCheck(e+" "+size.name+": in a worker / in process", x, math.NaN(), size.limit, true))
+		}
+		m = goBenchMetrics(r.GoBench, "BenchmarkWorkerStart/"+e)
+		us, ok := m["process-load-µs"]
+		c = Check{What: e + " load with a new worker", Limit: "<= 20 ms", Measured: ok, Met: ok && us <= 20000}
+		if ok {
+			c.Value = fmt.Sprintf("%s (in process %s)", formatNs(us*1e3), formatNs(m["inproc-load-µs"]*1e3))
+		}
+		t.Checks = append(t.Checks, c)
+		m = goBenchMetrics(r.GoBench, "BenchmarkProcessThroughput/"+e)
+		x, ok := m["process-scaling"]
+		if !ok {
+			x = math.NaN()
+		}
+		c = ratioCheck(e+" 1 KiB calls, 2 callers / 1", x, math.NaN(), 1.5, false)
+		if ok {
+			c.Value += fmt.Sprintf(" (in process %s)", fmtRatio(m["inproc-scaling"]))
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	return t
 }
 
 // doorTarget is the C door's target, from BenchmarkTinyDoorRatios in the

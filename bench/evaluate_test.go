@@ -45,3 +45,25 @@ func TestGoBenchMetrics(t *testing.T) {
 	assert.False(t, tg.Checks[0].Met, "1.497x misses 1.15x")
 	assert.False(t, tg.Checks[1].Measured, "no xla/into metric in this output")
 }
+
+func TestProcessTarget(t *testing.T) {
+	out := "BenchmarkProcessCall/1KiB/wazero-2 \t 100\t 13000 ns/op\t 900 inproc-ns/op\t 12500 process-ns/op\t 13.9 ratio\n" +
+		"BenchmarkProcessCall/4MiB/wazero-2 \t 100\t 1 ns/op\t 1.13 ratio\n" +
+		"BenchmarkProcessCall/32MiB/wazero-2 \t 100\t 1 ns/op\t 1.25 ratio\n" +
+		"BenchmarkWorkerStart/wazero-2 \t 10\t 1 ns/op\t 2400 inproc-load-µs\t 6500 process-load-µs\n" +
+		"BenchmarkProcessThroughput/wazero-2 \t 10\t 1 ns/op\t 0.97 inproc-scaling\t 1.6 process-scaling\n"
+	tg := (&Report{GoBench: out}).processTarget()
+	checks := map[string]Check{}
+	for _, c := range tg.Checks {
+		checks[c.What] = c
+	}
+	assert.True(t, checks["wazero 1 KiB call in a worker"].Met)
+	assert.Contains(t, checks["wazero 1 KiB call in a worker"].Value, "12.50 µs")
+	assert.True(t, checks["wazero 4MiB: in a worker / in process"].Met)
+	assert.False(t, checks["wazero 32MiB: in a worker / in process"].Met, "1.25x misses 1.2x")
+	assert.True(t, checks["wazero load with a new worker"].Met)
+	assert.True(t, checks["wazero 1 KiB calls, 2 callers / 1"].Met)
+	if c, ok := checks["wasmtime 1 KiB call in a worker"]; ok {
+		assert.False(t, c.Measured, "no wasmtime lines in this output")
+	}
+}
