@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -156,7 +157,14 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		Instances: cb.MaxInstances,
 	})
 	if err != nil {
-		return nil, withKind(ABIViolation, fmt.Errorf("module %s: %w", cb.Module, err))
+		// The engine refused the module (ABIViolation), or, under
+		// isolation: process, the worker that was to compile it died.
+		kind := ABIViolation
+		var t *sandbox.Trap
+		if errors.As(err, &t) && t.Class == WorkerDied {
+			kind = WorkerDied
+		}
+		return nil, withKind(kind, fmt.Errorf("module %s: %w", cb.Module, err))
 	}
 	c.pool = newPool(c, cb.MaxInstances)
 

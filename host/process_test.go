@@ -364,3 +364,40 @@ func TestProcessRestartBackoff(t *testing.T) {
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "probe-crash", ce.Callback)
 }
+
+// TestProcessWorkerStartFails: a worker that dies before it says hello
+// (here a program that is not a worker at all) fails the load as
+// WorkerDied with its exit status, naming the callback; a worker path
+// that does not exist fails it as InvalidArgument, naming the path.
+func TestProcessWorkerStartFails(t *testing.T) {
+	if !sandbox.ProcessIsolationAvailable {
+		t.Skip("isolation: process needs Linux")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "callbox-worker")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexit 7\n"), 0o755))
+	cb := config.DefaultCallback()
+	cb.Name, cb.Export, cb.Signature, cb.Isolation = "scale", "scale", testkitSigs["scale"], config.IsolationProcess
+
+	h, err := host.New(ctx, nil, host.WithWorker(fake))
+	require.NoError(t, err)
+	defer h.Close(ctx)
+	err = h.LoadModule(ctx, cb, testkitWasm(t))
+	require.Error(t, err)
+	var le *host.LoadError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, host.WorkerDied, le.Kind(), "%v", err)
+	assert.Contains(t, err.Error(), `callback "scale"`)
+	assert.Contains(t, err.Error(), "the worker died while starting")
+	assert.Contains(t, err.Error(), "exited with status 7")
+
+	missing := filepath.Join(dir, "no-such-worker")
+	h2, err := host.New(ctx, nil, host.WithWorker(missing))
+	require.NoError(t, err)
+	defer h2.Close(ctx)
+	err = h2.LoadModule(ctx, cb, testkitWasm(t))
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, host.InvalidArgument, le.Kind(), "%v", err)
+	assert.Contains(t, err.Error(), missing)
+}
