@@ -113,6 +113,7 @@ type worker struct {
 	report  Report
 	exited  chan struct{} // closed once the process is reaped
 	state   *os.ProcessState
+	waitErr error       // Wait's error, when state is nil
 	dead    atomic.Bool // the process exited, or is being killed
 	// deadlineKill records that the host killed it at a call's deadline.
 	deadlineKill atomic.Bool
@@ -186,8 +187,8 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	}
 	w := &worker{cmd: cmd, pid: cmd.Process.Pid, ctl: host, exited: make(chan struct{}), started: time.Now()}
 	go func() {
-		_ = cmd.Wait()
-		w.state = cmd.ProcessState
+		w.waitErr = cmd.Wait()
+		w.state = cmd.ProcessState // nil when another waiter took the status
 		w.dead.Store(true)
 		close(w.exited)
 	}()
@@ -313,6 +314,11 @@ func (w *worker) exitText() string {
 		return fmt.Sprintf("worker pid %d closed the instance's socket without exiting, and was killed", w.pid)
 	}
 	st := w.state
+	if st == nil {
+		// A process that ignores SIGCHLD, or reaps its children itself
+		// (an Erlang VM), leaves the kernel no status to give.
+		return fmt.Sprintf("worker pid %d exited; its exit status is unknown (%v: this process ignores SIGCHLD or reaps its children itself)", w.pid, w.waitErr)
+	}
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	switch {
 	case !ok:
