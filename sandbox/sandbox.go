@@ -14,8 +14,10 @@
 // adapters (sandbox/internal/wazero, sandbox/internal/wasmtime), the
 // engine-neutral core they share (sandbox/internal/engine), the module
 // parser (sandbox/internal/wasmbin), the metering rewrite
-// (sandbox/internal/meter) and the compile cache
-// (sandbox/internal/cachefile) can change without a release note.
+// (sandbox/internal/meter), the compile cache (sandbox/internal/cachefile)
+// and process isolation (sandbox/internal/procwall: NewProcess's engine,
+// whose worker program is sandbox/worker) can change without a release
+// note.
 package sandbox
 
 import (
