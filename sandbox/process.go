@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/engine"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/procwall"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/procwall/hardening"
 )
 
 // Process isolation (isolation: process): the named engine runs in a
@@ -115,12 +116,9 @@ type WorkerInfo struct {
 	Hardening []HardeningStep
 }
 
-// HardeningStep is one lockdown measure of a worker.
-type HardeningStep struct {
-	Name    string
-	Applied bool
-	Detail  string
-}
+// HardeningStep is one lockdown measure of a worker: its name, whether it
+// was applied, and the detail (what it set, or why it could not).
+type HardeningStep = hardening.Step
 
 // ModuleWorker reports the worker behind m, and false when m does not run
 // in one (it was compiled in process).
@@ -132,11 +130,7 @@ func ModuleWorker(m Module) (WorkerInfo, bool) {
 	if !ok {
 		return WorkerInfo{}, false
 	}
-	info := WorkerInfo{PID: w.WorkerPID()}
-	for _, s := range w.Report().Steps {
-		info.Hardening = append(info.Hardening, HardeningStep{Name: s.Name, Applied: s.Applied, Detail: s.Detail})
-	}
-	return info, true
+	return WorkerInfo{PID: w.WorkerPID(), Hardening: w.Report().Steps}, true
 }
 
 // InstanceAlive reports whether inst can still serve: false once the

@@ -96,6 +96,10 @@ func LogCapped(ctx context.Context, logger *slog.Logger, dropped, maxLog uint64)
 	}
 }
 
+// CapSlack is the most capText writes past its cap: its truncation mark
+// ("…[truncated N bytes]": 41 bytes with a 20-digit N).
+const CapSlack = 64
+
 // LogCappedMessage is the message of LogCapped's record.
 const LogCappedMessage = "guest log output capped"
 
@@ -123,6 +127,9 @@ func (g *GuestState) violation(err error) {
 // twice the cap: "\xffA" is 2 bytes in, 4 out. Replacing a whole run of
 // invalid bytes with one U+FFFD, as strings.ToValidUTF8 does, would make
 // the scan as long as the run: all of guest memory.)
+//
+// CapSlack bounds what it adds past max: the mark. A text that crossed a
+// process (isolation: process) is held to max + CapSlack on arrival.
 func capText(b []byte, max uint64) string {
 	head := b[:min(uint64(len(b)), max)]
 	if utf8.Valid(head) {

@@ -138,12 +138,13 @@ type module struct {
 }
 
 // fileSize is the largest a guest memory file of the module may grow:
-// its max_memory, or all a 32-bit guest can address (RLIMIT_FSIZE).
+// its max_memory (whole pages: config validates it), or all a 32-bit guest
+// can address (RLIMIT_FSIZE).
 func (m *module) fileSize() uint64 {
 	if l := m.cfg.Limits.MaxMemory; l > 0 {
-		return (l + 65535) &^ 65535
+		return l
 	}
-	return maxReserve
+	return config.MaxMemoryLimit
 }
 
 // addressSpace sizes a worker's RLIMIT_AS: the runtime's own needs, and a

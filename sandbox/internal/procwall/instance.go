@@ -433,7 +433,7 @@ func (i *instance) decodeReturned(ctx context.Context, d *dec, stack []uint64) (
 	size = d.u64()
 	st := i.state
 	st.Begin(ctx)
-	st.ErrorMessage = workerText(d.str(), st.Limits().MaxError+markRoom)
+	st.ErrorMessage = workerText(d.str(), st.Limits().MaxError+engine.CapSlack)
 	st.LogBytes, st.LogDropped = d.u64(), d.u64()
 	st.MemoryDenied = d.bool()
 	if d.bool() {

@@ -56,7 +56,7 @@ func emitLogs(ctx context.Context, d *dec, logger *slog.Logger, maxLog uint64) {
 		n = 0
 	}
 	src := slog.String(engine.GuestSourceKey, engine.GuestSource)
-	room := maxLog + markRoom
+	room := maxLog + engine.CapSlack
 	for range n {
 		level, stream, text := slog.Level(int32(d.u32())), d.str(), d.str()
 		if d.err != nil || logger == nil {
@@ -107,10 +107,6 @@ func (h captureHandler) Handle(ctx context.Context, r slog.Record) error {
 	b.lines = append(b.lines, l)
 	return nil
 }
-
-// markRoom is the room past a cap the engines' own truncation mark takes
-// ("…[truncated N bytes]", engine.capText): a capped text may carry it.
-const markRoom = 64
 
 // workerText is guest text as a worker reported it, made what the engines
 // make it in process: valid UTF-8 (each invalid run one U+FFFD) of at most

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seed4b3e0ccb/callbox/config"
 )
 
 // Guest memory shared by two processes: the engines in the worker put
@@ -15,10 +17,6 @@ import (
 // against shrinking (F_SEAL_SHRINK): a size the host has once seen can
 // never be taken back, so a worker cannot make the host's reads fault
 // (SIGBUS) by truncating the file under it.
-
-// maxReserve is the largest mapping of a guest memory the host accepts:
-// the most a 32-bit guest can address.
-const maxReserve = 4 << 30
 
 // hostMemory is the host's mapping of a guest memory file.
 type hostMemory struct {
@@ -37,7 +35,7 @@ func mapMemory(fd int, reserved uint64) (*hostMemory, error) {
 	if seals&unix.F_SEAL_SHRINK == 0 {
 		return nil, errors.New("the memory file is not sealed against shrinking")
 	}
-	if reserved == 0 || reserved > maxReserve {
+	if reserved == 0 || reserved > config.MaxMemoryLimit {
 		return nil, fmt.Errorf("a memory reservation of %d bytes", reserved)
 	}
 	buf, err := unix.Mmap(fd, 0, int(reserved), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)

@@ -121,9 +121,9 @@ func FuzzDecodeReturned(f *testing.F) {
 				require.True(t, tr.Class.Valid())
 			}
 		}
-		require.LessOrEqual(t, uint64(len(i.state.ErrorMessage)), limits.MaxError+markRoom)
+		require.LessOrEqual(t, uint64(len(i.state.ErrorMessage)), limits.MaxError+engine.CapSlack)
 		require.True(t, utf8.ValidString(i.state.ErrorMessage))
-		require.LessOrEqual(t, logged.n, limits.MaxLog+markRoom)
+		require.LessOrEqual(t, logged.n, limits.MaxLog+engine.CapSlack)
 	})
 }
 

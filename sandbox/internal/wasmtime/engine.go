@@ -790,7 +790,7 @@ func (i *instance) MemoryFile() (fd int, reserved uint64) {
 	}
 	reserved = i.memCap
 	if limit := i.m.cfg.Limits.MaxMemory; limit > 0 && limit < reserved {
-		reserved = (limit + 65535) &^ 65535
+		reserved = limit // whole pages: config validates it
 	}
 	return i.memfd, reserved
 }
