@@ -100,7 +100,7 @@ fmt:
 
 clean:
 	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h python/callbox/callbox-worker
-	rm -rf elixir/_build elixir/priv/callbox_nif.so
+	rm -rf elixir/_build
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the

@@ -3,13 +3,19 @@
 # erl_nif.h and callbox.h), so `mix compile` and `mix test` work offline.
 
 defmodule Mix.Tasks.Compile.CallboxNif do
-  @shortdoc "Builds priv/callbox_nif.so (the NIF over libcallbox) with cc"
+  @shortdoc "Builds the NIF over libcallbox (callbox_nif.so) with cc"
   @moduledoc """
-  Builds `priv/callbox_nif.so` from `c_src/callbox_nif.c` with `$CC` (default
+  Builds `callbox_nif.so` from `c_src/callbox_nif.c` with `$CC` (default
   `cc`) against the running Erlang's `erl_nif.h` and libcallbox's header:
   `$CALLBOX_INCLUDE/callbox.h`, else the repository's `build/callbox.h` or
   `ffi/include/callbox.h`. libcallbox itself is not linked; the NIF loads it
   at run time (see `Callbox.Native`). Rebuilds only when a source is newer.
+
+  The NIF goes into the build's own `priv` (`_build/<env>/lib/callbox/priv`,
+  what `:code.priv_dir(:callbox)` returns), never into the source tree: a
+  project that depends on callbox by path, or `Mix.install`, writes nothing
+  into the callbox checkout. (callbox ships no `priv/` of its own, so Mix
+  makes the build's `priv` a directory rather than a link to the source's.)
   """
   use Mix.Task.Compiler
 
@@ -17,7 +23,23 @@ defmodule Mix.Tasks.Compile.CallboxNif do
   def run(_args) do
     root = Path.expand(".", __DIR__)
     src = Path.join(root, "c_src/callbox_nif.c")
-    out = Path.join(root, "priv/callbox_nif.so")
+    priv = Path.join(Mix.Project.app_path(), "priv")
+
+    # A checkout built before the NIF moved out of the source tree still has
+    # a priv/ there, which Mix links the build's priv to: the NIF would be
+    # written through the link into the source. Say so instead.
+    if File.exists?(Path.join(root, "priv")) do
+      Mix.raise(
+        "#{Path.join(root, "priv")} exists: callbox builds its NIF into #{priv}, never into the source tree; " <>
+          "remove the old priv/ (a build output of earlier versions) and compile again"
+      )
+    end
+
+    # An earlier build's link to the source priv/ (now gone) is replaced by
+    # a directory of the build's own.
+    with {:ok, %File.Stat{type: :symlink}} <- File.lstat(priv), do: File.rm!(priv)
+
+    out = Path.join(priv, "callbox_nif.so")
     header_dir = header_dir(root)
     header = Path.join(header_dir, "callbox.h")
     erts = Path.join([to_string(:code.root_dir()), "usr", "include"])

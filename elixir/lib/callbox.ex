@@ -108,24 +108,28 @@ defmodule Callbox do
   fine; a host never closed is closed when it is garbage-collected.
   """
   @spec close(host) :: :ok | {:error, Error.t()}
-  def close(%Host{ref: ref}), do: ok(Native.close(ref))
+  def close(host), do: on_host(host, "", &ok(Native.close(&1)))
 
   @doc "The loaded callbacks, sorted by name."
   @spec callbacks(host) :: result([Callback.t()])
-  def callbacks(%Host{ref: ref}) do
-    case Native.callbacks(ref) do
-      {:ok, list} -> {:ok, Enum.map(list, &callback_struct/1)}
-      {:error, e} -> {:error, Error.from_native(e)}
-    end
+  def callbacks(host) do
+    on_host(host, "", fn ref ->
+      case Native.callbacks(ref) do
+        {:ok, list} -> {:ok, Enum.map(list, &callback_struct/1)}
+        {:error, e} -> {:error, Error.from_native(e)}
+      end
+    end)
   end
 
   @doc "The callback with this name or content id."
   @spec callback(host, String.t()) :: result(Callback.t())
-  def callback(%Host{ref: ref}, name_or_id) do
-    case Native.callback(ref, name_or_id) do
-      {:ok, info} -> {:ok, callback_struct(info)}
-      {:error, e} -> {:error, Error.from_native(e)}
-    end
+  def callback(host, name_or_id) do
+    on_host(host, name_or_id, fn ref ->
+      case Native.callback(ref, name_or_id) do
+        {:ok, info} -> {:ok, callback_struct(info)}
+        {:error, e} -> {:error, Error.from_native(e)}
+      end
+    end)
   end
 
   defp callback_struct({name, id, sig, engine, batching, nin, nout, limits}) do
@@ -147,17 +151,19 @@ defmodule Callbox do
   signature is the library's to read (`callbox_output_types`).
   """
   @spec output_types(host, String.t(), [tensor | {Tensor.type(), tuple()}]) :: result([{Tensor.type(), tuple()}])
-  def output_types(%Host{ref: ref}, callback, inputs) do
+  def output_types(host, callback, inputs) do
     types =
       Enum.map(inputs, fn
         {type, shape} when is_tuple(type) and is_tuple(shape) -> {Tensor.dtype_name!(type), shape}
         t -> t |> native_input() |> Tuple.delete_at(0)
       end)
 
-    case Native.output_types(ref, callback, types) do
-      {:ok, list} -> {:ok, Enum.map(list, fn {name, shape} -> {Tensor.type_of(name), shape} end)}
-      {:error, e} -> {:error, Error.from_native(e)}
-    end
+    on_host(host, callback, fn ref ->
+      case Native.output_types(ref, callback, types) do
+        {:ok, list} -> {:ok, Enum.map(list, fn {name, shape} -> {Tensor.type_of(name), shape} end)}
+        {:error, e} -> {:error, Error.from_native(e)}
+      end
+    end)
   end
 
   # ---- calls ----
@@ -211,6 +217,8 @@ defmodule Callbox do
     do_call(ref, nil, callback, inputs, opts)
   end
 
+  def call(host, callback, _inputs, _opts), do: {:error, not_a_host(host, callback)}
+
   @doc "`call/4`, returning the results or raising `Callbox.Error`."
   @spec call!(host, String.t(), [tensor], keyword()) :: [Tensor.t()]
   def call!(host, callback, inputs, opts \\ []), do: bang(call(host, callback, inputs, opts))
@@ -226,7 +234,9 @@ defmodule Callbox do
   """
   @spec call_many(host, String.t(), [[tensor]], keyword()) ::
           {:ok, [[Tensor.t()]]} | {:error, non_neg_integer(), Error.t()}
-  def call_many(%Host{ref: ref}, callback, input_lists, opts \\ []) do
+  def call_many(host, callback, input_lists, opts \\ [])
+
+  def call_many(%Host{} = host, callback, input_lists, opts) do
     callback =
       try do
         callback_name!(callback)
@@ -251,13 +261,20 @@ defmodule Callbox do
         end
       end)
 
-    case Native.call_many(ref, nil, callback, natives, token(opts), guard()) do
-      {:ok, outs} -> {:ok, Enum.map(outs, fn list -> Enum.map(list, &output/1) end)}
-      {:error, index, e} -> {:error, index, Error.from_native(e)}
-    end
+    reply =
+      on_host(host, callback, fn ref ->
+        case Native.call_many(ref, nil, callback, natives, token(opts), guard()) do
+          {:ok, outs} -> {:ok, Enum.map(outs, fn list -> Enum.map(list, &output/1) end)}
+          {:error, index, e} -> {:error, index, Error.from_native(e)}
+        end
+      end)
+
+    with {:error, %Error{} = e} <- reply, do: {:error, 0, e}
   catch
     :throw, {:callbox_bad_input_at, i, e} -> {:error, i, e}
   end
+
+  def call_many(host, callback, _input_lists, _opts), do: {:error, 0, not_a_host(host, callback)}
 
   # The calling process's guard (Callbox.Native.new_guard/0: a monitor on
   # the process that cancels its call in flight if it dies), made on its
@@ -337,7 +354,10 @@ defmodule Callbox do
   rescue
     # The NIF refused a term it cannot read (badarg): say which, as the
     # documented {:error, %Callbox.Error{}}, never a bare ArgumentError.
-    ArgumentError -> {:error, Error.invalid_argument(to_string_safe(callback), explain_badarg(callback, inputs))}
+    ArgumentError ->
+      if host_ref?(ref),
+        do: {:error, Error.invalid_argument(to_string_safe(callback), explain_badarg(callback, inputs))},
+        else: {:error, not_a_host(%Host{ref: ref}, callback)}
   catch
     :throw, {:callbox_bad_input, e} -> {:error, e}
   end
@@ -430,21 +450,23 @@ defmodule Callbox do
   defp do_call_async(ref, chain, callback, natives, opts) do
     tag = make_ref()
 
-    reply =
-      case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
-        :ok ->
-          receive do
-            {^tag, reply} -> reply
-          end
+    on_host(%Host{ref: ref}, callback, fn ref ->
+      reply =
+        case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
+          :ok ->
+            receive do
+              {^tag, reply} -> reply
+            end
 
-        reply ->
-          reply
+          reply ->
+            reply
+        end
+
+      case reply do
+        {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
+        {:error, e} -> {:error, Error.from_native(e)}
       end
-
-    case reply do
-      {:ok, outs} -> {:ok, Enum.map(outs, &output/1)}
-      {:error, e} -> {:error, Error.from_native(e)}
-    end
+    end)
   end
 
   @doc """
@@ -454,17 +476,19 @@ defmodule Callbox do
   """
   @spec tap(host, String.t(), [tensor]) :: :ok | {:error, Error.t()}
   def tap(%Host{ref: ref}, callback, inputs), do: do_tap(ref, nil, callback, inputs)
+  def tap(host, callback, _inputs), do: {:error, not_a_host(host, callback)}
 
   @doc false
   def do_tap(ref, chain, callback, inputs) do
-    ok(Native.tap(ref, chain, callback, native_inputs(callback, inputs)))
+    natives = native_inputs(callback, inputs)
+    on_host(%Host{ref: ref}, callback, &ok(Native.tap(&1, chain, callback, natives)))
   catch
     :throw, {:callbox_bad_input, e} -> {:error, e}
   end
 
   @doc "Waits for every `tap/3` and returns the first error among them since the previous barrier."
   @spec barrier(host) :: :ok | {:error, Error.t()}
-  def barrier(%Host{ref: ref}), do: ok(Native.barrier(ref, nil))
+  def barrier(host), do: on_host(host, "", &ok(Native.barrier(&1, nil)))
 
   @doc """
   The ordered chain `name` on `host` (the same name is the same chain,
@@ -492,7 +516,7 @@ defmodule Callbox do
   XLA FFI handlers (`callbox_xla_ffi`, target name `"callbox"`) call.
   """
   def set_default_host(nil), do: ok(Native.set_default_host(nil))
-  def set_default_host(%Host{ref: ref}), do: ok(Native.set_default_host(ref))
+  def set_default_host(host), do: on_host(host, "", &ok(Native.set_default_host(&1)))
 
   @doc """
   Sends the library's log lines (guest `callbox_log` output, a WASI
@@ -524,6 +548,30 @@ defmodule Callbox do
 
   # ---- helpers ----
 
+  # A host argument that is not an open host: a %Host{} not made by
+  # open/2 (whose ref the NIF does not know), a cancel token passed as the
+  # host, anything else.
+  defp not_a_host(host, callback),
+    do: Error.invalid_argument(to_string_safe(callback), "#{inspect(host)} is not a host: open one with Callbox.open/2")
+
+  # fun.(ref) for a host, turning the NIF's badarg for a ref that is not a
+  # host resource into the documented {:error, %Callbox.Error{}}.
+  defp on_host(%Host{ref: ref} = host, callback, fun) do
+    fun.(ref)
+  rescue
+    e in ArgumentError -> if host_ref?(host.ref), do: reraise(e, __STACKTRACE__), else: {:error, not_a_host(host, callback)}
+  end
+
+  defp on_host(other, callback, _fun), do: {:error, not_a_host(other, callback)}
+
+  # Whether the NIF takes ref as a host (an open or a closed one).
+  defp host_ref?(ref) do
+    Native.callbacks(ref)
+    true
+  rescue
+    ArgumentError -> false
+  end
+
   @doc false
   def native_inputs(callback, inputs) when is_list(inputs) do
     Enum.map(inputs, fn t ->
@@ -540,13 +588,7 @@ defmodule Callbox do
   defp native_input({data, type, shape}) when is_binary(data) and is_tuple(shape),
     do: {data, Tensor.dtype_name!(type), shape}
 
-  defp native_input(%{__struct__: Nx.Tensor} = t) do
-    if Code.ensure_loaded?(Callbox.Nx) do
-      native_input(apply(Callbox.Nx, :from_nx, [t]))
-    else
-      raise ArgumentError, "an Nx.Tensor, but Callbox.Nx was compiled without Nx: recompile callbox with Nx loaded"
-    end
-  end
+  defp native_input(%{__struct__: Nx.Tensor} = t), do: native_input(Callbox.Nx.from_nx(t))
 
   defp native_input(other),
     do: raise(ArgumentError, "not a tensor: #{inspect(other)} (pass a Callbox.Tensor or {binary, type, shape})")

@@ -272,8 +272,8 @@ defmodule CallboxTest do
   test "an unknown option is refused, naming it, not ignored", %{host: host} do
     x = f32([1.0])
     assert {:error, %Error{kind: :invalid_argument, callback: "copy_f32", message: msg}} =
-             Callbox.call(host, "copy_f32", [x], timeout: 50)
-    assert msg =~ ":timeout"
+             Callbox.call(host, "copy_f32", [x], tmeout: 50)
+    assert msg =~ ":tmeout"
     assert {:error, %Error{kind: :invalid_argument}} = Callbox.call(host, "copy_f32", [x], asynch: true)
     assert {:error, 0, %Error{kind: :invalid_argument}} = Callbox.call_many(host, "copy_f32", [[x]], inline: 5)
     assert {:ok, [_]} = Callbox.call(host, "copy_f32", [x], inline_us: 0, async: false)
@@ -296,6 +296,34 @@ defmodule CallboxTest do
     assert m6 =~ "NUL"
     assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x]), "an atom names a callback"
     assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x], async: true)
+  end
+
+  test "a host that is not one (forged, a cancel token, nil) is {:error, %Callbox.Error{}} in every host function" do
+    x = f32([1.0])
+    forged = %Callbox.Host{ref: make_ref()}
+
+    for host <- [forged, Callbox.cancel_token(), nil] do
+      not_a_host = fn
+        {:error, %Error{kind: :invalid_argument, message: m}} -> m =~ "is not a host"
+        {:error, 0, %Error{kind: :invalid_argument, message: m}} -> m =~ "is not a host"
+        _ -> false
+      end
+
+      for {what, result} <- [
+            call: Callbox.call(host, "copy_f32", [x]),
+            call_opts: Callbox.call(host, "copy_f32", [x], inline_us: 0),
+            call_async: Callbox.call(host, "copy_f32", [x], async: true),
+            call_many: Callbox.call_many(host, "copy_f32", [[x]]),
+            tap: Callbox.tap(host, "copy_f32", [x]),
+            barrier: Callbox.barrier(host),
+            close: Callbox.close(host),
+            callbacks: Callbox.callbacks(host),
+            callback: Callbox.callback(host, "copy_f32"),
+            output_types: Callbox.output_types(host, "copy_f32", [x])
+          ] ++ if(host, do: [set_default_host: Callbox.set_default_host(host)], else: []) do
+        assert not_a_host.(result), "#{what} with host #{inspect(host)}: #{inspect(result)}"
+      end
+    end
   end
 
   test "kind 20, overloaded, has its atom" do

@@ -86,6 +86,70 @@ defmodule Callbox.OutsideTest do
     end
   end
 
+  # Issue 30 (12, 13): an Nx user's project, depending on callbox and nx by
+  # path (nx is a stub here: Hex is unreachable), gets Callbox.Nx from a
+  # plain `mix compile` (Mix compiles the two in either order), and the
+  # NIF is built into that project's _build, not into the callback
+  # checkout.
+  @tag timeout: 300_000
+  test "a project depending on callbox and nx: Callbox.Nx after a plain mix compile, nothing written into the checkout" do
+    root = TestGuests.root()
+    elixir_dir = Path.join(root, "elixir")
+    tmp = Path.join(System.tmp_dir!(), "callbox-elixir-dep-#{System.unique_integer([:positive])}")
+    on_exit(fn -> File.rm_rf!(tmp) end)
+    File.mkdir_p!(Path.join(tmp, "nx/lib"))
+    File.mkdir_p!(Path.join(tmp, "app/lib"))
+
+    File.write!(Path.join(tmp, "nx/mix.exs"), """
+    defmodule Nx.MixProject do
+      use Mix.Project
+      def project, do: [app: :nx, version: "0.7.0", deps: []]
+    end
+    """)
+
+    File.write!(Path.join(tmp, "nx/lib/nx.ex"), """
+    defmodule Nx.Tensor do
+      defstruct [:data, :type, :shape, vectorized_axes: []]
+    end
+
+    defmodule Nx do
+      def to_binary(%Nx.Tensor{data: d}), do: d
+      def from_binary(d, type), do: %Nx.Tensor{data: d, type: type, shape: {div(byte_size(d), div(elem(type, 1), 8))}}
+      def reshape(%Nx.Tensor{} = t, shape), do: %{t | shape: shape}
+      def type(%Nx.Tensor{type: t}), do: t
+      def shape(%Nx.Tensor{shape: s}), do: s
+    end
+    """)
+
+    File.write!(Path.join(tmp, "app/mix.exs"), """
+    defmodule App.MixProject do
+      use Mix.Project
+      def project, do: [app: :app, version: "0.1.0", deps: [{:callbox, path: #{inspect(elixir_dir)}}, {:nx, path: "../nx"}]]
+    end
+    """)
+
+    File.write!(Path.join(tmp, "app/lib/app.ex"), "defmodule App do\nend\n")
+    before = File.ls!(elixir_dir) |> Enum.sort()
+    env = [{"MIX_ENV", "dev"}, {"CALLBOX_CONFIG", nil}]
+    app = Path.join(tmp, "app")
+    {log, status} = System.cmd("mix", ["compile"], cd: app, env: env, stderr_to_stdout: true)
+    assert status == 0, log
+
+    script = """
+    t = %Nx.Tensor{data: <<1.0::float-32-native, 2.5::float-32-native>>, type: {:f, 32}, shape: {2}}
+    {:ok, host} = Callbox.open(#{inspect(TestGuests.config_path())})
+    {:ok, [y]} = Callbox.Nx.call(host, "copy_f32", [t])
+    IO.puts("nx=" <> inspect({Code.ensure_loaded?(Callbox.Nx), y.__struct__, y.data == t.data}))
+    """
+
+    {out, status} = System.cmd("mix", ["run", "--no-compile", "-e", script], cd: app, env: env, stderr_to_stdout: true)
+    assert status == 0, out
+    assert out =~ "nx={true, Nx.Tensor, true}", out
+    assert File.regular?(Path.join(app, "_build/dev/lib/callbox/priv/callbox_nif.so"))
+    assert File.ls!(elixir_dir) |> Enum.sort() == before, "the dependency build wrote into #{elixir_dir}"
+    refute File.exists?(Path.join(elixir_dir, "priv"))
+  end
+
   # The callbox CLI: CALLBOX_CLI, else the repository's bin/callbox (`make
   # elixir-test` builds it), else built here with go.
   defp callbox_cli(root, tmp) do

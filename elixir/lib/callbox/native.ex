@@ -8,7 +8,10 @@ defmodule Callbox.Native do
   # :failed_precondition}} saying why, and Callbox.Native.problem/0 says it.
 
   @on_load :load
-  @compiled_priv Path.expand("../../priv", __DIR__)
+  # Where the NIF was built (the build's priv: mix.exs), for a code path
+  # that does not say (:code.priv_dir/1 finds the priv beside the ebin the
+  # module was loaded from).
+  @compiled_priv Path.join(Mix.Project.app_path(), "priv")
   @repo_build Path.expand("../../../build", __DIR__)
 
   def load do
