@@ -4,9 +4,9 @@
 #           on a dirty scheduler; what ffi/testdata/bench.c measures in its own process)
 #   call    Callbox.call/3, the default: callbox_call_within on the caller's
 #           normal scheduler within a 100 us slice (a wasmtime callback goes
-#           to a dirty scheduler unless the normal schedulers' stacks hold it)
-#   dirty   Callbox.call/4 with inline_us: 0: the whole call on a dirty CPU scheduler
-#   async   Callbox.call/4 with async: true: callbox_call_async from a normal
+#           to a library thread unless the normal schedulers' stacks hold it)
+#   async   Callbox.call/4 with async: true (inline_us: 0 is the same; the
+#           route of a call that outran its slice): callbox_request_async from a normal
 #           scheduler, which polls 20 us for the call's end before leaving the
 #           reply to a message
 #   many    Callbox.call_many/3, 100 calls per dirty scheduler trip
@@ -14,7 +14,7 @@
 #           as the async route's threads do (Callbox.Native.bench_handoff/1),
 #           the floor of any route that runs the call on another thread
 # Each round times 10,000 calls of every variant, interleaved in chunks of
-# 2,000 (capi, call, dirty, ... then capi again), so that a burst of noise
+# 2,000 (capi, call, async, ... then capi again), so that a burst of noise
 # from the machine's neighbours lands on every variant of the round alike;
 # the report is the median over the rounds of each variant's ns per call
 # and of each round's ratio to capi (and the best round's, for reference).
@@ -71,13 +71,12 @@ for name <- names do
       ns * chunk
     end,
     call: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x]) end, chunk) end,
-    dirty: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], inline_us: 0) end, chunk) end,
     async: fn -> time.(fn -> {:ok, [_]} = Callbox.call(host, name, [x], async: true) end, chunk) end,
     many: fn -> time.(fn -> {:ok, _} = Callbox.call_many(host, name, batch) end, div(chunk, 100)) end,
     handoff: fn -> Callbox.Native.bench_handoff(chunk) * chunk end
   }
 
-  order = [:capi, :call, :dirty, :async, :many, :handoff]
+  order = [:capi, :call, :async, :many, :handoff]
   for v <- order, do: run[v].()
 
   # A round: n calls of each variant in chunks, interleaved; ns per call.

@@ -6,14 +6,17 @@
  * directory, the repository's build/) and this file dlopens it and looks up
  * every entry, so the NIF loads (and says what is missing) without it.
  *
- * A guest may run up to its timeout, and a normal scheduler must never
- * be held for long: every entry that reaches a host runs on a dirty CPU
- * scheduler, except call/7 and call_async/7. call/7 (Callbox.call) runs
- * an unordered call on the caller's normal scheduler within a slice
- * (callbox_call_within) and, when the call outruns it, again from the
- * start on a dirty scheduler (see nif_call). call_async/7 (async: true)
- * hands the call to callbox_call_async from the normal scheduler so that
- * the guest runs on a libcallbox worker thread (see call_async below).
+ * A guest may run up to its timeout, and no scheduler, normal or dirty,
+ * may be held while it does: call/7 (Callbox.call) runs an unordered call
+ * on the caller's normal scheduler within a slice (callbox_call_within)
+ * and, when the call outruns it, says :continue; Callbox.call then hands
+ * the call (again from the start) to call_async/8, which gives it to
+ * callbox_request_async from the normal scheduler so that the guest runs
+ * on a libcallbox worker thread while the caller waits in receive (see
+ * call_async below). Chain calls and inline_us: 0 go there at once.
+ * call_many/6 runs its calls on a dirty CPU scheduler; what only waits
+ * (close, barrier, a chain's reset) on a dirty I/O one; the rest, short,
+ * on a dirty CPU one.
  * Input binaries are passed to the library as they are (their data
  * pointers are the callbox_tensor data; libcallbox copies them into the
  * sandbox once); outputs are binaries allocated at the size
@@ -66,8 +69,8 @@
   X(callbox_chain_barrier)        \
   X(callbox_chain_reset)          \
   X(callbox_call_cancelable)      \
-  X(callbox_call_async)           \
   X(callbox_call_within)          \
+  X(callbox_request_async)        \
   X(callbox_cancel_token_new)     \
   X(callbox_cancel_token_fire)    \
   X(callbox_cancel_token_free)    \
@@ -103,7 +106,7 @@ static size_t num_dtypes;
 
 /* ---- atoms ---- */
 
-static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false;
+static ERL_NIF_TERM a_ok, a_error, a_nil, a_true, a_false, a_continue;
 
 /* The NIF's thread-local variables use the initial-exec model: a few
  * words of the static TLS that glibc keeps spare for libraries loaded
@@ -1188,6 +1191,7 @@ static ERL_NIF_TERM nif_new_guard(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 static __thread TLS_IE ErlNifEnv *thread_call_env;
 
 /* Counters of the routes calls took (call_stats/0). */
+static uint64_t async_started; /* calls handed to a library thread (call_async/8) */
 static uint64_t stat_inline, stat_gave_up, stat_dirty, stat_inline_max_ns, stat_gave_up_max_ns, stat_gave_up_last_ns;
 
 static void stat_max(uint64_t *max, uint64_t v) {
@@ -1505,7 +1509,7 @@ done:
   return status;
 }
 
-/* The arguments common to call/7 and call_many/6. */
+/* The arguments common to call/7, call_async/8 and call_many/6. */
 static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, token_res **tok, cstr *chain, int *has_chain,
                      cstr *cb) {
   *tok = NULL;
@@ -1519,59 +1523,50 @@ static int call_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], host_res **r, to
   return 1;
 }
 
-/* call(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, inline_ns)
- *   -> {:ok, [{binary, {kind, bits}, shape}]} | {:error, e}
+/* call(host, nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, inline_ns)
+ *   -> {:ok, [{binary, {kind, bits}, shape}]} | {:error, e} | :continue
  * inputs: {binary, dtype, shape} tuples, dtype an atom or a type tuple.
- * On the caller's normal scheduler: an unordered call with inline_ns > 0
- * runs here within inline_ns (one_call); every other call, and one that
- * outran its slice (from the start: the abandoned attempt wrote nothing),
- * continues on a dirty CPU scheduler (call_dirty). */
-static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-
-/* call/7's arguments read and one_call made (budget_ns 0: the dirty
- * half, under the caller's guard): one_call's status, *reply the term to
- * return for 0 and 1. */
-static int call_with(ErlNifEnv *env, const ERL_NIF_TERM argv[], uint64_t budget_ns, ERL_NIF_TERM *reply) {
+ * On the caller's normal scheduler: an unordered call runs here within
+ * inline_ns (one_call). One that outran its slice (the abandoned attempt
+ * wrote nothing), one that may not run here (its callback needs more
+ * native stack than this thread has, or calls of it at these types
+ * outran their slices a moment ago), a chain call and inline_ns 0 give
+ * :continue: Callbox.call/4 then runs the call on a thread of the
+ * library's (call_async/8), so that no scheduler, normal or dirty, is
+ * held while a guest runs. */
+static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+  (void)argc;
+  REQUIRE_LIB(env);
+  ErlNifUInt64 inline_ns;
+  if (!enif_get_uint64(env, argv[6], &inline_ns)) return enif_make_badarg(env);
+  if (inline_ns == 0 || !enif_is_identical(argv[1], a_nil)) return a_continue;
   host_res *r;
   token_res *tok;
   cstr chain, cb;
   int has_chain;
-  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return -1;
-  guard_res *g = budget_ns ? NULL : guard_for(env, argv[5], tok);
+  if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ERL_NIF_TERM result;
-  int status = one_call(env, r, tok, g, has_chain ? chain.s : NULL, cb.s, argv[3], budget_ns, 1, &result);
+  int status = one_call(env, r, tok, NULL, NULL, cb.s, argv[3], inline_ns, 1, &result);
   free_cstr(&cb);
   if (has_chain) free_cstr(&chain);
-  if (status == 1) *reply = enif_make_tuple2(env, a_ok, result);
-  if (status == 0) *reply = result;
-  return status;
-}
-
-static ERL_NIF_TERM nif_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-  REQUIRE_LIB(env);
-  ErlNifUInt64 inline_ns;
-  if (!enif_get_uint64(env, argv[6], &inline_ns)) return enif_make_badarg(env);
-  if (inline_ns > 0 && enif_is_identical(argv[1], a_nil)) {
-    ERL_NIF_TERM reply;
-    int status = call_with(env, argv, inline_ns, &reply);
-    if (status < 0) return enif_make_badarg(env);
-    if (status < 2) return reply;
+  switch (status) {
+  case 1:
+    return enif_make_tuple2(env, a_ok, result);
+  case 0:
+    return result;
+  case 2:
+    return a_continue;
+  default:
+    return enif_make_badarg(env);
   }
-  return enif_schedule_nif(env, "call", ERL_NIF_DIRTY_JOB_CPU_BOUND, nif_call_dirty, argc, argv);
 }
 
-/* The dirty half of call/7: the whole call here, under the caller's guard. */
-static ERL_NIF_TERM nif_call_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-  (void)argc;
-  ERL_NIF_TERM reply;
-  return call_with(env, argv, 0, &reply) < 0 ? enif_make_badarg(env) : reply;
-}
-
-/* call_stats() -> %{inline: n, gave_up: n, dirty: n, inline_max_ns: ns,
- * gave_up_max_ns: ns, gave_up_last_ns: ns, slice_clock: :tsc | :monotonic,
- * arenas_live: n}: how calls ran since the NIF loaded (calls finished
- * on a normal scheduler; inline attempts that outran their slice; calls
- * run on a dirty scheduler), the longest inline attempt that finished,
+/* call_stats() -> %{inline: n, gave_up: n, threaded: n, dirty: n,
+ * inline_max_ns: ns, gave_up_max_ns: ns, gave_up_last_ns: ns, slice_clock:
+ * :tsc | :monotonic, arenas_live: n}: how calls ran since the NIF loaded
+ * (calls finished on a normal scheduler; inline attempts that outran
+ * their slice; calls handed to a library thread, call_async/8; call_many's
+ * calls, run on a dirty scheduler), the longest inline attempt that finished,
  * the longest one given up (its slice and the engine's interrupt
  * latency: what a runaway holds a normal scheduler) and the latest one,
  * the clock those are read from (the slice clock), and how many result
@@ -1582,12 +1577,14 @@ static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   (void)argv;
   double rate;
   __atomic_load(&slice_ns_per_tick, &rate, __ATOMIC_RELAXED);
-  ERL_NIF_TERM keys[8] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
+  ERL_NIF_TERM keys[9] = {enif_make_atom(env, "inline"),         enif_make_atom(env, "gave_up"),
+                          enif_make_atom(env, "threaded"),
                           enif_make_atom(env, "dirty"),          enif_make_atom(env, "inline_max_ns"),
                           enif_make_atom(env, "gave_up_max_ns"), enif_make_atom(env, "gave_up_last_ns"),
                           enif_make_atom(env, "slice_clock"),    enif_make_atom(env, "arenas_live")};
-  ERL_NIF_TERM vals[8] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
+  ERL_NIF_TERM vals[9] = {enif_make_uint64(env, __atomic_load_n(&stat_inline, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up, __ATOMIC_RELAXED)),
+                          enif_make_uint64(env, __atomic_load_n(&async_started, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_dirty, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_inline_max_ns, __ATOMIC_RELAXED)),
                           enif_make_uint64(env, __atomic_load_n(&stat_gave_up_max_ns, __ATOMIC_RELAXED)),
@@ -1595,13 +1592,13 @@ static ERL_NIF_TERM nif_call_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
                           enif_make_atom(env, slice_tsc && rate > 0 ? "tsc" : "monotonic"),
                           enif_make_uint64(env, __atomic_load_n(&arenas_live, __ATOMIC_RELAXED))};
   ERL_NIF_TERM map;
-  enif_make_map_from_arrays(env, keys, vals, 8, &map);
+  enif_make_map_from_arrays(env, keys, vals, 9, &map);
   return map;
 }
 
 /* ---- asynchronous calls: callbox_call_async from a normal scheduler ----
  *
- * call_async/7 does on the calling (normal) scheduler what takes no guest
+ * call_async/8 does on the calling (normal) scheduler what takes no guest
  * time: read the inputs, derive the result types (cached), allocate the
  * result binaries, and hand the call to callbox_call_async, which returns
  * at once; the guest runs on a goroutine of the library's. When it is
@@ -1635,7 +1632,7 @@ typedef struct {
 #define ASYNC_DONE 2
 static uint64_t async_spin_ns = 20000;
 
-static uint64_t async_started, async_finished, async_polled; /* async_stats/0 */
+static uint64_t async_finished, async_polled; /* async_stats/0, with async_started */
 
 /* The call's reply term in env: {:ok, outputs} or {:error, e}; the result
  * binaries are the terms' (or released) afterwards. */
@@ -1722,9 +1719,12 @@ static int async_poll(ErlNifEnv *env, async_job *j, ERL_NIF_TERM *result) {
   return 1;
 }
 
-/* call_async(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, ref)
+/* call_async(host, chain | nil, callback, [{binary, dtype, shape}], token | nil, guard | nil, ref, budget_ns)
  *   -> {:ok, outputs} | {:error, e} (the call was refused, or was over within async_spin_ns)
- *    | :ok (then {ref, {:ok, outputs} | {:error, e}} is sent to the caller) */
+ *    | :ok (then {ref, {:ok, outputs} | {:error, e}} is sent to the caller)
+ * budget_ns: 0, or the caller's limit on the call (callbox_request's
+ * budget_ns: the library stops the call, waiting for an instance
+ * included, with its own Timeout error). */
 static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   REQUIRE_LIB(env);
@@ -1732,7 +1732,8 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   token_res *tok;
   cstr chain, cb;
   int has_chain;
-  if (!enif_is_ref(env, argv[6])) return enif_make_badarg(env);
+  ErlNifUInt64 budget_ns;
+  if (!enif_is_ref(env, argv[6]) || !enif_get_uint64(env, argv[7], &budget_ns)) return enif_make_badarg(env);
   if (!call_args(env, argv, &r, &tok, &chain, &has_chain, &cb)) return enif_make_badarg(env);
   ErlNifEnv *jenv = enif_alloc_env();
   tensor_list in, out;
@@ -1812,8 +1813,18 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   enif_keep_resource(r);
   if (j->guard) enif_keep_resource(j->guard);
   __atomic_add_fetch(&async_started, 1, __ATOMIC_RELAXED);
-  callbox_error *e = p_callbox_call_async(r->handle, token, has_chain ? chain.s : NULL, cb.s, in.t, in.n, out.t, n,
-                                          async_done, j);
+  callbox_request req = {
+      .size = sizeof req,
+      .callback = cb.s,
+      .chain = has_chain ? chain.s : NULL,
+      .cancel = token,
+      .inputs = in.t,
+      .num_inputs = in.n,
+      .outputs = out.t,
+      .num_outputs = n,
+      .budget_ns = budget_ns,
+  };
+  callbox_error *e = p_callbox_request_async(r->handle, &req, async_done, j);
   if (e) { /* refused: done will not be called */
     __atomic_add_fetch(&async_finished, 1, __ATOMIC_RELAXED);
     if (j->guard) {
@@ -2211,6 +2222,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   a_nil = enif_make_atom(env, "nil");
   a_true = enif_make_atom(env, "true");
   a_false = enif_make_atom(env, "false");
+  a_continue = enif_make_atom(env, "continue");
   host_type = enif_open_resource_type(env, NULL, "callbox_host", host_dtor, ERL_NIF_RT_CREATE, NULL);
   token_type = enif_open_resource_type(env, NULL, "callbox_cancel_token", token_dtor, ERL_NIF_RT_CREATE, NULL);
   ErlNifResourceTypeInit guard_init = {.dtor = guard_dtor, .stop = NULL, .down = guard_down};
@@ -2255,7 +2267,7 @@ static ErlNifFunc funcs[] = {
     {"call", 7, nif_call, 0},
     {"call_stats", 0, nif_call_stats, 0},
     {"call_many", 6, nif_call_many, DIRTY},
-    {"call_async", 7, nif_call_async, 0},
+    {"call_async", 8, nif_call_async, 0},
     {"new_guard", 0, nif_new_guard, 0},
     {"tap", 4, nif_tap, DIRTY},
     {"barrier", 2, nif_barrier, DIRTY_WAIT},

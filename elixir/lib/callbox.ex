@@ -18,14 +18,14 @@ defmodule Callbox do
 
   A call runs first on the caller's own scheduler for a slice of at most
   `:inline_us` microseconds (a tiny call ends there), then, if it is not
-  over, on a dirty CPU scheduler (chain calls and `inline_us: 0` go there
-  at once), or on a libcallbox thread with `async: true`: a guest runs up
-  to its timeout, and no normal scheduler waits longer than the slice. A
-  calling process is
-  monitored (once, on its first call): a caller killed mid-call has its
-  guest canceled within milliseconds. A host may be shared by any number of processes. A host
-  that is garbage-collected is closed (on a background thread); `close/1`
-  closes one at once.
+  over, on a thread of libcallbox's while the caller waits in `receive`
+  (chain calls, `inline_us: 0`, `async: true` and a `:timeout` go there at
+  once): a guest runs up to its timeout, no normal scheduler waits longer
+  than the slice, and no scheduler of any kind is held while a guest runs.
+  A calling process is monitored (once, on its first call): a caller
+  killed mid-call has its guest canceled within milliseconds. A host may
+  be shared by any number of processes. A host that is garbage-collected
+  is closed (on a background thread); `close/1` closes one at once.
   """
 
   alias Callbox.{Chain, Error, Native, Tensor}
@@ -64,6 +64,10 @@ defmodule Callbox do
   # How long a call may run on the caller's scheduler before it moves to a
   # dirty one (call/4: inline_us), in microseconds.
   @default_inline_us 100
+
+  # The options call/4 and call_many/3 take.
+  @call_options [:inline_us, :cancel, :async, :timeout]
+  @many_options [:inline_us, :cancel, :async]
 
   # ---- hosts ----
 
@@ -175,42 +179,48 @@ defmodule Callbox do
   Where the call runs: it starts on the caller's own (normal) scheduler,
   held to a slice of `inline_us` microseconds (default
   #{@default_inline_us}); a call that finishes within it costs no
-  scheduler hand-off. One that outruns it is stopped and run again from
-  the start on a dirty CPU scheduler, where it may use its whole timeout
-  (the stopped attempt wrote nothing, but its instance is replaced, so
-  state a pooled instance kept from earlier calls is lost, and guest log
-  lines it wrote may appear twice); the next calls of the same callback
-  and input types then go straight to a dirty scheduler (2 after one such
-  call, doubling with each in a row, up to 1024). A wasmtime guest needs
-  a big native stack: libcallbox provides one on x86-64 Linux; elsewhere
-  a wasmtime call runs inline only where the scheduler's own stack is
-  big (`+sss 1024`), else on a dirty scheduler and a worker thread.
-  Chain calls, which must run exactly once, always run on a dirty
-  scheduler, as every call does with `inline_us: 0`.
+  hand-off. One that outruns it is stopped and run again from the start
+  on a thread of libcallbox's (`callbox_request_async`), where it may use
+  its whole timeout while the calling process waits in `receive`, holding
+  no scheduler (the stopped attempt wrote nothing, but its instance is
+  replaced, so state a pooled instance kept from earlier calls is lost,
+  and guest log lines it wrote may appear twice); the next calls of the
+  same callback and input types then go straight to a library thread (2
+  after one such call, doubling with each in a row, up to 1024). Chain
+  calls, which must run exactly once, always go straight there, as every
+  call does with `inline_us: 0`, `async: true` or a `:timeout`. A wasmtime
+  guest needs a big native stack: libcallbox provides one on x86-64
+  Linux; elsewhere a wasmtime call goes to a library thread (16 MiB
+  stacks) unless the scheduler's own stack is big (`+sss 1024`).
 
   Results of 65 bytes to 4 KiB share 32 KiB blocks (one per scheduler
   thread, filled in order): a result kept alive keeps its block alive, as
   a sub-binary keeps its parent; `:binary.copy/1` one you keep for long
   (elixir/README.md, "Where results live").
 
-  Options: `:inline_us`, the slice above (0: always dirty); `:cancel`, a
-  token from `cancel_token/0`: firing it with `cancel/1` stops the call
-  within milliseconds (kind `:canceled`).
-  `async: true` runs the guest on a thread of libcallbox's instead
-  (`callbox_call_async`, C API 1.3): the NIF hands the call over from the
-  normal scheduler, polls up to 20 µs for its end, else the calling
-  process waits in `receive` for the reply (a message tagged with a fresh
-  reference, which the process never sees). It holds no scheduler while
-  the guest runs, so runaways cannot take the dirty schedulers; measured
-  on wazero it costs more per call than the dirty route, on wasmtime
-  (without `+sssdcpu 1024`) less (elixir/README.md, Performance).
+  Options:
+    * `:timeout` - milliseconds (a positive integer) or `:infinity`
+      (default): the most this call may take, counted from now, waiting
+      for a busy callback's instance included; a call it stops fails with
+      kind `:timeout` and writes nothing. It can only shorten the
+      callback's own timeout (from the config). The library judges the
+      value (at most an hour).
+    * `:cancel` - a token from `cancel_token/0`: firing it with `cancel/1`
+      stops the call within milliseconds (kind `:canceled`).
+    * `:inline_us` - the slice above, 0 to 1000000 (0: no slice).
+    * `async: true` - no slice: the same as `inline_us: 0`. (The NIF then
+      hands the call over from the normal scheduler and polls up to 20 µs
+      for its end, else the reply is a message tagged with a fresh
+      reference, which the process never sees.)
+
+  Any other option is refused, naming it.
   """
   @spec call(host, String.t(), [tensor], keyword()) :: result([Tensor.t()])
   def call(host, callback, inputs, opts \\ [])
 
   # No options, the common case: no option lookups.
   def call(%Host{ref: ref}, callback, inputs, []) when is_binary(callback) do
-    sync_call(ref, nil, callback, inputs, nil, @default_inline_us * 1000)
+    sync_call(ref, callback, inputs, nil, @default_inline_us * 1000)
   end
 
   def call(%Host{ref: ref}, callback, inputs, opts) do
@@ -245,7 +255,7 @@ defmodule Callbox do
       end
 
     try do
-      check_options!(callback, opts)
+      check_options!(callback, opts, @many_options)
     catch
       :throw, {:callbox_bad_input, e} -> throw({:callbox_bad_input_at, 0, e})
     end
@@ -292,15 +302,42 @@ defmodule Callbox do
   end
 
   # The inline slice in ns: none for chain calls (an ordered step must
-  # run exactly once, and a slice may run it twice).
-  defp inline_ns(nil, opts) do
+  # run exactly once, and a slice may run it twice) and async: true.
+  defp inline_ns(callback, nil, opts) do
     case Keyword.get(opts, :inline_us, @default_inline_us) do
-      us when is_integer(us) and us >= 0 and us <= 1_000_000 -> us * 1000
-      us -> raise ArgumentError, "inline_us: #{inspect(us)} (give microseconds, 0 to 1000000)"
+      us when is_integer(us) and us >= 0 and us <= 1_000_000 ->
+        if opts[:async] == true, do: 0, else: us * 1000
+
+      us ->
+        throw({:callbox_bad_input, Error.invalid_argument(callback, "inline_us: #{inspect(us)}: give microseconds, 0 to 1000000")})
     end
   end
 
-  defp inline_ns(_chain, _opts), do: 0
+  defp inline_ns(_callback, _chain, _opts), do: 0
+
+  # The caller's limit on the call (option :timeout, in ms): nil, or
+  # {start, ns}, start the call's beginning on the monotonic clock. The
+  # library judges the value (callbox_request's budget_ns); a non-integer
+  # is refused here, as it cannot be passed.
+  defp deadline(callback, opts) do
+    case Keyword.get(opts, :timeout, :infinity) do
+      :infinity ->
+        nil
+
+      ms when is_integer(ms) and ms > 0 ->
+        {System.monotonic_time(:nanosecond), ms * 1_000_000}
+
+      other ->
+        throw({:callbox_bad_input,
+               Error.invalid_argument(callback, "timeout: #{inspect(other)}: give milliseconds (a positive integer) or :infinity")})
+    end
+  end
+
+  # What is left of the caller's limit now, for the library (0: none; at
+  # least 1 ns when it has passed, so that the library reports the
+  # Timeout).
+  defp budget_ns(nil), do: 0
+  defp budget_ns({start, ns}), do: max(ns - (System.monotonic_time(:nanosecond) - start), 1)
 
   defp token(opts) do
     case opts[:cancel] do
@@ -309,21 +346,16 @@ defmodule Callbox do
     end
   end
 
-  @call_options [:inline_us, :cancel, :async]
-
-  # Options are checked, not ignored: a misspelled or unsupported one
-  # (timeout: 50, say: the callback's timeout is the config's) is refused
-  # as an invalid argument naming it.
-  defp check_options!(callback, opts) do
-    case Keyword.keys(opts) -- @call_options do
+  # Options are checked, not ignored: a misspelled or unsupported one is
+  # refused as an invalid argument naming it.
+  defp check_options!(callback, opts, allowed \\ @call_options) do
+    case Keyword.keys(opts) -- allowed do
       [] ->
         :ok
 
       unknown ->
         throw({:callbox_bad_input,
-               Error.invalid_argument(callback,
-                 "unknown option(s) #{inspect(unknown)}: a call takes #{inspect(@call_options)} " <>
-                   "(its time limit is the callback's timeout in the config)")})
+               Error.invalid_argument(callback, "unknown option(s) #{inspect(unknown)}: this takes #{inspect(allowed)}")})
     end
   end
 
@@ -331,25 +363,32 @@ defmodule Callbox do
   def do_call(ref, chain, callback, inputs, opts) do
     callback = callback_name!(callback)
     check_options!(callback, opts)
-    if !opts[:async] do
-      sync_call(ref, chain, callback, inputs, token(opts), inline_ns(chain, opts))
-    else
-      do_call_async(ref, chain, callback, native_inputs(callback, inputs), opts)
+    deadline = deadline(callback, opts)
+
+    # A call with a :timeout goes to a library thread at once: the library
+    # then judges the timeout's value, and counts it from the start.
+    case inline_ns(callback, chain, opts) do
+      inline_ns when inline_ns > 0 and deadline == nil -> sync_call(ref, callback, inputs, token(opts), inline_ns)
+      _ -> threaded_call(ref, chain, callback, native_inputs(callback, inputs), token(opts), deadline)
     end
   catch
     :throw, {:callbox_bad_input, e} -> {:error, e}
   end
 
-  # Callbox.Tensor structs go to the NIF as their fields, as they are, and
-  # come back as {data, type, shape}; other tensors are converted first.
-  # (The BEAM reads and builds structs several times faster than a NIF's
-  # map functions: elixir/README.md, Performance.)
-  defp sync_call(ref, chain, callback, inputs, token, inline_ns) do
+  # An unordered call: first on the caller's scheduler within the slice;
+  # one the NIF does not finish there (:continue) goes to a library
+  # thread, from the start. Callbox.Tensor structs go to the NIF as their
+  # fields, as they are, and come back as {data, type, shape}; other
+  # tensors are converted first. (The BEAM reads and builds structs
+  # several times faster than a NIF's map functions: elixir/README.md,
+  # Performance.)
+  defp sync_call(ref, callback, inputs, token, inline_ns) do
     natives = struct_fields(inputs) || native_inputs(callback, inputs)
 
-    case Native.call(ref, chain, callback, natives, token, guard(), inline_ns) do
+    case Native.call(ref, nil, callback, natives, token, nil, inline_ns) do
       {:ok, outs} -> {:ok, tensors(outs)}
       {:error, e} -> {:error, Error.from_native(e)}
+      :continue -> threaded_call(ref, nil, callback, natives, token, nil)
     end
   rescue
     # The NIF refused a term it cannot read (badarg): say which, as the
@@ -444,15 +483,17 @@ defmodule Callbox do
   defp tensors([{data, type, shape} | rest]), do: [%Tensor{data: data, type: type, shape: shape} | tensors(rest)]
   defp tensors([]), do: []
 
-  # The call runs on a library thread (callbox_call_async); the NIF replies
+  # The call runs on a library thread (callbox_request_async, under the
+  # caller's guard and what is left of its :timeout); the NIF replies
   # itself when the call is over within its short poll, else the reply
-  # arrives as {tag, reply}.
-  defp do_call_async(ref, chain, callback, natives, opts) do
+  # arrives as {tag, reply} while the caller waits in receive, holding no
+  # scheduler.
+  defp threaded_call(ref, chain, callback, natives, token, deadline) do
     tag = make_ref()
 
     on_host(%Host{ref: ref}, callback, fn ref ->
       reply =
-        case Native.call_async(ref, chain, callback, natives, token(opts), guard(), tag) do
+        case Native.call_async(ref, chain, callback, natives, token, guard(), tag, budget_ns(deadline)) do
           :ok ->
             receive do
               {^tag, reply} -> reply

@@ -1,9 +1,11 @@
 defmodule Callbox.AsyncTest do
-  # Callbox.call(..., async: true), the route through callbox_call_async: the NIF returns on the
-  # normal scheduler, the guest runs on a libcallbox worker thread, and the
-  # reply comes back from the NIF's poll or as a message. Many callers at
-  # once, a caller killed mid-call, a host closed or dropped with a call in
-  # flight, and the default dirty-scheduler route giving the same results.
+  # The threaded route (callbox_request_async), which every call takes that
+  # does not finish within its slice, and async: true, inline_us: 0, chain
+  # calls and a :timeout take at once: the NIF returns on the normal
+  # scheduler, the guest runs on a libcallbox worker thread, and the reply
+  # comes back from the NIF's poll or as a message. Many callers at once,
+  # runaways beyond the dirty schedulers, a caller's :timeout, a caller
+  # killed mid-call, a host closed or dropped with a call in flight.
   use Callbox.KitCase, async: false
 
   # Waits until every asynchronous call handed to the library is over.
@@ -14,6 +16,15 @@ defmodule Callbox.AsyncTest do
       started == finished -> :ok
       tries == 0 -> flunk("#{started - finished} asynchronous calls still in flight")
       true -> Process.sleep(20) && settled(tries - 1)
+    end
+  end
+
+  # Waits (up to 10 s, then fails saying what for) until ready.() is true.
+  defp wait_until(what, ready, tries \\ 1000) do
+    cond do
+      ready.() -> :ok
+      tries == 0 -> flunk("waited 10 s for #{what}")
+      true -> Process.sleep(10) && wait_until(what, ready, tries - 1)
     end
   end
 
@@ -60,10 +71,78 @@ defmodule Callbox.AsyncTest do
     assert s1 == s0
   end
 
-  test "the dirty-scheduler route (the default) gives the same results", %{host: host} do
+  test "the inline route (the default) and the threaded one give the same results", %{host: host} do
     x = f32([1.0, 2.0, 3.0])
     assert Callbox.call(host, "copy_f32", [x]) == Callbox.call(host, "copy_f32", [x], async: true)
     assert {:error, %Error{kind: :timeout}} = Callbox.call(host, "spin", [x], async: true)
+  end
+
+  test "runaways beyond the dirty schedulers: each caller waits about its timeout, and dirty work still runs" do
+    # Twice as many runaways (1.5 s timeout) as dirty CPU schedulers, from
+    # as many processes, on the default route. When calls that outran their
+    # slice ran on dirty CPU schedulers, half of them waited for the other
+    # half: 3 s and more. Each is now on a thread of the library's, so every
+    # caller's wait stays near 1.5 s (bounded here at 2.9 s, far from both),
+    # and a call that needs a dirty CPU scheduler (call_many) runs while the
+    # runaways do (ordered: they are still running when it is over).
+    n = 2 * :erlang.system_info(:dirty_cpu_schedulers_online)
+
+    cfg = %{
+      callbacks: %{
+        spin: %{module: "kit.wasm", export: "spin", signature: "(x: f32[n]) -> f32[n]", timeout: "1500ms", max_instances: n},
+        copy: %{module: "kit.wasm", export: "copy", signature: "(x: f32[n]) -> f32[n]"}
+      }
+    }
+
+    {:ok, h} = Callbox.open(cfg, base_dir: TestGuests.dir())
+    x = f32([1.0])
+    runaways = for _ <- 1..n, do: Task.async(fn -> :timer.tc(fn -> Callbox.call(h, "spin", [x]) end) end)
+    # the runaways are on library threads (each gave up its slice first)
+    wait_until("#{n} calls in flight on library threads", fn ->
+      {started, finished, _} = Callbox.Native.async_stats()
+      started - finished >= n
+    end)
+
+    assert {:ok, [[^x]]} = Callbox.call_many(h, "copy", [[x]])
+    assert Enum.all?(runaways, &(Task.yield(&1, 0) == nil)), "call_many waited for the runaways to end"
+
+    for {t, result} <- Enum.map(runaways, &Task.await(&1, 20_000)) do
+      assert {:error, %Error{kind: :timeout, callback: "spin"}} = result
+      assert t < 2_900_000, "a caller waited #{div(t, 1000)} ms for a 1500 ms timeout"
+    end
+
+    Callbox.close(h)
+  end
+
+  test "timeout: bounds what the caller waits, waiting for a busy callback's instance included" do
+    cfg = %{
+      callbacks: %{
+        spin: %{module: "kit.wasm", export: "spin", signature: "(x: f32[n]) -> f32[n]", timeout: "1500ms", max_instances: 1}
+      }
+    }
+
+    {:ok, h} = Callbox.open(cfg, base_dir: TestGuests.dir())
+    x = f32([1.0])
+    # A runaway under the callback's own 1.5 s timeout, alone: the caller's
+    # 50 ms stops it (the library's Timeout, saying it was the caller's deadline).
+    assert {:error, %Error{kind: :timeout, callback: "spin", message: m}} = Callbox.call(h, "spin", [x], timeout: 50)
+    assert m =~ "caller's deadline", m
+    # The only instance busy for 1.5 s: a call with a 100 ms timeout gives
+    # up waiting for it and returns while the first call still runs.
+    settled()
+    first = Task.async(fn -> Callbox.call(h, "spin", [x], inline_us: 0) end)
+
+    wait_until("the first call in flight", fn ->
+      {started, finished, _} = Callbox.Native.async_stats()
+      started > finished
+    end)
+
+    assert {:error, %Error{kind: :timeout, callback: "spin"}} = Callbox.call(h, "spin", [x], timeout: 100)
+    assert Task.yield(first, 0) == nil, "the call with a 100 ms timeout waited for the busy instance"
+    assert {:error, %Error{kind: :timeout}} = Task.await(first, 10_000)
+    # chain calls take it too
+    assert {:error, %Error{kind: :timeout}} = Callbox.Chain.call(Callbox.chain(h, "t"), "spin", [x], timeout: 50)
+    Callbox.close(h)
   end
 
   test "a caller killed mid-call: the call is canceled, its reply dropped, the host serves", %{host: host} do
@@ -94,7 +173,7 @@ defmodule Callbox.AsyncTest do
   test "barriers waiting on a runaway tap hold no dirty CPU scheduler" do
     # As many barriers as there are dirty CPU schedulers, each waiting on a
     # tap that spins to its 1.5 s timeout: a call that needs a dirty CPU
-    # scheduler (inline_us: 0) still runs while they wait. Ordered, not
+    # scheduler (call_many) still runs while they wait. Ordered, not
     # timed: the barriers must still be waiting when the call is over (a
     # slow start of theirs only makes the test weaker, never fail).
     {:ok, h} = Callbox.open(TestGuests.config_path())
@@ -103,7 +182,7 @@ defmodule Callbox.AsyncTest do
     parent = self()
     waiters = for _ <- 1..n, do: spawn(fn -> send(parent, {:barrier_over, Callbox.barrier(h)}) end)
     Process.sleep(50)
-    assert {:ok, [_]} = Callbox.call(h, "copy_f32", [f32([1.0])], inline_us: 0)
+    assert {:ok, [[_]]} = Callbox.call_many(h, "copy_f32", [[f32([1.0])]])
     assert Enum.all?(waiters, &Process.alive?/1), "the call waited for the barriers to end"
     results = for _ <- waiters, do: (assert_receive({:barrier_over, r}, 10_000) && r)
     # The tap's timeout goes to the first barrier to take it; the rest see none.

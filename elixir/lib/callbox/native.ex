@@ -76,14 +76,14 @@ defmodule Callbox.Native do
   def callbacks(_host), do: nif!()
   def callback(_host, _name), do: nif!()
   def output_types(_host, _callback, _types), do: nif!()
-  # call(...): on the caller's scheduler within inline_ns, else (and for
-  # chain calls, or inline_ns 0) on a dirty one.
+  # call(...): on the caller's scheduler within inline_ns, else :continue
+  # (then call_async/8 runs it on a library thread).
   def call(_host, _chain, _callback, _inputs, _token, _guard, _inline_ns), do: nif!()
   def call_stats, do: nif!()
   def call_many(_host, _chain, _callback, _input_lists, _token, _guard), do: nif!()
   # call_async(...): the reply ({:ok, outs} | {:error, e}: refused, or over
   # within the poll), or :ok, and then {ref, reply} arrives.
-  def call_async(_host, _chain, _callback, _inputs, _token, _guard, _ref), do: nif!()
+  def call_async(_host, _chain, _callback, _inputs, _token, _guard, _ref, _budget_ns), do: nif!()
   def async_stats, do: nif!()
   def set_async_spin(_ns), do: nif!()
   def bench_capi(_host, _callback, _inputs, _iterations), do: nif!()
