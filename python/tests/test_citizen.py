@@ -318,3 +318,36 @@ def test_ctrl_c_ends_a_barrier_on_a_runaway_tap(kit_config, on_chain):
     assert line.startswith("interrupted after "), out
     assert float(line.rsplit(" ", 1)[1]) < 3.5, out  # 0.5 s, not the tap's 5 s
     assert "then the tap's timeout" in out, out
+
+
+def test_ctrl_c_cancels_a_chain_call_queued_behind_a_runaway_tap(kit_config):
+    """A chain call queued behind a chain tap that spins to its 5 s timeout:
+    Ctrl-C after 0.5 s raises KeyboardInterrupt at once, not when the tap
+    ends (issue 30, 1.3); the call never ran (its output untouched), and the
+    chain then reports the tap's timeout as its failure."""
+    out = run_script("""
+        import os, signal, threading, time
+        import numpy as np, callbox
+        host = callbox.Host(%r)
+        x = np.ones(4, np.float32)
+        chain = host.chain("queued")
+        chain.tap("spin_long", x)
+        out = np.full(4, 7, np.float32)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            chain.call("copy_f32", x, out=out)
+            print("returned after %%.3f" %% (time.monotonic() - t0))
+        except KeyboardInterrupt:
+            print("interrupted after %%.3f" %% (time.monotonic() - t0))
+        print("untouched", bool((out == 7).all()))
+        try:
+            chain.barrier()
+        except callbox.Timeout:
+            print("then the tap's timeout")
+    """ % str(kit_config))
+    line = next(line for line in out.splitlines() if "after" in line)
+    assert line.startswith("interrupted after "), out
+    assert float(line.rsplit(" ", 1)[1]) < 3.5, out  # 0.5 s, not the tap's 5 s
+    assert "untouched True" in out, out
+    assert "then the tap's timeout" in out, out
