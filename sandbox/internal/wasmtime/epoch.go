@@ -99,3 +99,21 @@ func (t *epochTicker) unregister(g *C.cb_guard_t) {
 		C.cb_ticker_unregister(t.t, g)
 	}
 }
+
+// turnStats is the core turns now (glue.c's cb_ticker_turns): those
+// nobody holds, the calls waiting for one, and the turns calls blocking in
+// host calls have given up so far. Tests wait on these instead of sleeping.
+type turnStats struct {
+	Free    int64
+	Waiting int32
+	GivenUp uint64
+}
+
+// turns reads the ticker's turnStats.
+func (t *epochTicker) turns() turnStats {
+	var free C.int64_t
+	var waiting C.int32_t
+	var givenUp C.uint64_t
+	C.cb_ticker_turns(t.t, &free, &waiting, &givenUp)
+	return turnStats{Free: int64(free), Waiting: int32(waiting), GivenUp: uint64(givenUp)}
+}

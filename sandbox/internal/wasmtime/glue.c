@@ -174,6 +174,7 @@ struct cb_ticker {
   cb_linger_t *linger;
   int32_t n_lingering;
   uint64_t linger_seq; // the last owner number given out (cores_mu)
+  uint64_t given_up;   // atomic: turns given up by calls blocking in host calls
 };
 
 // earliest_deadline is the earliest deadline after `after` of a running
@@ -640,7 +641,20 @@ static void turn_end(cb_guard_t *g) {
   pthread_mutex_unlock(&t->cores_mu);
 }
 
-void cb_guard_release_turn(cb_guard_t *g) { turn_end(g); }
+void cb_guard_release_turn(cb_guard_t *g) {
+  if (g->core) {
+    __atomic_add_fetch(&g->ticker->given_up, 1, __ATOMIC_RELAXED);
+  }
+  turn_end(g);
+}
+
+void cb_ticker_turns(cb_ticker_t *t, int64_t *free_cores, int32_t *waiting, uint64_t *given_up) {
+  pthread_mutex_lock(&t->cores_mu);
+  *free_cores = t->free_cores;
+  *waiting = t->n_waiting;
+  pthread_mutex_unlock(&t->cores_mu);
+  *given_up = __atomic_load_n(&t->given_up, __ATOMIC_RELAXED);
+}
 
 void cb_guard_poke(cb_guard_t *g) {
   cb_ticker_t *t = g->ticker;

@@ -148,6 +148,11 @@ void cb_guard_free(cb_guard_t *g);
 // cb_guard_release_turn gives up the core turn g's call holds, if any;
 // called on the call's own thread, from a host call about to block.
 void cb_guard_release_turn(cb_guard_t *g);
+
+// cb_ticker_turns reports the core turns now: those nobody holds, the
+// calls waiting for one, and how many turns calls blocking in host calls
+// have given up so far (for tests that wait on these instead of sleeping).
+void cb_ticker_turns(cb_ticker_t *t, int64_t *free_cores, int32_t *waiting, uint64_t *given_up);
 // cb_guard_poke wakes g's call if it is waiting for a turn, to see that
 // its stop word was set.
 void cb_guard_poke(cb_guard_t *g);

@@ -52,6 +52,13 @@ var i32toi32 = []engine.ValType{engine.I32}
 // turnsModule compiles turnsWAT on a wasmtime engine whose guests take
 // turns on the given number of cores.
 func turnsModule(t testing.TB, cores int) engine.Module {
+	_, m := turnsEngine(t, cores)
+	return m
+}
+
+// turnsEngine is turnsModule with its engine, whose turns a test may
+// watch (wasmtime.Turns).
+func turnsEngine(t testing.TB, cores int) (engine.Engine, engine.Module) {
 	t.Helper()
 	ctx := context.Background()
 	e, err := wasmtime.New(ctx, wasmtime.Options{Cores: cores})
@@ -61,7 +68,7 @@ func turnsModule(t testing.TB, cores int) engine.Module {
 	m, err := engine.Compile(ctx, e, wat.Must(turnsWAT), engine.ModuleConfig{Name: "turns", Limits: lim, WASI: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(ctx) })
-	return m
+	return e, m
 }
 
 // callWith instantiates m and calls export once with arg, under the given
@@ -86,7 +93,7 @@ func callWith(ctx context.Context, m engine.Module, export string, arg uint64, t
 // that needs tens of milliseconds of work finishes within its 300 ms while
 // the turn's holder sleeps 500 ms.
 func TestSleepingCallGivesItsTurnUp(t *testing.T) {
-	m := turnsModule(t, 1)
+	e, m := turnsEngine(t, 1)
 	napper := make(chan error, 1)
 	go func() {
 		got, err := callWith(context.Background(), m, "nap", 16, 5*time.Second)
@@ -95,7 +102,10 @@ func TestSleepingCallGivesItsTurnUp(t *testing.T) {
 		}
 		napper <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the napper took the turn, and sleeps
+	// The napper took the turn at a tick of its work, and gave it up to
+	// sleep in poll_oneoff.
+	require.Eventually(t, func() bool { return wasmtime.Turns(e).GivenUp >= 1 }, 30*time.Second, time.Millisecond,
+		"the napper never gave its turn up")
 	got, err := callWith(context.Background(), m, "work", 64, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(64), got)
@@ -145,13 +155,15 @@ func TestSecondCallStopsAtItsOwnLimit(t *testing.T) {
 		{"canceled", 0, 50 * time.Millisecond, abi.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := turnsModule(t, 1)
+			e, m := turnsEngine(t, 1)
 			holder := make(chan error, 1)
 			go func() {
 				_, err := callWith(context.Background(), m, "spin", 0, time.Second)
 				holder <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // the holder takes the turn at its first tick
+			// The holder takes the one turn at its first tick.
+			require.Eventually(t, func() bool { return wasmtime.Turns(e).Free == 0 }, 30*time.Second, time.Millisecond,
+				"the holder never took the turn")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if c.cancel > 0 {
