@@ -52,7 +52,13 @@ func buildHarness(t testing.TB) string {
 		}
 		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 		lib := filepath.Join(buildDir, "libcallbox.so")
-		out, err := exec.Command(goTool, "build", "-buildmode=c-shared", "-o", lib, ".").CombinedOutput()
+		args := []string{"build", "-buildmode=c-shared", "-o", lib}
+		if dir := os.Getenv("CALLBOX_LIB_COVERDIR"); dir != "" {
+			// scripts/cover-ffi.sh: the library counts its coverage and
+			// writes it into GOCOVERDIR as each harness process exits.
+			args = append(args, "-cover", "-covermode=atomic", "-tags=callbox_cover")
+		}
+		out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("building libcallbox: %v\n%s", err, out)
 			return
@@ -72,6 +78,10 @@ func buildHarness(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("CALLBOX_LIB_COVERDIR"); dir != "" {
+		// Every process that loads the covered library writes there.
+		_ = os.Setenv("GOCOVERDIR", dir)
+	}
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)

@@ -151,12 +151,14 @@ func TestBarrierHonoursContext(t *testing.T) {
 
 func TestHostTapsAndBarrier(t *testing.T) {
 	forEnginesAndProcess(t, func(t *testing.T, engine string) {
-		h := newHost(t, engine, nil)
+		ran := &concurrency{Handler: slog.DiscardHandler} // counts tap's log lines
 		ctx := context.Background()
+		h := newHostLogged(t, ctx, engine, nil, slog.New(ran))
 		for i := 0; i < 10; i++ {
 			h.Tap(ctx, "tap", abi.From([]float32{float32(i)}))
 		}
 		require.NoError(t, h.Barrier(ctx))
+		assert.EqualValues(t, 10, ran.lines.Load(), "the barrier returned after every tap ran, each once")
 		h.Tap(ctx, "bad_status", abi.From([]float32{1}))
 		h.Tap(ctx, "tap", abi.From([]float32{1}))
 		err := h.Barrier(ctx)

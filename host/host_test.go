@@ -62,7 +62,13 @@ func newHost(t testing.TB, engine string, tweak func(*config.Callback)) *host.Ho
 // newHostCtx is newHost with the context host.New is given.
 func newHostCtx(t testing.TB, ctx context.Context, engine string, tweak func(*config.Callback)) *host.Host {
 	t.Helper()
-	opts := []host.Option{host.WithLogger(slog.New(slog.DiscardHandler))}
+	return newHostLogged(t, ctx, engine, tweak, slog.New(slog.DiscardHandler))
+}
+
+// newHostLogged is newHostCtx logging to logger.
+func newHostLogged(t testing.TB, ctx context.Context, engine string, tweak func(*config.Callback), logger *slog.Logger) *host.Host {
+	t.Helper()
+	opts := []host.Option{host.WithLogger(logger)}
 	engine, process := strings.CutSuffix(engine, processSuffix)
 	if process {
 		opts = append(opts, host.WithWorker(workerPath(t, false)))

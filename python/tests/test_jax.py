@@ -67,6 +67,7 @@ def test_vmap_sequential_equals_loop(jhost):
     batched = jax.vmap(lambda x: cbj.call("copy_f32", x))(xs)
     looped = jnp.stack([cbj.call("copy_f32", x) for x in xs])
     np.testing.assert_array_equal(np.asarray(batched), np.asarray(looped))
+    np.testing.assert_array_equal(np.asarray(batched), np.asarray(xs))  # what the callback computes: a copy
 
 
 def test_vmap_expand_dims_equals_loop(jhost):
@@ -74,6 +75,7 @@ def test_vmap_expand_dims_equals_loop(jhost):
     batched = jax.jit(jax.vmap(lambda x: cbj.call("copy_rows", x)))(xs)
     looped = jnp.stack([cbj.call("copy_rows", x) for x in xs])
     np.testing.assert_array_equal(np.asarray(batched), np.asarray(looped))
+    np.testing.assert_array_equal(np.asarray(batched), np.asarray(xs))  # what the callback computes: a copy
 
 
 def test_vmap_parallel_is_one_batched_call(jhost):
