@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -337,4 +338,65 @@ func TestBatchConcurrentCallers(t *testing.T) {
 	}
 	st, _ := h.PoolStats("scale")
 	assert.LessOrEqual(t, st.Live, 3)
+}
+
+// A batch whose first element fails slowly, after the other worker ran
+// its element and left: the batch fails naming element 0 (the finished
+// worker's slot holds nothing to cancel).
+func TestBatchSlowFirstFailureAfterTheOthersFinished(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) {
+			cb.Batching, cb.MaxInstances = config.BatchingParallel, 2
+			cb.Limits.Timeout = 200 * time.Millisecond
+		})
+		// busy(n) runs n rounds: element 0 far past the timeout, element 1 at once.
+		rounds := abi.From([]int32{math.MaxInt32, 1}, 2)
+		out := abi.From([]int32{-7, -7}, 2)
+		_, err := invokeBatchInto(context.Background(), h, "busy", []host.Tensor{rounds}, []host.Tensor{out})
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.ErrorIs(t, err, host.Timeout)
+		assert.Equal(t, 0, ce.Element)
+		assert.Equal(t, []int32{-7, -7}, abi.MustView[int32](out), "a failed batch writes no output")
+	})
+}
+
+// The staging buffer a guarded batch reuses grows with the batch: a
+// larger batch after a smaller one gets a buffer of its own size.
+func TestBatchLargerAfterSmaller(t *testing.T) {
+	h := parallelHost(t, config.EngineWazero, 2, nil)
+	ctx := context.Background()
+	for _, b := range []int{2, 16, 4, 64} {
+		x, f, out := scaleBatch(b, 64, uint64(b))
+		_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+		require.NoError(t, err, "batch of %d", b)
+		xs, fs, got := abi.MustView[float32](x), abi.MustView[float32](f), abi.MustView[float32](out)
+		for i := range got {
+			require.Equal(t, xs[i]*fs[i/64], got[i], "batch of %d, value %d", b, i)
+		}
+	}
+}
+
+// The batch size is checked before anything runs: 2^31-1 elements pass
+// the size check (the call is then refused for its second input's data),
+// 2^31 do not; and a batch whose byte size overflows is refused, not
+// wrapped.
+func TestBatchSizeBounds(t *testing.T) {
+	h := newHost(t, config.EngineWazero, nil)
+	ctx := context.Background()
+	empty := func(shape ...int64) host.Tensor {
+		return host.Tensor{DType: abi.F32, Shape: shape}
+	}
+	_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{empty(math.MaxInt32, 0), empty(math.MaxInt32)}, nil)
+	require.ErrorIs(t, err, host.InvalidArgument)
+	assert.NotContains(t, err.Error(), "out of range", "2^31-1 elements is a batch size in range")
+	assert.Contains(t, err.Error(), "argument 1: f32[2147483647] needs 2147483647 x 4 bytes", "refused for the factors' data, after the size check")
+	_, err = invokeBatchInto(ctx, h, "scale", []host.Tensor{empty(math.MaxInt32+1, 0), empty(math.MaxInt32 + 1)}, nil)
+	require.ErrorIs(t, err, host.InvalidArgument)
+	assert.Contains(t, err.Error(), "batch size 2147483648 is out of range")
+	// 2^24 elements of 2^38 floats: 2^64 bytes, which wraps to 0 in
+	// 64 bits, as long as the (empty) data given.
+	_, err = invokeBatchInto(ctx, h, "scale", []host.Tensor{empty(1<<24, 1<<38), empty(1 << 24)}, nil)
+	require.ErrorIs(t, err, host.InvalidArgument)
+	assert.Contains(t, err.Error(), "needs 16777216 x 1099511627776 bytes of data, has 0")
 }
