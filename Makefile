@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate cover-ffi soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -56,6 +56,12 @@ fuzz:
 # make mutate MUTATE_PKGS=./abi for one package. Scores: docs/TESTING.md.
 mutate:
 	scripts/mutate.sh $(MUTATE_PKGS)
+
+# The ffi package's coverage with the library's inside the C harness's,
+# the foreign program's and Python's processes (docs/TESTING.md). Slow
+# (the ffi suite again), so not part of `make test`.
+cover-ffi: guests
+	scripts/cover-ffi.sh
 
 # The soak: 100,000 mixed healthy and hostile calls on one host, printing
 # RSS, goroutines and live instances every 10,000 and asserting they stay

@@ -241,6 +241,7 @@ func publishInfos(cat *catalog) {
 
 //export cbxgo_close
 func cbxgo_close(h C.callbox_host) *C.callbox_error {
+	defer coverFlush()
 	return entry("callbox_close", func() error {
 		bh, err := lookupHost(uint64(h))
 		if err != nil {

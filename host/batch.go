@@ -265,7 +265,8 @@ type batchRun struct {
 	st       Stats
 }
 
-// inflight is what a worker runs now: element idx, canceled by cancel.
+// inflight is what a worker runs now: element idx, canceled by cancel
+// (nil: the worker runs nothing).
 type inflight struct {
 	idx    int
 	cancel context.CancelFunc
@@ -281,9 +282,6 @@ func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Ten
 		r.sequential(ctx)
 	} else {
 		r.running = make([]inflight, workers)
-		for i := range r.running {
-			r.running[i].idx = -1
-		}
 		var wg sync.WaitGroup
 		for w := 1; w < workers; w++ {
 			wg.Add(1)
@@ -364,13 +362,13 @@ func (r *batchRun) worker(ctx context.Context, w int) {
 		addStats(&st, est)
 
 		r.mu.Lock()
-		r.running[w] = inflight{idx: -1}
+		r.running[w] = inflight{}
 		if cerr != nil && i < r.failedAt {
 			r.failedAt, r.err = i, cerr
 			// Elements after this one are not needed: cancel those in
 			// flight (their failures, a higher index, are not reported).
 			for _, f := range r.running {
-				if f.idx > i {
+				if f.cancel != nil && f.idx > i {
 					f.cancel()
 				}
 			}

@@ -18,9 +18,9 @@ if [ $status -ne 0 ]; then
   echo "the ffi tests FAILED (exit $status) under coverage: bin/cover/test.log"
   grep -E "^--- FAIL" "$out/test.log" || true
 fi
-echo "ffi, the Go tests alone:          $(go tool covdata percent -i="$out/test" -pkg=$pkg | awk '{print $2}')"
-echo "ffi, inside the C/Python children: $(go tool covdata percent -i="$out/lib" -pkg=$pkg | awk '{print $2}')"
-echo "ffi, both:                         $(go tool covdata percent -i="$out/test,$out/lib" -pkg=$pkg | awk '{print $2}')"
+echo "ffi, the Go tests alone:          $(go tool covdata percent -i="$out/test" -pkg=$pkg | awk '{print $3}')"
+echo "ffi, inside the C/Python children: $(go tool covdata percent -i="$out/lib" -pkg=$pkg | awk '{print $3}')"
+echo "ffi, both:                         $(go tool covdata percent -i="$out/test,$out/lib" -pkg=$pkg | awk '{print $3}')"
 go tool covdata textfmt -i="$out/test,$out/lib" -pkg=$pkg -o "$out/ffi.out"
 echo "merged profile: bin/cover/ffi.out ($(ls "$out/lib" | grep -c covcounters) child processes counted)"
 exit $status

@@ -1812,7 +1812,6 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   }
   enif_keep_resource(r);
   if (j->guard) enif_keep_resource(j->guard);
-  __atomic_add_fetch(&async_started, 1, __ATOMIC_RELAXED);
   callbox_request req = {
       .size = sizeof req,
       .callback = cb.s,
@@ -1826,7 +1825,6 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
   };
   callbox_error *e = p_callbox_request_async(r->handle, &req, async_done, j);
   if (e) { /* refused: done will not be called */
-    __atomic_add_fetch(&async_finished, 1, __ATOMIC_RELAXED);
     if (j->guard) {
       enif_mutex_lock(guard_mu);
       j->guard->async_active--;
@@ -1837,6 +1835,9 @@ static ERL_NIF_TERM nif_call_async(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     result = error_term(env, e);
     goto done;
   }
+  /* Counted once the library took the call (and entered the host, so
+   * that a close now waits for it); its end may be counted first. */
+  __atomic_add_fetch(&async_started, 1, __ATOMIC_RELAXED);
   {
     async_job *mine = j;
     j = NULL; /* async_done's or async_poll's now */
@@ -2118,9 +2119,11 @@ static ERL_NIF_TERM nif_bench_handoff(ErlNifEnv *env, int argc, const ERL_NIF_TE
   return enif_make_double(env, ns);
 }
 
-/* async_stats() -> {started, finished, polled}: asynchronous calls handed
- * to the library, those over (replied to, or refused), and those the NIF
- * replied to itself (over within the poll). */
+/* async_stats() -> {started, finished, polled}: calls the library took
+ * onto its threads (each in its host's calls in flight: a close waits for
+ * it), those over (replied to; a call's end may be counted a moment
+ * before its start), and those the NIF replied to itself (over within
+ * the poll). A refused call counts in neither. */
 static ERL_NIF_TERM nif_async_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;

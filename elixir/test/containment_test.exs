@@ -63,7 +63,8 @@ defmodule Callbox.ContainmentTest do
         end)
 
       assert_receive :calling
-      Process.sleep(300)
+      # the call is running on a library thread (after its slice)
+      Callbox.TestWait.wait_threaded(1)
       ref = Process.monitor(pid)
       Process.exit(pid, :kill)
       assert_receive {:DOWN, ^ref, :process, ^pid, :killed}, 5_000

@@ -165,6 +165,33 @@ defmodule Callbox.TestGuests do
   end
 end
 
+defmodule Callbox.TestWait do
+  @moduledoc """
+  Waiting in tests for what another process does, by its effect, never
+  by a sleep's length: a condition polled until it holds, with a deadline
+  that fails the test saying what it waited for.
+  """
+  import ExUnit.Assertions, only: [flunk: 1]
+
+  @doc "Waits (up to 10 s, then fails naming `what`) until `ready.()` is true."
+  def wait_until(what, ready, tries \\ 1000) do
+    cond do
+      ready.() -> :ok
+      tries == 0 -> flunk("waited 10 s for #{what}")
+      true -> Process.sleep(10) && wait_until(what, ready, tries - 1)
+    end
+  end
+
+  @doc "Calls on library threads now (handed over and not yet over)."
+  def threaded_in_flight do
+    {started, finished, _} = Callbox.Native.async_stats()
+    started - finished
+  end
+
+  @doc "Waits until at least `n` calls are running on library threads."
+  def wait_threaded(n), do: wait_until("#{n} call(s) in flight on library threads", fn -> threaded_in_flight() >= n end)
+end
+
 defmodule Callbox.KitCase do
   @moduledoc """
   A test module over the kit guests' host (`Callbox.TestGuests.config_path/0`),
@@ -176,6 +203,7 @@ defmodule Callbox.KitCase do
     quote do
       alias Callbox.{Error, Tensor, TestGuests}
       import Callbox.KitCase, only: [f32: 1]
+      import Callbox.TestWait
     end
   end
 
