@@ -533,10 +533,26 @@ func OutputCountError(sig *Signature, got, want int) error {
 	return fmt.Errorf("got %d output buffers, signature %s has %d results", got, sig, want)
 }
 
+// OutputError is a caller's output buffer refused: "output i: reason",
+// the one wording of every door's output refusals (ArgumentError's for
+// outputs).
+type OutputError struct {
+	Index  int
+	Reason string
+}
+
+func (e *OutputError) Error() string { return fmt.Sprintf("output %d: %s", e.Index, e.Reason) }
+
 // OutputMismatchError is the error for output i, of dtype d and shape,
 // that does not fit s.
 func OutputMismatchError(i int, d DType, shape Shape, s OutputSpec) error {
-	return fmt.Errorf("output %d: buffer is %s%s, result is %s%s", i, d, shape, s.DType, s.Shape)
+	return &OutputError{Index: i, Reason: fmt.Sprintf("buffer is %s%s, result is %s%s", d, shape, s.DType, s.Shape)}
+}
+
+// OutputSizeError is the error for output i, of type typ (as Tensor.Type
+// writes it), whose data is not the want bytes its shape needs.
+func OutputSizeError(i int, typ string, want uint64, got int) error {
+	return &OutputError{Index: i, Reason: fmt.Sprintf("%s needs %d bytes of data, has %d", typ, want, got)}
 }
 
 // CheckOutputs checks caller-provided output buffers against the result

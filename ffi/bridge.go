@@ -405,7 +405,7 @@ func (ci *cbInfo) refused(err error) error {
 	case ae.arg.index >= 0 && (ae.arg.role == "input" || ae.arg.role == "argument"):
 		return ci.cb.Refuse(&abi.ArgumentError{Index: ae.arg.index, Reason: ae.reason})
 	case ae.arg.index >= 0 && (ae.arg.role == "output" || ae.arg.role == "result"):
-		return ci.cb.Refuse(fmt.Errorf("output %d: %s", ae.arg.index, ae.reason))
+		return ci.cb.Refuse(&abi.OutputError{Index: ae.arg.index, Reason: ae.reason})
 	}
 	return ci.cb.Refuse(err)
 }

@@ -129,7 +129,8 @@ func (c *Callback) checkBatchOutputs(b *batch, outs []Tensor) *CallbackError {
 			return c.fail(InvalidArgument, err.Error(), nil)
 		}
 		if n := b.outLen[j] * uint64(b.size); uint64(len(o.Data)) != n {
-			return c.fail(InvalidArgument, fmt.Sprintf("output %d: %s needs %d bytes of data, has %d", j, o.Type(), n, len(o.Data)), nil)
+			err := abi.OutputSizeError(j, o.Type(), n, len(o.Data))
+			return c.fail(InvalidArgument, err.Error(), err)
 		}
 	}
 	return nil
@@ -147,7 +148,8 @@ func (c *Callback) invokeBatchAlloc(ctx context.Context, inputs []Tensor, worker
 	for j, s := range b.p.specs {
 		t, err := abi.New(s.DType, append(abi.Shape{int64(b.size)}, s.Shape...)...)
 		if err != nil {
-			return nil, Stats{}, c.fail(InvalidArgument, fmt.Sprintf("output %d: %v", j, err), err)
+			oe := &abi.OutputError{Index: j, Reason: err.Error()}
+			return nil, Stats{}, c.fail(InvalidArgument, oe.Error(), err)
 		}
 		outs[j] = t
 	}

@@ -163,7 +163,8 @@ func (c *Callback) checkOutputs(specs []abi.OutputSpec, outs []Tensor) *Callback
 		// Only the size matters: an output's old content (uninitialized
 		// memory from XLA, say, which is not 0/1 for pred) is never read.
 		if n, _ := s.Shape.ByteLen(s.DType); uint64(len(o.Data)) != n {
-			return c.fail(InvalidArgument, fmt.Sprintf("output %d: %s needs %d bytes of data, has %d", i, o.Type(), n, len(o.Data)), nil)
+			err := abi.OutputSizeError(i, o.Type(), n, len(o.Data))
+			return c.fail(InvalidArgument, err.Error(), err)
 		}
 	}
 	return nil
