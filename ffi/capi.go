@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"unsafe"
 
@@ -415,6 +416,23 @@ func cbxgo_callback_params(h C.callbox_host, key *C.char, out *C.callbox_param_i
 				copy(unsafe.Slice(out, min(uintptr(capacity), uintptr(n))), unsafe.Slice((*C.callbox_param_info)(ci.cparams), n))
 			}
 			return nil
+		})
+	})
+}
+
+//export cbxgo_callback_refusal
+func cbxgo_callback_refusal(h C.callbox_host, key, reason *C.char) *C.callbox_error {
+	return entry("callbox_callback_refusal", func() error {
+		if reason == nil {
+			return badArg(arg("reason"), "NULL")
+		}
+		why := C.GoString(reason)
+		return withHost(h, func(bh *bridgeHost) error {
+			ci, err := bh.resolvePublished(key)
+			if err != nil {
+				return err
+			}
+			return ci.cb.Refuse(errors.New(why))
 		})
 	})
 }

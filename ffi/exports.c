@@ -128,6 +128,7 @@ extern callbox_error *cbxgo_callback_at(callbox_host, size_t, callbox_callback_i
 extern callbox_error *cbxgo_callback_find(callbox_host, const char *, callbox_callback_info *);
 extern callbox_error *cbxgo_callback_limits(callbox_host, const char *, callbox_limits *);
 extern callbox_error *cbxgo_callback_params(callbox_host, const char *, callbox_param_info *, size_t, size_t *);
+extern callbox_error *cbxgo_callback_refusal(callbox_host, const char *, const char *);
 extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callbox_tensor *, size_t, callbox_type *,
                                          size_t);
 extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
@@ -346,6 +347,11 @@ callbox_error *callbox_callback_params(callbox_host host, const char *name_or_id
                                        size_t capacity, size_t *count) {
   CBX_GUARD("callbox_callback_params");
   return cbxgo_callback_params(host, name_or_id, out, capacity, count);
+}
+
+callbox_error *callbox_callback_refusal(callbox_host host, const char *name_or_id, const char *reason) {
+  CBX_GUARD("callbox_callback_refusal");
+  return cbxgo_callback_refusal(host, name_or_id, reason);
 }
 
 callbox_error *callbox_output_types(callbox_host host, const char *callback, const callbox_tensor *inputs,

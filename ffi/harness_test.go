@@ -307,7 +307,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.8.0 10800", r.vals["version"])
+	assert.Equal(t, "1.9.0 10900", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -845,6 +845,12 @@ func TestHarnessParams(t *testing.T) {
 	r.fails(t, "params_unknown", abi.UnknownCallback, "no_such")
 	r.fails(t, "params_null_count", abi.InvalidArgument, "count: NULL")
 	r.fails(t, "params_null_out", abi.InvalidArgument, "out: NULL with a capacity of 4")
+	// callbox_callback_refusal: a binding's refusal in the host's words
+	// (Callback.Refuse), the callback named.
+	r.fails(t, "refusal", abi.InvalidArgument, `callback "copy2" refused the call before running it: argument 1 (y): a cast this binding will not make`)
+	assert.Equal(t, "copy2", r.errs["refusal"].callback)
+	r.fails(t, "refusal_unknown", abi.UnknownCallback, "no_such")
+	r.fails(t, "refusal_null", abi.InvalidArgument, "reason: NULL")
 }
 
 // TestHarnessKinds: callbox_kinds is abi's kind table, every kind with

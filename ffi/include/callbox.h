@@ -130,9 +130,11 @@ extern "C" {
  *   1.8  kind WORKER_DIED: a callback under isolation: process whose
  *        worker process died during the call (the library finds the
  *        callbox-worker executable beside itself, or where the config's
- *        worker key or CALLBOX_WORKER says) */
+ *        worker key or CALLBOX_WORKER says)
+ *   1.9  callbox_callback_refusal: a binding layer's own refusal of a
+ *        call's arguments, worded as the library's */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 8
+#define CALLBOX_VERSION_MINOR 9
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -491,6 +493,14 @@ callbox_error *callbox_callback_limits(callbox_host host, const char *name_or_id
  * binding layers that convert arguments, instead of parsing signatures. */
 callbox_error *callbox_callback_params(callbox_host host, const char *name_or_id, callbox_param_info *out,
                                        size_t capacity, size_t *count);
+
+/* The error the library gives a call of this callback that it refuses
+ * before running it, for reason: what a binding layer's own check of the
+ * call's arguments found (a NumPy cast it will not make, say), worded as
+ * the library words its own refusals (kind INVALID_ARGUMENT, naming the
+ * callback), so that a binding decides no message (since 1.9). Never
+ * NULL: the refusal, or the error finding the callback gave. */
+callbox_error *callbox_callback_refusal(callbox_host host, const char *name_or_id, const char *reason);
 
 /* Derives the result types of a call from its inputs' dtypes and shapes
  * (the inputs' data, strides and device are not read). num_outputs must be

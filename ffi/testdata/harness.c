@@ -269,6 +269,10 @@ static void group_params(void) {
   report("params_unknown", callbox_callback_params(host, "no_such", p, 4, &n));
   report("params_null_count", callbox_callback_params(host, "copy2", p, 4, NULL));
   report("params_null_out", callbox_callback_params(host, "copy2", NULL, 4, &n));
+  // A binding's own refusal, worded by the library (1.9).
+  report("refusal", callbox_callback_refusal(host, "copy2", "argument 1 (y): a cast this binding will not make"));
+  report("refusal_unknown", callbox_callback_refusal(host, "no_such", "why"));
+  report("refusal_null", callbox_callback_refusal(host, "copy2", NULL));
 }
 
 // group_kinds prints callbox_kinds' table, one value per kind.
@@ -1187,6 +1191,7 @@ static void group_fork(const char *cfg) {
     report("fork_entry_callbox_callback_limits", callbox_callback_limits(host, "copy_f32", &lim));
     size_t nparams = 0;
     report("fork_entry_callbox_callback_params", callbox_callback_params(host, "copy_f32", NULL, 0, &nparams));
+    report("fork_entry_callbox_callback_refusal", callbox_callback_refusal(host, "copy_f32", "why"));
     report("fork_entry_callbox_output_types", callbox_output_types(host, "copy_f32", &ti, 1, types, 1));
     report("fork_entry_callbox_call_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
     callbox_request req = {sizeof req, "copy_f32", NULL, 0, &ti, 1, &to, 1, 0, 0, 0};

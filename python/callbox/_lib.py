@@ -171,6 +171,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     if hasattr(lib, "callbox_callback_params"):  # 1.7: the signature's parameters
         fn("callbox_callback_params", Host, ctypes.c_char_p, ctypes.POINTER(ParamInfo), ctypes.c_size_t,
            ctypes.POINTER(ctypes.c_size_t))
+    if hasattr(lib, "callbox_callback_refusal"):  # 1.9: a refusal in the library's words
+        fn("callbox_callback_refusal", Host, ctypes.c_char_p, ctypes.c_char_p)
     fn("callbox_output_types", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.POINTER(Type), ctypes.c_size_t)
     fn("callbox_call", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
     fn("callbox_tap", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t)

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib
-from .errors import Canceled, FailedPrecondition, InvalidArgument, check
+from .errors import CallbackError, Canceled, FailedPrecondition, InvalidArgument, check
 
 
 class Param(NamedTuple):
@@ -525,6 +525,17 @@ class Host:
         xla = {info.xla: info.name.decode() for info in _lib.dtypes()}
         return [Param(p.name.decode(), xla.get(p.xla, ""), p.rank) for p in arr[:n.value]]
 
+    def _refused(self, name: str, e: InvalidArgument) -> CallbackError:
+        """e, this package's own refusal of a call's argument (a NumPy
+        conversion, an out= array), as the library words its refusals: it
+        words it (callbox_callback_refusal), so no message is this
+        package's to decide."""
+        try:
+            check(self._lib, self._lib.callbox_callback_refusal(self._handle, _b(name), _b(str(e))))
+        except CallbackError as refusal:
+            return refusal
+        raise AssertionError("callbox_callback_refusal returned no error")  # the C API says never
+
     def _inputs(self, name: str, arrays: Sequence[Any]) -> List[np.ndarray]:
         params = self._param_dtypes(name)
         ins = []
@@ -536,7 +547,7 @@ class Host:
                     arr = _convert(a, arr, target, i, p)
                 ins.append(arr)
         except InvalidArgument as e:
-            raise _refused(name, e) from None
+            raise self._refused(name, e) from None
         return ins
 
     def _prepare(self, name: str, arrays: Sequence[Any],
@@ -548,7 +559,7 @@ class Host:
         try:
             return ins, _check_out(out, types)
         except InvalidArgument as e:
-            raise _refused(name, e) from None
+            raise self._refused(name, e) from None
 
     def call(self, name: str, *arrays: ArrayLike, out: Optional[Out] = None) -> Result:
         """Call a callback (by name or content id). Returns its result, or
@@ -606,7 +617,7 @@ class Host:
             try:
                 outs = _check_out(out, types)
             except InvalidArgument as e:
-                raise _refused(name, e) from None
+                raise self._refused(name, e) from None
         _check_sigint(self._lib, tok, self._lib.callbox_call_batch(
             self._handle, tok, None if chain is None else _b(chain), _b(name),
             _tensors(ins), len(ins), _tensors(outs), len(outs)))
@@ -707,15 +718,6 @@ def _close_handle(lib, handle):
             lib.callbox_error_free(err)
     except Exception:  # noqa: BLE001 - a finalizer must not raise
         pass
-
-
-def _refused(name: str, e: InvalidArgument) -> InvalidArgument:
-    """e, a refusal of an argument, worded as the library words errors
-    ("InvalidArgument: callback "x" refused the call before running it:
-    ...", message the part after the colon)."""
-    msg = str(e)
-    return type(e)('%s: callback "%s" refused the call before running it: %s' % (type(e).kind, name, msg),
-                   callback=name, code=e.code, message=msg)
 
 
 def _check_out(out: Out, types: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[np.ndarray]:

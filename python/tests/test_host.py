@@ -23,7 +23,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.8.0"
+    assert callbox.library_version() == "1.9.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 
