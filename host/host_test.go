@@ -423,3 +423,28 @@ func TestWithoutCallTiming(t *testing.T) {
 		assert.Equal(t, host.Timeout, ce.Kind())
 	})
 }
+
+// One pooled instance serves calls whose frames grow and shrink: its
+// scratch region is replaced as it grows (testkit's allocator has no
+// callbox_free, so nothing is released), and the instance is never
+// discarded.
+func TestPooledInstanceServesGrowingFrames(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances, cb.Limits.MaxMemory = 1, 16<<20 })
+		ctx := context.Background()
+		for _, n := range []int{1, 1000, 100_000, 10, 300_000, 3} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i % 1000)
+			}
+			outs, err := h.Invoke(ctx, "scale", abi.From(x), abi.Scalar[float32](3))
+			require.NoError(t, err, "n=%d", n)
+			got := abi.MustView[float32](outs[0])
+			require.Len(t, got, n)
+			assert.Equal(t, 3*x[n-1], got[n-1], "n=%d", n)
+		}
+		st, _ := h.PoolStats("scale")
+		assert.Equal(t, uint64(0), st.Discarded, "the one instance served every call")
+		assert.Equal(t, 1, st.Live)
+	})
+}

@@ -59,3 +59,29 @@ func TestSessionBrokenByTrap(t *testing.T) {
 		s.Release(ctx)
 	})
 }
+
+// Blocks the guest's allocator returns back to back (a bump allocator's
+// 64-byte blocks) touch without overlapping: the host takes both, and each
+// keeps its own values through a call.
+func TestSessionAdjacentBlocks(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
+		ctx := context.Background()
+		s, err := h.NewSession(ctx, "scale")
+		require.NoError(t, err)
+		defer s.Release(ctx)
+		a, err := s.Alloc(ctx, abi.F32, 16) // 64 bytes: the allocator's alignment
+		require.NoError(t, err)
+		b, err := s.Alloc(ctx, abi.F32, 16)
+		require.NoError(t, err, "a block that starts where the last one ends does not overlap it")
+		for i := range 16 {
+			abi.MustView[float32](a)[i], abi.MustView[float32](b)[i] = float32(i), float32(100+i)
+		}
+		outs, _, err := s.Invoke(ctx, a, abi.Scalar[float32](2))
+		require.NoError(t, err)
+		assert.Equal(t, float32(30), abi.MustView[float32](outs[0])[15])
+		outs, _, err = s.Invoke(ctx, b, abi.Scalar[float32](2))
+		require.NoError(t, err)
+		assert.Equal(t, float32(200), abi.MustView[float32](outs[0])[0])
+	})
+}
