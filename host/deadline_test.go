@@ -205,7 +205,8 @@ func TestContextDeadlineIsTheCallsDeadline(t *testing.T) {
 // Request.Budget: a call that fits its budget delivers; one that outruns
 // it stops at the budget (a Timeout wrapping context.DeadlineExceeded,
 // outputs untouched), also while it waits for an instance; the callback's
-// own timeout, when shorter, is its own; a negative budget is refused
+// own timeout, when shorter, is its own; a callback with no timeout is
+// stopped by the budget alone; a negative budget is refused
 // (TestRequestTerms has the other bounds).
 func TestRequestBudget(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
@@ -259,5 +260,23 @@ func TestRequestBudget(t *testing.T) {
 		require.ErrorIs(t, err, host.Timeout)
 		assert.False(t, errors.Is(err, context.DeadlineExceeded), "error: %v", err)
 		assert.Contains(t, err.Error(), "timeout after 50ms")
+
+		// A callback with no timeout of its own: the budget is the only
+		// limit, and it stops the call.
+		h3 := loadSpin(t, engine, withTimeout(0))
+		spin3, err := h3.Lookup("spin")
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := invokeIntoWithin(ctx, spin3, 50*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
+			done <- err
+		}()
+		select {
+		case err = <-done:
+			require.ErrorIs(t, err, host.Timeout)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "the caller's budget ended it")
+		case <-time.After(20 * time.Second):
+			t.Fatal("a budget of 50 ms did not stop a callback that has no timeout")
+		}
 	})
 }
