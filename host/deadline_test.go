@@ -266,9 +266,13 @@ func TestRequestBudget(t *testing.T) {
 		h3 := loadSpin(t, engine, withTimeout(0))
 		spin3, err := h3.Lookup("spin")
 		require.NoError(t, err)
+		// Canceled when the test ends, so that a failure here never leaves
+		// a call spinning for the host's Close to wait for.
+		callCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		done := make(chan error, 1)
 		go func() {
-			_, err := invokeIntoWithin(ctx, spin3, 50*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
+			_, err := invokeIntoWithin(callCtx, spin3, 50*time.Millisecond, []host.Tensor{x}, []host.Tensor{untouched})
 			done <- err
 		}()
 		select {
