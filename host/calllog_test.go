@@ -157,3 +157,48 @@ func TestLongWaitsAreLogged(t *testing.T) {
 	require.Len(t, failed, 1)
 	assert.Equal(t, "Overloaded", failed[0]["kind"])
 }
+
+// A guest that set an error message and then trapped: the trap keeps its
+// kind and carries the guest's message. One that set a message and then
+// returned OK: the call succeeds, and the dropped message is logged.
+func TestGuestMessageAroundTheOutcome(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		rec := &records{}
+		h, err := host.New(ctx, nil, host.WithLogger(slog.New(rec)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = h.Close(ctx) })
+		wasm := hostileWasm(t, hostileCase{Module: "imports"})
+		for _, name := range []string{"error_then_trap", "error_then_ok"} {
+			require.NoError(t, h.LoadModule(ctx, hostileCallback(hostileCase{Name: name, Module: "imports"}, engine), wasm))
+		}
+		x := abi.From([]float32{1, 2})
+		_, err = h.Invoke(ctx, "error_then_trap", x)
+		var ce *host.CallbackError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, host.MemoryOutOfBounds, ce.Kind())
+		assert.NotEmpty(t, ce.GuestMessage, "the message the guest set before trapping")
+
+		outs, err := h.Invoke(ctx, "error_then_ok", x)
+		require.NoError(t, err)
+		assert.Equal(t, []float32{1, 2}, abi.MustView[float32](outs[0]))
+		dropped := rec.with("guest set an error message but returned OK; dropped")
+		require.Len(t, dropped, 1)
+		assert.Equal(t, ce.GuestMessage, dropped[0]["message"], "the same message, dropped")
+	})
+}
+
+// An unknown callback's error lists what is loaded, or says none is.
+func TestUnknownCallbackListsTheLoaded(t *testing.T) {
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	_, err = h.Invoke(ctx, "scael", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+	assert.Contains(t, err.Error(), `callback "scael" (none is loaded)`)
+	h2 := loggingHost(t, &records{}, nil)
+	_, err = h2.Invoke(ctx, "scael", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.ErrUnknownCallback)
+	assert.Contains(t, err.Error(), `callback "scael" (loaded: overrun, scale, tap)`)
+}

@@ -448,3 +448,18 @@ func TestPooledInstanceServesGrowingFrames(t *testing.T) {
 		assert.Equal(t, 1, st.Live)
 	})
 }
+
+// A call's timings: the guest's time is part of the call's wall time,
+// and a busy guest's is most of it.
+func TestCallTimingsAddUp(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, nil)
+		// busy(n): 100 million rounds of an LCG, a tenth of a second or
+		// more of guest work beside microseconds of the host's.
+		_, st, err := invokeStats(context.Background(), h, "busy", abi.Scalar[int32](100_000_000))
+		require.NoError(t, err)
+		assert.Positive(t, st.Guest)
+		assert.LessOrEqual(t, st.Guest, st.Wall, "the guest's time within the call's")
+		assert.Greater(t, st.Guest, st.Wall/2, "a busy guest is most of its call: guest %v of %v", st.Guest, st.Wall)
+	})
+}
