@@ -400,3 +400,50 @@ func TestBatchSizeBounds(t *testing.T) {
 	require.ErrorIs(t, err, host.InvalidArgument)
 	assert.Contains(t, err.Error(), "needs 16777216 x 1099511627776 bytes of data, has 0")
 }
+
+// The plan cached for one call's input types is never taken for another
+// call's: a dtype or an input count that differs is refused as on a first
+// call, after calls the cache served, for plain calls, batches and a
+// session's calls alike.
+func TestCachedPlanNeverServesOtherTypes(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.MaxInstances = 1 })
+		ctx := context.Background()
+		f := abi.Scalar[float32](2)
+		for range 2 {
+			outs, err := h.Invoke(ctx, "scale", abi.From([]float32{1, 2, 3, 4}), f)
+			require.NoError(t, err)
+			assert.Equal(t, []float32{2, 4, 6, 8}, abi.MustView[float32](outs[0]))
+		}
+		_, err := h.Invoke(ctx, "scale", abi.From([]int32{1, 2, 3, 4}), f)
+		require.ErrorIs(t, err, host.InvalidArgument, "s32[4] after f32[4]")
+
+		xs := abi.From([]float32{1, 2, 3, 4}, 2, 2)
+		fs := abi.From([]float32{1, 10}, 2)
+		for range 2 {
+			outs, err := invokeBatch(ctx, h, "scale", xs, fs)
+			require.NoError(t, err)
+			assert.Equal(t, []float32{1, 2, 30, 40}, abi.MustView[float32](outs[0]))
+		}
+		_, err = invokeBatch(ctx, h, "scale", abi.From([]int32{1, 2, 3, 4}, 2, 2), fs)
+		require.ErrorIs(t, err, host.InvalidArgument, "a batch of s32 after one of f32")
+		_, err = invokeBatch(ctx, h, "scale", xs, fs, fs)
+		require.ErrorIs(t, err, host.InvalidArgument, "three inputs after two")
+		assert.NotErrorIs(t, err, host.HostPanic)
+
+		// A session's plan (its input in guest memory) and a plain call's
+		// of the same types stay apart.
+		s, err := h.NewSession(ctx, "scale")
+		require.NoError(t, err)
+		x, err := s.Alloc(ctx, abi.F32, 4)
+		require.NoError(t, err)
+		copy(abi.MustView[float32](x), []float32{5, 6, 7, 8})
+		outs, _, err := s.Invoke(ctx, x, f)
+		require.NoError(t, err)
+		assert.Equal(t, []float32{10, 12, 14, 16}, abi.MustView[float32](outs[0]))
+		s.Release(ctx)
+		outs, err = h.Invoke(ctx, "scale", abi.From([]float32{1, 1, 1, 1}), f)
+		require.NoError(t, err)
+		assert.Equal(t, []float32{2, 2, 2, 2}, abi.MustView[float32](outs[0]))
+	})
+}
