@@ -417,6 +417,12 @@ func TestCachedPlanNeverServesOtherTypes(t *testing.T) {
 		}
 		_, err := h.Invoke(ctx, "scale", abi.From([]int32{1, 2, 3, 4}), f)
 		require.ErrorIs(t, err, host.InvalidArgument, "s32[4] after f32[4]")
+		for range 2 {
+			_, err = h.Invoke(ctx, "tap", abi.From([]float32{1, 2, 3, 4}))
+			require.NoError(t, err)
+		}
+		_, err = h.Invoke(ctx, "tap", abi.From([]int32{1, 2, 3, 4}))
+		require.ErrorIs(t, err, host.InvalidArgument, "tap's one input, s32[4] after f32[4]")
 
 		xs := abi.From([]float32{1, 2, 3, 4}, 2, 2)
 		fs := abi.From([]float32{1, 10}, 2)
@@ -445,5 +451,16 @@ func TestCachedPlanNeverServesOtherTypes(t *testing.T) {
 		outs, err = h.Invoke(ctx, "scale", abi.From([]float32{1, 1, 1, 1}), f)
 		require.NoError(t, err)
 		assert.Equal(t, []float32{2, 2, 2, 2}, abi.MustView[float32](outs[0]))
+		// and a batch whose elements have the session's types
+		s, err = h.NewSession(ctx, "scale")
+		require.NoError(t, err)
+		y, err := s.Alloc(ctx, abi.F32, 4)
+		require.NoError(t, err)
+		_, _, err = s.Invoke(ctx, y, f)
+		require.NoError(t, err)
+		s.Release(ctx)
+		outs, err = invokeBatch(ctx, h, "scale", abi.From([]float32{1, 2, 3, 4}, 1, 4), abi.From([]float32{3}, 1))
+		require.NoError(t, err)
+		assert.Equal(t, []float32{3, 6, 9, 12}, abi.MustView[float32](outs[0]))
 	})
 }
