@@ -436,6 +436,12 @@ func TestCachedPlanNeverServesOtherTypes(t *testing.T) {
 		_, err = invokeBatch(ctx, h, "scale", xs, fs, fs)
 		require.ErrorIs(t, err, host.InvalidArgument, "three inputs after two")
 		assert.NotErrorIs(t, err, host.HostPanic)
+		for range 2 {
+			_, err = invokeBatch(ctx, h, "tap", xs)
+			require.NoError(t, err)
+		}
+		_, err = invokeBatch(ctx, h, "tap", abi.From([]int32{1, 2, 3, 4}, 2, 2))
+		require.ErrorIs(t, err, host.InvalidArgument, "a batch of tap's one input, s32 after f32")
 
 		// A session's plan (its input in guest memory) and a plain call's
 		// of the same types stay apart.

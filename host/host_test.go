@@ -463,3 +463,22 @@ func TestCallTimingsAddUp(t *testing.T) {
 		assert.Greater(t, st.Guest, st.Wall/2, "a busy guest is most of its call: guest %v of %v", st.Guest, st.Wall)
 	})
 }
+
+// max_output counts the results a call writes, not its pass-throughs: a
+// call whose results exceed it is refused before it runs; a pass-through
+// of an input larger than it is not.
+func TestMaxOutputCountsWrittenResults(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.MaxOutput = 1 << 10 })
+		ctx := context.Background()
+		big := abi.From(make([]float32, 1024)) // 4 KiB
+		_, err := h.Invoke(ctx, "scale", big, abi.Scalar[float32](2))
+		require.ErrorIs(t, err, host.InvalidArgument)
+		assert.Contains(t, err.Error(), "results need 4KiB, above max_output 1KiB")
+		outs, err := h.Invoke(ctx, "tap", big)
+		require.NoError(t, err, "a pass-through writes no result of its own")
+		assert.Len(t, outs[0].Data, 4<<10)
+		_, err = h.Invoke(ctx, "scale", abi.From(make([]float32, 256)), abi.Scalar[float32](2))
+		require.NoError(t, err, "1 KiB of results is within max_output 1KiB")
+	})
+}
