@@ -107,3 +107,26 @@ func TestRequestTerms(t *testing.T) {
 		assert.ErrorContains(t, h.Chain("c").Reset(), "got 1 inputs")
 	}
 }
+
+// A chained request's budget bounds it as an unordered one's does: a
+// runaway step stops at the caller's deadline, not the callback's timeout.
+func TestChainedRequestBudget(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		h := newHost(t, engine, func(cb *config.Callback) { cb.Limits.Timeout = 30 * time.Second })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // a failure here never leaves the spin for Close to wait on
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.Do(ctx, &host.Request{Callback: "spin", Chain: "budgeted", Budget: 50 * time.Millisecond,
+				Inputs: []host.Tensor{abi.From([]float32{1})}})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, host.Timeout)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "the caller's budget ended it: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("a chained request's 50 ms budget did not stop a 30 s spin")
+		}
+	})
+}
