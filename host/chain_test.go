@@ -220,3 +220,33 @@ func TestChainQueuedCallHonoursItsContext(t *testing.T) {
 		assert.Error(t, ch.Reset(), "Reset returns the failure it cleared")
 	})
 }
+
+// Steps submitted while a chain's synchronous call runs on its caller's
+// goroutine (the idle path) queue behind it, and run once it is over: the
+// barrier sees them all, in order.
+func TestChainStepsQueuedDuringASynchronousCallRun(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		ran := &concurrency{Handler: slog.DiscardHandler} // counts tap's log lines
+		ctx := context.Background()
+		h := newHostLogged(t, ctx, engine, nil, slog.New(ran))
+		ch := h.NewChain("idle-path")
+		done := make(chan error, 1)
+		go func() {
+			// busy(n): tens of milliseconds of guest work on the caller's goroutine
+			_, err := ch.Invoke(ctx, "busy", abi.Scalar[int32](50_000_000))
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			st, _ := h.PoolStats("busy")
+			return st.Live > st.Idle
+		}, 30*time.Second, time.Millisecond, "the synchronous call is running")
+		for i := range 3 {
+			ch.Submit(ctx, "tap", abi.From([]float32{float32(i)}))
+		}
+		require.NoError(t, <-done)
+		bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		require.NoError(t, ch.Barrier(bctx), "the steps queued behind the call ran")
+		assert.EqualValues(t, 3, ran.lines.Load())
+	})
+}
