@@ -485,3 +485,18 @@ func TestMaxOutputCountsWrittenResults(t *testing.T) {
 		require.NoError(t, err, "1 KiB of results is within max_output 1KiB")
 	})
 }
+
+// A pass-through result delivered into a caller's buffer is copied there,
+// unless that buffer is the input itself.
+func TestPassThroughIntoABuffer(t *testing.T) {
+	h := newHost(t, config.EngineWazero, nil)
+	ctx := context.Background()
+	x := abi.From([]float32{1, 2, 3})
+	out := abi.From([]float32{0, 0, 0})
+	_, err := h.InvokeInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 2, 3}, abi.MustView[float32](out))
+	_, err = h.InvokeInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{x})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 2, 3}, abi.MustView[float32](x))
+}
