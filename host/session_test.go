@@ -83,5 +83,11 @@ func TestSessionAdjacentBlocks(t *testing.T) {
 		outs, _, err = s.Invoke(ctx, b, abi.Scalar[float32](2))
 		require.NoError(t, err)
 		assert.Equal(t, float32(200), abi.MustView[float32](outs[0])[0])
+		// Released whole, the instance goes back to the pool, not away.
+		before, _ := h.PoolStats("scale")
+		s.Release(ctx)
+		after, _ := h.PoolStats("scale")
+		assert.Equal(t, before.Discarded, after.Discarded, "a released session's instance is kept")
+		assert.Equal(t, 1, after.Idle)
 	})
 }
