@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,10 +35,12 @@ type measurement struct {
 
 type fakeMeter struct {
 	metricnoop.Meter
-	mu       sync.Mutex
-	got      map[string][]measurement
-	callback metric.Callback
-	names    map[any]string
+	refuse       bool // refuse the counters: a provider's error
+	mu           sync.Mutex
+	unregistered bool
+	got          map[string][]measurement
+	callback     metric.Callback
+	names        map[any]string
 }
 
 func newFakeMeter() *fakeMeter {
@@ -107,6 +110,9 @@ type fakeObsCounter struct {
 }
 
 func (m *fakeMeter) Int64Counter(name string, _ ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	if m.refuse {
+		return metricnoop.Int64Counter{}, fmt.Errorf("refused %s", name)
+	}
 	return fakeCounter{m: m, name: name}, nil
 }
 
@@ -126,7 +132,19 @@ func (m *fakeMeter) RegisterCallback(f metric.Callback, _ ...metric.Observable) 
 	m.mu.Lock()
 	m.callback = f
 	m.mu.Unlock()
-	return metricnoop.Meter{}.RegisterCallback(f)
+	return fakeRegistration{m: m}, nil
+}
+
+type fakeRegistration struct {
+	embedded.Registration
+	m *fakeMeter
+}
+
+func (r fakeRegistration) Unregister() error {
+	r.m.mu.Lock()
+	r.m.unregistered = true
+	r.m.mu.Unlock()
+	return nil
 }
 
 // collect runs the registered observer callback, as a reader would.
@@ -273,4 +291,28 @@ func TestTelemetryRecordsEachCall(t *testing.T) {
 	assert.Equal(t, "Timeout", failed.attrs[host.AttrResult].AsString())
 	assert.Equal(t, codes.Error, failed.status)
 	assert.Equal(t, int64(2), failed.attrs[host.AttrSeq].AsInt64())
+}
+
+// A meter provider that refuses instruments: the host says so once, with
+// the first refusal, and serves calls; its observer is unregistered when
+// the host closes.
+func TestTelemetryRefusedInstruments(t *testing.T) {
+	meter := newFakeMeter()
+	meter.refuse = true
+	rec := &records{}
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(rec)), host.WithMeterProvider(fakeMeterProvider{m: meter}))
+	require.NoError(t, err)
+	warned := rec.with("callbox: the meter provider refused an instrument; it records nothing")
+	require.Len(t, warned, 1)
+	assert.Equal(t, "refused callbox.calls", warned[0]["error"], "the first refusal")
+	cb := config.DefaultCallback()
+	cb.Name, cb.Export, cb.Signature, cb.Engine = "scale", "scale", testkitSigs["scale"], config.EngineWazero
+	require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	_, err = h.Invoke(ctx, "scale", abi.From([]float32{1}), abi.Scalar[float32](2))
+	require.NoError(t, err)
+	require.NoError(t, h.Close(ctx))
+	meter.mu.Lock()
+	defer meter.mu.Unlock()
+	assert.True(t, meter.unregistered, "Close unregisters the instance observer")
 }
