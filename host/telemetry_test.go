@@ -316,3 +316,37 @@ func TestTelemetryRefusedInstruments(t *testing.T) {
 	defer meter.mu.Unlock()
 	assert.True(t, meter.unregistered, "Close unregisters the instance observer")
 }
+
+// What a call did not do is not recorded as zero: a host opened
+// WithoutCallTiming records counts and bytes but no durations, a call
+// with no inputs no input bytes; and a
+// traced call outside a chain gets no chain attributes, even on failure.
+func TestTelemetryRecordsNoZeros(t *testing.T) {
+	meter, tracer := newFakeMeter(), &fakeTracer{}
+	ctx := context.Background()
+	h, err := host.New(ctx, nil, host.WithLogger(slog.New(slog.DiscardHandler)), host.WithoutCallTiming(),
+		host.WithMeterProvider(fakeMeterProvider{m: meter}), host.WithTracerProvider(fakeTracerProvider{tr: tracer}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	for _, name := range []string{"calls", "spin"} {
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Signature, cb.Engine = name, name, testkitSigs[name], config.EngineWazero
+		cb.Limits.Timeout = 50 * time.Millisecond
+		require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	}
+	_, err = h.Invoke(ctx, "calls")
+	require.NoError(t, err)
+	calls := host.AttrCallback.String("calls")
+	assert.Equal(t, []float64{1}, meter.with("callbox.calls", calls))
+	assert.Empty(t, meter.with("callbox.call.io", calls, host.AttrDirection.String("in")), "no inputs, no input bytes")
+	assert.Equal(t, []float64{4}, meter.with("callbox.call.io", calls, host.AttrDirection.String("out")))
+	for _, d := range []string{"callbox.call.duration", "callbox.call.wait.duration", "callbox.call.guest.duration"} {
+		assert.Empty(t, meter.with(d, calls), "%s without call timing", d)
+	}
+	_, err = h.Invoke(tracedContext(), "spin", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.Timeout)
+	require.Len(t, tracer.spans, 1)
+	_, hasChain := tracer.spans[0].attrs[host.AttrChain]
+	assert.False(t, hasChain, "an unordered call's span names no chain")
+	assert.Equal(t, "Timeout", tracer.spans[0].attrs[host.AttrResult].AsString())
+}
