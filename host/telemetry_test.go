@@ -253,6 +253,15 @@ func TestTelemetryRecordsEachCall(t *testing.T) {
 	require.Len(t, fuel, 1)
 	assert.Positive(t, fuel[0])
 
+	// A call refused before it waited for an instance: counted, timed as a
+	// whole, but with no wait and no guest time.
+	_, err = h.Invoke(ctx, "busy", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.InvalidArgument)
+	busy := host.AttrCallback.String("busy")
+	assert.Equal(t, []float64{1}, meter.with("callbox.calls", busy, host.AttrResult.String("InvalidArgument")))
+	assert.Empty(t, meter.with("callbox.call.wait.duration", busy))
+	assert.Empty(t, meter.with("callbox.call.guest.duration", busy))
+
 	_, err = h.Invoke(ctx, "spin", abi.From([]float32{1}))
 	require.ErrorIs(t, err, host.Timeout)
 	assert.Equal(t, []float64{1}, meter.with("callbox.calls", host.AttrCallback.String("spin"), host.AttrResult.String("Timeout")))
