@@ -500,3 +500,13 @@ func TestPassThroughIntoABuffer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2, 3}, abi.MustView[float32](x))
 }
+
+// A callback's Info reports its WASI setting as configured.
+func TestInfoReportsWASI(t *testing.T) {
+	for _, wasi := range []string{config.WASINone, config.WASIMinimal} {
+		h := newHost(t, config.EngineWazero, func(cb *config.Callback) { cb.WASI = wasi })
+		info, ok := h.Callback("scale")
+		require.True(t, ok)
+		assert.Equal(t, wasi == config.WASIMinimal, info.WASI, "wasi: %s", wasi)
+	}
+}
