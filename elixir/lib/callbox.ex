@@ -62,7 +62,7 @@ defmodule Callbox do
   @type result(t) :: {:ok, t} | {:error, Error.t()}
 
   # How long a call may run on the caller's scheduler before it moves to a
-  # dirty one (call/4: inline_us), in microseconds.
+  # library thread (call/4: inline_us), in microseconds.
   @default_inline_us 100
 
   # The options call/4 and call_many/3 take.
