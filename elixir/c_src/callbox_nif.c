@@ -135,8 +135,8 @@ typedef struct {
   int64_t key[CACHE_KEY];
   size_t n;
   uint64_t caller_stack; /* callbox_limits.caller_stack */
-  /* Calls of this entry's key still to send straight to a dirty
-   * scheduler, and how many inline attempts in a row outran their slice
+  /* Calls of this entry's key still to send straight to a library
+   * thread, and how many inline attempts in a row outran their slice
    * (cache_mark). */
   unsigned dirty_left, strikes;
   callbox_type types[CACHE_OUTS];
@@ -1012,8 +1012,8 @@ static void cache_put(host_res *r, const char *callback, const int64_t *key, siz
 
 /* After a call of key outran its inline slice (slow set) or fit in it
  * after earlier ones had not: the k-th attempt in a row that outran it
- * sends the next 2^k calls, at most INLINE_BACKOFF, straight to a dirty
- * scheduler; one that fits clears the count. So a callback that is slow
+ * sends the next 2^k calls, at most INLINE_BACKOFF, straight to a library
+ * thread; one that fits clears the count. So a callback that is slow
  * at those types spends a slice once per 1024 calls, and one slow only
  * once (its first call instantiating the module, say) returns to the
  * inline route two calls later. */
@@ -1040,7 +1040,7 @@ static void cache_mark(host_res *r, const char *callback, const int64_t *key, si
  * optional) the native stack a thread calling it must have
  * (callbox_callback_limits: 0 when any thread will do), from the cache or
  * derived and cached. dirty (optional): 1 when the (callback, types) pair
- * is one whose calls go straight to a dirty scheduler for now, -1 when it
+ * is one whose calls go straight to a library thread for now, -1 when it
  * may run inline after attempts that outran their slice (cache_mark). */
 static int derive(ErlNifEnv *env, host_res *r, const char *callback, tensor_list *in, callbox_type *stack, size_t cap,
                   callbox_type **types_out, size_t *n_out, uint64_t *caller_stack, int *dirty, ERL_NIF_TERM *err) {
@@ -1367,8 +1367,9 @@ static uint64_t slice_since(uint64_t start, int tsc) {
 
 /* One call: 1 with *result the list of outputs [{binary, dtype, shape}],
  * 0 with *result an error tuple, -1 for a malformed term (badarg), 2 when
- * the call is to run (again) on a dirty scheduler. budget_ns 0 runs the
- * call here, whatever it takes (on a dirty scheduler, under guard g);
+ * the call is to run (again) elsewhere (call/7 answers :continue, and
+ * it goes to a library thread). budget_ns 0 runs the call here, whatever
+ * it takes (call_many's, on a dirty scheduler, under guard g);
  * else the call runs here within budget_ns (callbox_call_within) when it
  * may: not when the callback needs more native stack than this thread
  * has (its caller_stack), nor for a while after calls of the same
