@@ -27,12 +27,12 @@ unit:
 # the engines, the FFI bridge, and the GPU path (concurrent streams, on
 # the fake device).
 race:
-	$(GO) test -count=1 -race ./abi/... ./host/... ./sandbox/... ./cuda/... ./lowering/... ./ffi/...
+	$(GO) test -count=1 -race ./abi/... ./host/... ./internal/sandbox/... ./cuda/... ./lowering/... ./ffi/...
 
 # The wazero-only build must keep working without cgo.
 nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
-	CGO_ENABLED=0 $(GO) vet ./sandbox/... ./host/... ./cuda/
+	CGO_ENABLED=0 $(GO) vet ./internal/sandbox/... ./host/... ./cuda/
 
 toolchains:
 	scripts/install-toolchains.sh

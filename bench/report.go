@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Report is one run of the whole suite: the table, the target

@@ -18,7 +18,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // The users' kernels: callbacks written with an SDK the way its users

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // BenchmarkUserKernels is target 13 of docs/PERFORMANCE.md on its own

@@ -15,7 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Variant is one column group of the table: a way of running a workload.
@@ -59,7 +59,7 @@ const (
 	// thread): on an idle chain the call runs on the caller's goroutine.
 	ModeChainInvoke = "chain-invoke"
 	// ModeMetered, for the raw wazero variant: the module as callbox's
-	// wazero engine rewrites it (sandbox/internal/wazero), called by hand.
+	// wazero engine rewrites it (internal/sandbox/internal/wazero), called by hand.
 	ModeMetered = "metered"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // testkit callbacks the GPU tests use: name -> export, signature.

@@ -68,6 +68,26 @@ func dlpackList(role string, p unsafe.Pointer, n uintptr) ([]*dlpack.Tensor, err
 	return ts, nil
 }
 
+// dlpackBuffers describes CUDA DLPack tensors as device buffers, with the
+// checks of the C API's host tensors (package dlpack holds the one set;
+// only the memory accepted differs). All of a call's tensors must be on
+// one device: *device is the first one's (-1 before it).
+func dlpackBuffers(role string, ts []*dlpack.Tensor, device *int32) ([]cuda.Buffer, error) {
+	bs := make([]cuda.Buffer, len(ts))
+	for i, t := range ts {
+		v, err := dlpack.Check(t, dlpack.OnDevice)
+		if err != nil {
+			return nil, dlError(role, i, err)
+		}
+		if *device >= 0 && t.Device.ID != *device {
+			return nil, badArg(argName{role, i}, "on CUDA device %d, while an earlier tensor is on device %d", t.Device.ID, *device)
+		}
+		*device = t.Device.ID
+		bs[i] = cuda.Buffer{Ptr: cuda.DevicePtr(uintptr(v.Addr)), DType: v.DType, Shape: append([]int64(nil), v.Shape...)}
+	}
+	return bs, nil
+}
+
 // cudaCallDLPack is callbox_cuda_call_dlpack in Go.
 func cudaCallDLPack(callback *byte, stream uintptr, inputs unsafe.Pointer, nIn uintptr, outputs unsafe.Pointer, nOut uintptr) error {
 	name, err := cString(callback, "callback")
@@ -94,14 +114,16 @@ func cudaCallDLPack(callback *byte, stream uintptr, inputs unsafe.Pointer, nIn u
 	if err != nil {
 		return err
 	}
-	_, err = bh.gpu.CallDLPack(ctx, ci.cb, cuda.Stream(stream), ins, outs)
-	if errors.Is(err, host.ErrReplaced) {
-		err = bh.retryReplaced(ci.name, func(cb *host.Callback) error {
-			_, err := bh.gpu.CallDLPack(ctx, cb, cuda.Stream(stream), ins, outs)
-			return err
-		})
+	device := int32(-1)
+	gins, err := dlpackBuffers("input", ins, &device)
+	if err != nil {
+		return ci.refused(err)
 	}
-	return err
+	gouts, err := dlpackBuffers("output", outs, &device)
+	if err != nil {
+		return ci.refused(err)
+	}
+	return bh.gpuCall(ctx, "", ci, cuda.Stream(stream), gins, gouts)
 }
 
 // retryReplaced runs call again on the version of callback name the host

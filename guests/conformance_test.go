@@ -21,9 +21,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 	"github.com/seed4b3e0ccb/callbox/internal/testknob"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The conformance suite: one set of vectors (testdata/conformance, written

@@ -16,8 +16,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // FuzzGuest runs testdata/hostile/scripted.wat, a guest whose behaviour —

@@ -14,9 +14,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
 	"github.com/seed4b3e0ccb/callbox/internal/testknob"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Tensor is a dense row-major host tensor; see abi.Tensor.
@@ -74,8 +74,10 @@ func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
 func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir } }
 
 // WithWorker names the callbox-worker executable that isolation: process
-// starts (overriding the config's worker key); without either the host
-// looks where sandbox.FindWorker says.
+// starts (overriding the config's worker key). Without either, the host
+// looks at the CALLBOX_WORKER variable, then for callbox-worker beside the
+// file this code runs from (the program, or libcallbox.so inside a Python
+// or BEAM process), then beside the running program.
 func WithWorker(path string) Option { return func(h *Host) { h.worker = path } }
 
 // WithoutCallTiming leaves Stats.Guest and Stats.Wall zero on every call,
@@ -182,7 +184,9 @@ type Info struct {
 	// names; sequential when unset), whichever config section loaded it.
 	Batching string
 	// CallerStack is the native stack, in bytes, a thread calling this
-	// callback must have: 0 when any thread will do (sandbox.CallerStack).
+	// callback must have: 0 when any thread will do (wazero runs guests on
+	// goroutine stacks; wasmtime on x86-64 Linux switches to a stack of its
+	// own), else about the guest's wasm stack limit plus 1 MiB.
 	CallerStack uint64
 }
 

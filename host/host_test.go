@@ -18,8 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // testkit signatures, by export.

@@ -21,7 +21,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/hostile"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // The hostile-guest suite. Every case is a guest module under

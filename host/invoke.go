@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // Stats describe one call.

@@ -12,7 +12,7 @@ import (
 )
 
 // TestNameSectionBombIsRefusedAtLoad: the 40-byte module whose name
-// section made wazero allocate 39 GB (sandbox/internal/wasmbin,
+// section made wazero allocate 39 GB (internal/sandbox/internal/wasmbin,
 // TestNameSubsectionMustFillItsSize) is refused at load, on both engines,
 // with an ABIViolation naming the subsection, and the host serves on.
 func TestNameSectionBombIsRefusedAtLoad(t *testing.T) {

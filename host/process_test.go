@@ -20,9 +20,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/wat"
 	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The second wall's own tests: what the worker process is allowed, and

@@ -19,8 +19,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")

@@ -18,8 +18,8 @@ targets=(
   "./abi FuzzFrameVerify"
   "./abi FuzzParseSignature"
   "./abi FuzzSignatureTable"
-  "./sandbox/internal/engine FuzzImports"
-  "./sandbox/internal/wasmbin FuzzParse"
+  "./internal/sandbox/internal/engine FuzzImports"
+  "./internal/sandbox/internal/wasmbin FuzzParse"
   "./internal/tensorfile FuzzDecode"
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
@@ -28,9 +28,9 @@ targets=(
   "./lowering FuzzParse"
   "./internal/dlpack FuzzCheck"
   "./host FuzzInspect"
-  "./sandbox/internal/meter FuzzInstrument"
-  "./sandbox/internal/meter FuzzRewriteKeepsInterface"
-  "./sandbox/internal/procwall FuzzDecodeReturned"
+  "./internal/sandbox/internal/meter FuzzInstrument"
+  "./internal/sandbox/internal/meter FuzzRewriteKeepsInterface"
+  "./internal/sandbox/internal/procwall FuzzDecodeReturned"
 )
 failed=()
 start=$(date +%s)

@@ -18,8 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // demoSource is the source file an embedded module was built from.

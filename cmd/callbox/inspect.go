@@ -8,8 +8,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 func newInspectCmd() *cobra.Command {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 const programs = "../../examples/programs"

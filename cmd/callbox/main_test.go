@@ -13,9 +13,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
-	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // cli runs the command in-process and returns its exit status and output.

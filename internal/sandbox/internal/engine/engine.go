@@ -1,0 +1,193 @@
+// Package sandbox is callbox's engine layer: one interface over two
+// WebAssembly engines (wazero, pure Go, the default; wasmtime-go, cgo), the
+// per-callback limits each enforces, the host side of the guest's imports
+// (callbox.error, callbox.log and the minimal WASI profile), and the one
+// failure taxonomy (Kind) both engines' traps are mapped onto.
+//
+// The engines live in internal/sandbox/internal/wazero and internal/sandbox/internal/wasmtime. This package holds
+// everything that must behave identically on both.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"time"
+
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wasmbin"
+)
+
+// ModuleConfig describes how to compile and run one callback module.
+type ModuleConfig struct {
+	// Name identifies the module in diagnostics (the callback name).
+	Name string
+	// Limits are the callback's limits, as config defines them (the one
+	// Limits type): the engines read Timeout, MaxMemory, Fuel, MaxStack,
+	// MaxError and MaxLog. MaxOutput is the host's.
+	Limits config.Limits
+	// WASI grants the minimal WASI profile (captured stdout/stderr, clocks,
+	// random; no files, sockets, args or environment).
+	WASI bool
+	// Logger receives guest log lines; nil discards them.
+	Logger *slog.Logger
+	// SHA256 is the module bytes' sha256 when the caller has it (the host
+	// does, for the callback id); engines key their caches on it and
+	// compute it themselves when it is zero.
+	SHA256 [32]byte
+	// Instances is the most instances of the module alive at once (the
+	// callback's max_instances); a process-isolated engine sizes its
+	// worker's resource limits from it. Zero means one.
+	Instances int
+}
+
+// ModuleSum returns cfg.SHA256, or computes it.
+func ModuleSum(wasm []byte, cfg ModuleConfig) [32]byte {
+	if cfg.SHA256 != ([32]byte{}) {
+		return cfg.SHA256
+	}
+	return sha256.Sum256(wasm)
+}
+
+// Features an engine may or may not support.
+type Feature int
+
+// Engine features that limits depend on.
+const (
+	FeatureFuel     Feature = iota // Limits.Fuel
+	FeatureMaxStack                // Limits.MaxStack
+	// FeatureStableMemory: an instance's linear memory never moves for
+	// the instance's life (growth maps more of one reservation), so its
+	// base address may be cached and pinned once. An instance that
+	// implements StableMemory may still report that its own memory can
+	// move (MemoryStable).
+	FeatureStableMemory
+)
+
+// StableMemory is implemented by instances that decide memory stability
+// per instance: on wazero, a reservation that could not be mapped falls
+// back to a growable slice, which moves when it grows.
+type StableMemory interface {
+	// MemoryStable reports whether this instance's linear memory never
+	// moves for its life.
+	MemoryStable() bool
+}
+
+// MemoryStable reports whether inst's linear memory never moves: the
+// engine's FeatureStableMemory, narrowed by the instance's own report
+// where it gives one.
+func MemoryStable(e Engine, inst Instance) bool {
+	if !e.Supports(FeatureStableMemory) {
+		return false
+	}
+	if s, ok := inst.(StableMemory); ok {
+		return s.MemoryStable()
+	}
+	return true
+}
+
+// Engine compiles modules. Implementations are safe for concurrent use.
+type Engine interface {
+	// Name is "wazero" or "wasmtime".
+	Name() string
+	// Version is the engine library's version, part of compiled-module
+	// cache keys.
+	Version() string
+	// Supports reports whether the engine enforces a limit feature.
+	Supports(Feature) bool
+	// Compile validates and compiles a module. The wasm bytes have already
+	// passed CheckModule (the host's import, export, memory and table
+	// rules) and carry the table limit (LimitTables).
+	Compile(ctx context.Context, wasm []byte, cfg ModuleConfig) (Module, error)
+	// Close releases the engine and everything compiled by it.
+	Close(ctx context.Context) error
+}
+
+// Module is a compiled module. Safe for concurrent use.
+type Module interface {
+	// Instantiate creates an instance, running the start function against
+	// deadline (zero: none). The deadline stays set for the instance's
+	// later Calls until SetDeadline changes it, so every guest entry of
+	// one host call (start, _initialize, callbox_alloc, the callback)
+	// shares the one deadline the host computed for that call. It does not
+	// call _initialize.
+	Instantiate(ctx context.Context, deadline time.Time) (Instance, error)
+	Close(ctx context.Context) error
+}
+
+// Function is an export resolved once and called many times.
+type Function any
+
+// Instance is one instantiated module. It is not safe for concurrent use:
+// one call at a time (the host's pool guarantees it).
+type Instance interface {
+	// Export resolves an exported function; it fails when the export is
+	// missing or has a different type than params -> results.
+	Export(name string, params, results []ValType) (Function, error)
+	// SetDeadline sets the deadline every later Call runs against (zero:
+	// none) until it is set again. It costs no clock read and no
+	// allocation: the host sets it once per host call.
+	SetDeadline(deadline time.Time)
+	// Call runs fn under the module's limits and the deadline last set.
+	// stack holds the parameters on
+	// entry and the results on return (as wazero's CallWithStack). On
+	// failure it returns a *Trap and the instance must not be used again.
+	Call(ctx context.Context, fn Function, stack []uint64) error
+	// Memory is a view of the whole linear memory. It is invalidated by any
+	// call into the guest (memory may grow and move).
+	Memory() []byte
+	// State is what the host imports recorded during the last Call.
+	State() *GuestState
+	// FuelConsumed is the fuel used by the last Call, and whether the engine
+	// measured it.
+	FuelConsumed() (uint64, bool)
+	Close(ctx context.Context) error
+}
+
+// ValType is a wasm value type of an export or import signature.
+type ValType byte
+
+// Value types used by the ABI.
+const (
+	I32 ValType = 0x7f
+	I64 ValType = 0x7e
+	F32 ValType = 0x7d
+	F64 ValType = 0x7c
+)
+
+// Deadline is the deadline of a guest entry starting at now under timeout:
+// now + timeout, or zero (none) when timeout is not positive.
+func Deadline(now time.Time, timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return now.Add(timeout)
+}
+
+func (v ValType) String() string { return wasmbin.ValTypeName(byte(v)) }
+
+// SharedMemory is implemented by instances whose linear memory can live in
+// a file another process maps (wazero under Options.SharedMemory): the
+// process-isolation worker hands that file to the host.
+type SharedMemory interface {
+	// MemoryFile returns the memfd behind the memory and the bytes the
+	// mapping reserves, or -1 when the memory is not such a file.
+	MemoryFile() (fd int, reserved uint64)
+}
+
+// Liveness is implemented by instances that can die under the host
+// without a call failing first: an instance in a worker process dies with
+// its worker. The host's pool asks before it reuses an idle instance.
+type Liveness interface {
+	// Alive reports whether the instance can still serve a call.
+	Alive() bool
+}
+
+// Alive reports whether inst can still serve: true unless it implements
+// Liveness and says otherwise.
+func Alive(inst Instance) bool {
+	if l, ok := inst.(Liveness); ok {
+		return l.Alive()
+	}
+	return true
+}

@@ -1,0 +1,391 @@
+//go:build linux
+
+package procwall
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/procwall/hardening"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wasmtime"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wazero"
+)
+
+// Available reports whether this platform can run process isolation.
+const Available = true
+
+// Options configure an Engine.
+type Options struct {
+	// Engine is the engine the workers run: config.EngineWazero or
+	// config.EngineWasmtime.
+	Engine string
+	// Worker is the path of the worker executable (cmd/callbox-worker).
+	Worker string
+	// KillGrace is how long past a call's deadline the host waits for a
+	// worker's reply before it kills the worker; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+}
+
+// DefaultKillGrace: the engines stop a guest within about a millisecond
+// of its deadline; a worker that has not answered this long after it is
+// stuck where neither epoch nor fuel reaches, and is killed.
+const DefaultKillGrace = 100 * time.Millisecond
+
+// Engine runs each compiled module in a worker process of its own.
+type Engine struct {
+	o  Options
+	id atomic.Uint64 // instance ids
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New checks the worker executable and returns the engine; workers start
+// at Compile.
+func New(_ context.Context, o Options) (*Engine, error) {
+	if o.Engine != config.EngineWazero && o.Engine != config.EngineWasmtime {
+		return nil, fmt.Errorf("unknown engine %q (want wazero or wasmtime)", o.Engine)
+	}
+	st, err := os.Stat(o.Worker)
+	if err != nil {
+		return nil, fmt.Errorf("isolation: process needs the worker executable: %w", err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("isolation: process: the worker %s is not an executable file", o.Worker)
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	return &Engine{o: o}, nil
+}
+
+// Name implements engine.Engine: the engine the workers run.
+func (e *Engine) Name() string { return e.o.Engine }
+
+// Version implements engine.Engine.
+func (e *Engine) Version() string {
+	if e.o.Engine == config.EngineWasmtime {
+		return wasmtime.Version
+	}
+	return wazero.Version
+}
+
+// Supports implements engine.Engine: both engines enforce fuel and stack
+// limits, and the host's mapping of a guest's memory never moves.
+func (e *Engine) Supports(engine.Feature) bool { return true }
+
+// Close implements engine.Engine; each module's worker ends with its
+// module.
+func (e *Engine) Close(context.Context) error { return nil }
+
+// Compile implements engine.Engine: it starts the module's worker and
+// has it compile the module.
+func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConfig) (engine.Module, error) {
+	m := &module{e: e, wasm: wasm, cfg: cfg}
+	w, err := m.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.w = w
+	return m, nil
+}
+
+// worker is one worker process, seen from the host.
+type worker struct {
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	ctl     int        // the control socket; -1 once closed (ctlMu)
+	ctlMu   sync.Mutex // serializes writes to ctl and its closing
+	report  Report
+	exited  chan struct{} // closed once the process is reaped
+	state   *os.ProcessState
+	waitErr error       // Wait's error, when state is nil
+	dead    atomic.Bool // the process exited, or is being killed
+	// deadlineKill records that the host killed it at a call's deadline.
+	deadlineKill atomic.Bool
+	closing      atomic.Bool // the host closed it on purpose
+}
+
+// Report is the worker's account of its lockdown.
+type Report = hardening.Report
+
+// module is a compiled module and the worker that holds it.
+type module struct {
+	e *Engine
+	// wasm is kept for the next worker, which compiles it again.
+	wasm []byte
+	cfg  engine.ModuleConfig
+
+	mu      sync.Mutex
+	w       *worker
+	crashes int       // quick worker deaths in a row (died)
+	nextTry time.Time // the earliest restart after a crash
+	closed  bool
+}
+
+// fileSize is the largest a guest memory file of the module may grow:
+// its max_memory (whole pages: config validates it), or all a 32-bit guest
+// can address (RLIMIT_FSIZE).
+func (m *module) fileSize() uint64 {
+	if l := m.cfg.Limits.MaxMemory; l > 0 {
+		return l
+	}
+	return config.MaxMemoryLimit
+}
+
+// addressSpace sizes a worker's RLIMIT_AS: the runtime's own needs, and a
+// reservation per instance (wasmtime reserves a guard region beside each
+// memory).
+func (m *module) addressSpace() uint64 {
+	const base = 4 << 30
+	per := m.fileSize()
+	if m.e.o.Engine == config.EngineWasmtime {
+		per = 4<<30 + 512<<20 // wasmtime's 4 GiB reservation, its guard, the instance's stacks
+	}
+	n := uint64(max(m.cfg.Instances, 1)) + 1 // one more: a pool replaces a broken instance before the old one is gone
+	return base + n*per
+}
+
+// start spawns a worker, reads its hello and has it compile the module.
+func (m *module) start(ctx context.Context) (*worker, error) {
+	host, child, err := socketPair()
+	if err != nil {
+		return nil, fmt.Errorf("worker socket: %w", err)
+	}
+	files := uint64(64 + 4*max(m.cfg.Instances, 1))
+	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()))
+	// The worker starts with one variable, which it clears: glibc's
+	// malloc opens two files the seccomp allowlist forbids, each the
+	// first time it needs it: /sys/devices/system/cpu/online to bound its
+	// arenas (a fixed arena_max skips it) and
+	// /proc/sys/vm/overcommit_memory when it shrinks a thread arena's heap
+	// (a trim threshold no heap reaches means it never does).
+	cmd.Env = []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=8:glibc.malloc.trim_threshold=4611686018427387904"}
+	cmd.ExtraFiles = []*os.File{os.NewFile(uintptr(child), "callbox-worker-control")}
+	if os.Getenv("CALLBOX_WORKER_STDERR") != "" {
+		cmd.Stderr = os.Stderr // a worker's own crash report, for debugging
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	_ = cmd.ExtraFiles[0].Close()
+	if err != nil {
+		closeFD(host)
+		return nil, fmt.Errorf("starting the worker %s: %w", m.e.o.Worker, err)
+	}
+	w := &worker{cmd: cmd, pid: cmd.Process.Pid, ctl: host, exited: make(chan struct{}), started: time.Now()}
+	go func() {
+		w.waitErr = cmd.Wait()
+		w.state = cmd.ProcessState // nil when another waiter took the status
+		w.dead.Store(true)
+		close(w.exited)
+	}()
+	fail := func(err error) (*worker, error) {
+		w.kill()
+		<-w.exited
+		w.closeControl()
+		if errors.Is(err, errPeerGone) {
+			return nil, &engine.Trap{Class: abi.WorkerDied, Message: "the worker died while starting: " + w.exitText()}
+		}
+		return nil, err
+	}
+	stop := w.killAt(ctx, time.Time{})
+	defer stop()
+	msg, fd, err := recv(host, nil, maxMessage, false)
+	closeFD(fd)
+	if err != nil {
+		return fail(err)
+	}
+	d := dec{b: msg}
+	if op, v := d.u8(), d.u32(); op != opHello || v != protocolVersion {
+		return fail(fmt.Errorf("the worker %s speaks protocol %d (op %d); this host speaks %d", m.e.o.Worker, v, op, protocolVersion))
+	}
+	if err := json.Unmarshal(d.bytes(), &w.report); err != nil || d.err != nil {
+		return fail(fmt.Errorf("the worker's hello: %w", errors.Join(err, d.err)))
+	}
+	req, err := json.Marshal(compileRequest{Name: m.cfg.Name, Limits: m.cfg.Limits, WASI: m.cfg.WASI, SHA256: hex.EncodeToString(m.cfg.SHA256[:])})
+	if err != nil {
+		return fail(err)
+	}
+	mfd, err := moduleFile(m.wasm)
+	if err != nil {
+		return fail(err)
+	}
+	var e enc
+	e.reset(opCompile)
+	e.bytes(req)
+	err = send(host, e.b, mfd)
+	closeFD(mfd)
+	if err != nil {
+		return fail(err)
+	}
+	msg, fd, err = recv(host, nil, maxMessage, false)
+	closeFD(fd)
+	if err != nil {
+		return fail(err)
+	}
+	d = dec{b: msg}
+	if d.u8() != opCompiled {
+		return fail(errors.New("the worker did not answer the compile request"))
+	}
+	if err := d.error(); err != nil || d.err != nil {
+		return fail(errors.Join(err, d.err))
+	}
+	return w, nil
+}
+
+// moduleFile puts the module bytes in a sealed memfd.
+func moduleFile(wasm []byte) (int, error) {
+	fd, err := unix.MemfdCreate("callbox-module", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, err
+	}
+	for off := 0; off < len(wasm); {
+		n, err := unix.Write(fd, wasm[off:])
+		if err != nil {
+			closeFD(fd)
+			return -1, err
+		}
+		off += n
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		closeFD(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func socketPair() (int, int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, err
+	}
+	return fds[0], fds[1], nil
+}
+
+// kill ends the worker (SIGKILL to it).
+func (w *worker) kill() {
+	w.dead.Store(true)
+	_ = w.cmd.Process.Kill()
+}
+
+// killAt kills the worker at deadline (none when zero) or when ctx ends
+// without the operation having returned; stop disarms it.
+func (w *worker) killAt(ctx context.Context, deadline time.Time) (stop func()) {
+	var t *time.Timer
+	if !deadline.IsZero() {
+		t = time.AfterFunc(time.Until(deadline), func() { w.deadlineKill.Store(true); w.kill() })
+	}
+	var cancel func() bool
+	if ctx.Done() != nil {
+		cancel = context.AfterFunc(ctx, w.kill)
+	}
+	return func() {
+		if t != nil {
+			t.Stop()
+		}
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// exitText says how the worker ended, once it has (it waits a moment for
+// the kernel to reap a worker whose socket has just closed).
+func (w *worker) exitText() string {
+	select {
+	case <-w.exited:
+	case <-time.After(time.Second):
+		// It closed the socket but lives on: it broke the protocol.
+		w.kill()
+		<-w.exited
+		return fmt.Sprintf("worker pid %d closed the instance's socket without exiting, and was killed", w.pid)
+	}
+	st := w.state
+	if st == nil {
+		// A process that ignores SIGCHLD, or reaps its children itself
+		// (an Erlang VM), leaves the kernel no status to give.
+		return fmt.Sprintf("worker pid %d exited; its exit status is unknown (%v: this process ignores SIGCHLD or reaps its children itself)", w.pid, w.waitErr)
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return fmt.Sprintf("worker pid %d ended: %v", w.pid, st)
+	case ws.Signaled():
+		sig := ws.Signal()
+		why := ""
+		switch sig {
+		case syscall.SIGSYS:
+			why = ": it made a system call outside its seccomp allowlist"
+		case syscall.SIGKILL:
+			why = " (kill -9, the kernel's OOM killer, or the host)"
+		}
+		return fmt.Sprintf("worker pid %d killed by signal %s%s", w.pid, signalName(sig), why)
+	default:
+		return fmt.Sprintf("worker pid %d exited with status %d", w.pid, ws.ExitStatus())
+	}
+}
+
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return fmt.Sprintf("%d", int(sig))
+}
+
+// control sends a message on the control socket (with fd when >= 0),
+// unless the socket is closed: a closed descriptor's number may already
+// be another file's.
+func (w *worker) control(msg []byte, fd int) error {
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	if w.ctl < 0 {
+		return errPeerGone
+	}
+	return send(w.ctl, msg, fd)
+}
+
+// alive reports whether the worker can serve: not known dead, and its
+// control socket not hung up (the kernel ended it; the host has not yet
+// reaped it).
+func (w *worker) alive() bool {
+	if w.dead.Load() {
+		return false
+	}
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	return w.ctl >= 0 && !hungUp(w.ctl)
+}
+
+// closeControl closes the control socket once.
+func (w *worker) closeControl() {
+	w.ctlMu.Lock()
+	defer w.ctlMu.Unlock()
+	closeFD(w.ctl)
+	w.ctl = -1
+}
+
+// close ends the worker on purpose.
+func (w *worker) close() {
+	w.closing.Store(true)
+	w.closeControl() // the worker exits when its control socket closes
+	select {
+	case <-w.exited:
+	case <-time.After(time.Second):
+		w.kill()
+		<-w.exited
+	}
+}

@@ -1,0 +1,84 @@
+//go:build linux
+
+package procwall
+
+import (
+	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
+)
+
+// remoteError is an error that crossed from the worker: its text, and the
+// trap it wraps when there was one (errors.As finds it, as it would have in
+// process).
+type remoteError struct {
+	text string
+	trap *engine.Trap
+}
+
+func (e *remoteError) Error() string { return e.text }
+func (e *remoteError) Unwrap() error {
+	if e.trap == nil {
+		return nil
+	}
+	return e.trap
+}
+
+// encErr writes err (nil included).
+func (e *enc) err(err error) {
+	if err == nil {
+		e.u8(0)
+		return
+	}
+	e.u8(1)
+	e.str(err.Error())
+	t, ok := engine.AsTrap(err)
+	e.bool(ok)
+	if ok {
+		e.trap(t)
+	}
+}
+
+func (e *enc) trap(t *engine.Trap) {
+	e.u8(byte(t.Class))
+	e.str(t.Message)
+	e.u32(uint32(len(t.Frames)))
+	for _, f := range t.Frames {
+		e.str(f.Module)
+		e.str(f.Func)
+		e.u32(f.FuncIndex)
+		e.u64(f.Offset)
+	}
+}
+
+// error reads an error written by enc.err: nil, the trap itself when the
+// text is the trap's, or a remoteError wrapping it.
+func (d *dec) error() error {
+	if d.u8() == 0 {
+		return nil
+	}
+	text := d.str()
+	if !d.bool() {
+		return &remoteError{text: text}
+	}
+	t := d.trap()
+	if t.Error() == text {
+		return t
+	}
+	return &remoteError{text: text, trap: t}
+}
+
+func (d *dec) trap() *engine.Trap {
+	class := abi.Kind(d.u8())
+	if !class.Valid() {
+		class = abi.OtherTrap // a kind this host does not know is a trap
+	}
+	t := &engine.Trap{Class: class, Message: d.str()}
+	n := d.count(20, "frames")
+	if n > 0 {
+		t.Frames = make([]engine.Frame, 0, n)
+	}
+	for range n {
+		t.Frames = append(t.Frames, engine.Frame{Module: d.str(), Func: d.str(), FuncIndex: d.u32(), Offset: d.u64()})
+	}
+	return t
+}

@@ -1,0 +1,41 @@
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+)
+
+// TestFindWorker: CALLBOX_WORKER wins; without it, a worker beside the
+// program is found; with none anywhere the error says where it looked and
+// how to name one.
+func TestFindWorker(t *testing.T) {
+	t.Setenv(sandbox.WorkerEnv, "/opt/cb/callbox-worker")
+	w, err := sandbox.FindWorker()
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/cb/callbox-worker", w)
+
+	t.Setenv(sandbox.WorkerEnv, "")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	beside := filepath.Join(filepath.Dir(exe), sandbox.WorkerName)
+	if _, err := os.Stat(beside); err == nil {
+		t.Skipf("%s exists already", beside)
+	}
+	_, err = sandbox.FindWorker()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), beside, "names where it looked")
+	assert.Contains(t, err.Error(), "worker key")
+	assert.Contains(t, err.Error(), sandbox.WorkerEnv)
+
+	require.NoError(t, os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755))
+	t.Cleanup(func() { _ = os.Remove(beside) })
+	w, err = sandbox.FindWorker()
+	require.NoError(t, err)
+	assert.Equal(t, beside, w, "the test binary is the file this code runs from")
+}
