@@ -69,6 +69,49 @@ type bridgeHost struct {
 // CALLBOX_CUDA_COPY) whose hooks unpin an instance's memory when the host
 // discards it.
 func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
+	var bh *bridgeHost
+	err := onGoThread(func() (err error) {
+		bh, err = openHostHere(ctx, cfg)
+		return err
+	})
+	return bh, err
+}
+
+// onGoThread runs fn on a goroutine of its own and waits for it. Opening
+// and reloading compile modules, and wasmtime compiles in a cgo call on
+// the stack of the thread the goroutine runs on: the C caller's own when
+// fn runs on the goroutine that entered from C (an Erlang dirty scheduler
+// has 320 KB, a thread a program made may have less), but a thread the Go
+// runtime made (a default-sized pthread stack) when fn runs on a new
+// goroutine. So no caller of the C API needs a big stack to open a host;
+// calls need none either (the engine switches stacks when a thread is
+// short, glue.c). A few µs, against a compile's milliseconds. A panic in
+// fn is raised again on the caller's goroutine, where the entry's guard
+// turns it into a HostPanic error.
+func onGoThread(fn func() error) error {
+	type result struct {
+		err      error
+		panicked bool
+		value    any
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{panicked: true, value: p}
+			}
+		}()
+		done <- result{err: fn()}
+	}()
+	r := <-done
+	if r.panicked {
+		panic(r.value)
+	}
+	return r.err
+}
+
+// openHostHere is openHost on the calling goroutine.
+func openHostHere(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 	logger := bridgeLogger()
 	gpu, err := newGPU(getenv, logger)
 	if err != nil {

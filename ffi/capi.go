@@ -185,8 +185,10 @@ func reloadFrom(h C.callbox_host, load func() (*config.Config, error)) error {
 	if err != nil {
 		return err
 	}
-	_, err = bh.reload(context.Background(), cfg, publishInfos)
-	return err
+	return onGoThread(func() error {
+		_, err := bh.reload(context.Background(), cfg, publishInfos)
+		return err
+	})
 }
 
 // openInto opens a host from the config load returns and stores its

@@ -66,7 +66,7 @@ func buildHarness(t testing.TB) string {
 		for _, prog := range []string{"harness", "bench"} {
 			out, err = exec.Command(cc, "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-Iinclude",
 				"-o", filepath.Join(buildDir, prog), "testdata/"+prog+".c",
-				"-L"+buildDir, "-lcallbox", "-lpthread", "-Wl,-rpath,"+buildDir).CombinedOutput()
+				"-L"+buildDir, "-lcallbox", "-lpthread", "-ldl", "-Wl,-rpath,"+buildDir).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("building %s: %v\n%s", prog, err, out)
 				return
@@ -307,7 +307,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.9.0 10900", r.vals["version"])
+	assert.Equal(t, "1.10.0 11000", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -596,21 +596,37 @@ func TestHarnessHostile(t *testing.T) {
 // 256 KiB stack is smaller than wasmtime's wasm stack: the calls succeed,
 // a guest recursing without end fails with StackOverflow, traps (signals
 // on the switched stack), a timeout and a guest calling the host fail with
-// their kinds, and the process serves on (on x86-64 Linux, where the library runs such entries on a
-// stack of its own; elsewhere the caller must give the thread a big stack,
-// as callbox.h says, and the test is skipped).
+// their kinds, and the process serves on. The library runs such entries
+// on a stack of its own on Linux with glibc or on x86-64 (elsewhere the
+// caller must give the thread a big stack, as callbox.h says, and the
+// test is skipped). Both switches run: the x86-64 assembly, and
+// makecontext/swapcontext, which the other glibc targets run.
 func TestHarnessSmallStack(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the library switches stacks for wasmtime guests only on x86-64")
+	if runtime.GOOS != "linux" {
+		t.Skip("the library switches stacks for wasmtime guests on Linux only")
 	}
-	r := harnessGroups(t, true, nil, "smallstack")
-	r.ok(t, "smallstack_first", "smallstack_again", "smallstack_after")
-	r.fails(t, "smallstack_recurse", abi.StackOverflow, "hostile_recurse_wasmtime")
-	r.fails(t, "smallstack_load_oob", abi.MemoryOutOfBounds, "hostile_load_oob_wasmtime")
-	r.fails(t, "smallstack_div_by_zero", abi.DivideByZero, "hostile_div_by_zero_wasmtime")
-	r.fails(t, "smallstack_unreachable", abi.Unreachable, "hostile_unreachable_wasmtime")
-	r.fails(t, "smallstack_spin", abi.Timeout, "hostile_spin_wasmtime")
-	r.fails(t, "smallstack_error_megabytes", abi.GuestError, "hostile_error_megabytes_wasmtime")
+	for _, mode := range []struct {
+		name string
+		env  []string
+	}{{"default", nil}, {"ucontext", []string{"CBX_HARNESS_UCONTEXT=1"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			r := harnessGroups(t, true, mode.env, "smallstack")
+			if mode.env != nil {
+				if runtime.GOARCH != "amd64" {
+					t.Skip("the ucontext switch is already the default off x86-64")
+				}
+				require.Equal(t, "on", r.vals["smallstack_ucontext"], "the harness could not choose the ucontext switch")
+			}
+			r.ok(t, "smallstack_first", "smallstack_again", "smallstack_after")
+			r.ok(t, "smallstack_open", "smallstack_open_call", "smallstack_reload", "smallstack_close")
+			r.fails(t, "smallstack_recurse", abi.StackOverflow, "hostile_recurse_wasmtime")
+			r.fails(t, "smallstack_load_oob", abi.MemoryOutOfBounds, "hostile_load_oob_wasmtime")
+			r.fails(t, "smallstack_div_by_zero", abi.DivideByZero, "hostile_div_by_zero_wasmtime")
+			r.fails(t, "smallstack_unreachable", abi.Unreachable, "hostile_unreachable_wasmtime")
+			r.fails(t, "smallstack_spin", abi.Timeout, "hostile_spin_wasmtime")
+			r.fails(t, "smallstack_error_megabytes", abi.GuestError, "hostile_error_megabytes_wasmtime")
+		})
+	}
 }
 
 // TestReadmeCExample compiles and runs the C example of README.md's "C

@@ -185,8 +185,9 @@ type Info struct {
 	Batching string
 	// CallerStack is the native stack, in bytes, a thread calling this
 	// callback must have: 0 when any thread will do (wazero runs guests on
-	// goroutine stacks; wasmtime on x86-64 Linux switches to a stack of its
-	// own), else about the guest's wasm stack limit plus 1 MiB.
+	// goroutine stacks; wasmtime on Linux with glibc or on x86-64 switches
+	// to a stack of its own), else about the guest's wasm stack limit plus
+	// 1 MiB.
 	CallerStack uint64
 }
 

@@ -214,17 +214,17 @@ static void *closer_main(void *arg) {
  * max_wasm_stack, 512 KiB by default, plus its own frames), and detects a
  * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
  * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
- * guest would fault past the thread's guard page and take the VM down. So
- * work that can run wasmtime code runs on a thread with stack enough:
- * opening a host (which compiles) on one of at least BIG_STACK_NEED, and
- * a call on one of at least the callback's caller_stack (C API 1.5,
- * callbox_callback_limits: 0 where the library switches to a stack of
- * its own, as on x86-64 Linux; else about max_stack plus 1 MiB). That is
- * the calling thread itself when its stack is big enough (a VM started
- * with +sssdcpu 1024 or more), else a worker of this pool (16 MiB
- * stacks), while the dirty scheduler thread waits for it. */
+ * guest would fault past the thread's guard page and take the VM down.
+ * The library takes care of it where it can: it opens and reloads hosts
+ * (compiling) on threads of its own, and on Linux with glibc or on x86-64
+ * runs a guest whose thread is short of room on a stack of its own, so
+ * the callback's caller_stack (C API 1.5, callbox_callback_limits) is 0
+ * there. Elsewhere (musl off x86-64) caller_stack is about max_stack plus
+ * 1 MiB, and a call_many call runs on a thread with that much: the
+ * calling thread itself when its stack is big enough (a VM started with
+ * +sssdcpu 1024 or more), else a worker of this pool (16 MiB stacks),
+ * while the dirty scheduler thread waits for it. */
 
-#define BIG_STACK_NEED ((size_t)4 << 20)
 #define WORKER_STACK ((size_t)16 << 20)
 #define MAX_WORKERS 64
 
@@ -292,18 +292,6 @@ static int stack_has(size_t need) {
     thread_stack = size;
   }
   return thread_stack >= need + STACK_SLACK;
-}
-
-static void run_on_worker(void (*fn)(void *), void *arg);
-
-/* Runs fn(arg) on a big stack: this thread's if it is big, else a
- * worker's. */
-static void run_on_big_stack(void (*fn)(void *), void *arg) {
-  if (stack_has(BIG_STACK_NEED)) {
-    fn(arg);
-    return;
-  }
-  run_on_worker(fn, arg);
 }
 
 /* Runs fn(arg) on a worker thread of the pool (16 MiB stacks), this
@@ -779,7 +767,7 @@ static ERL_NIF_TERM nif_open(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
   cstr path;
   if (!get_cstr(env, argv[0], &path)) return enif_make_badarg(env);
   open_job j = {path.s, NULL, NULL, 0, NULL};
-  run_on_big_stack(run_open, &j);
+  run_open(&j); /* the library compiles on a thread of its own */
   callbox_host h = j.h;
   callbox_error *e = j.err;
   free_cstr(&path);
@@ -804,7 +792,7 @@ static ERL_NIF_TERM nif_open_config(ErlNifEnv *env, int argc, const ERL_NIF_TERM
     return enif_make_badarg(env);
   }
   open_job j = {text.s, format.s, has_base ? base.s : NULL, 0, NULL};
-  run_on_big_stack(run_open, &j);
+  run_open(&j); /* the library compiles on a thread of its own */
   callbox_host h = j.h;
   callbox_error *e = j.err;
   free_cstr(&text);

@@ -50,7 +50,8 @@ defmodule Callbox do
     unlimited), `max_stack` (bytes of wasm stack; 0: the engine's default),
     `max_output` (bytes), `caller_stack`: the native stack a thread
     calling it must have, 0 when any thread will do (wazero; wasmtime on
-    x86-64 Linux, where the library switches stacks), `max_wait_ns` (how
+    Linux with glibc or on x86-64 Linux, where the library switches
+    stacks), `max_wait_ns` (how
     long a call waits for a busy callback's instance; 0: no bound) and
     `max_cpu_ns` (the CPU time one call may use; 0: none; C API 1.7).
     """
@@ -189,9 +190,10 @@ defmodule Callbox do
   after one such call, doubling with each in a row, up to 1024). Chain
   calls, which must run exactly once, always go straight there, as every
   call does with `inline_us: 0`, `async: true` or a `:timeout`. A wasmtime
-  guest needs a big native stack: libcallbox provides one on x86-64
-  Linux; elsewhere a wasmtime call goes to a library thread (16 MiB
-  stacks) unless the scheduler's own stack is big (`+sss 1024`).
+  guest needs a big native stack: libcallbox provides one on Linux with
+  glibc and on x86-64 Linux; elsewhere (musl off x86-64) a wasmtime call
+  goes to a library thread (16 MiB stacks) unless the scheduler's own
+  stack is big (`+sss 1024`).
 
   Results of 65 bytes to 4 KiB share 32 KiB blocks (one per scheduler
   thread, filled in order): a result kept alive keeps its block alive, as

@@ -36,18 +36,21 @@
  *  - Every function may be called from any thread, many at once,
  *    including threads the Go runtime did not create. wasmtime runs a
  *    guest on a native stack, and needs the callback's max_stack (default
- *    512 KiB) plus about 1 MiB of it. Since 1.4, on x86-64 Linux, a call
- *    (and the instantiation a call may make, which runs start functions)
- *    whose thread has less room than that below its frame runs on a
- *    stack the library keeps for that thread (reserved on first need, at
- *    least 16 MiB, committed only as touched), so a thread with a small
- *    stack (an Erlang scheduler's 320 KB to 1 MB) may call. Elsewhere the
- *    calling thread needs that room itself (a process's main thread and
- *    pthreads' default 8 MiB suffice; overflowing a smaller one kills the
- *    process with SIGSEGV). Opening a host compiles wasmtime modules on
- *    the calling thread: give it a default-sized stack. wazero guests run
- *    on Go's own stacks. A call blocks its
- *    thread until it is done, or until a cancel token it was made with
+ *    512 KiB) plus about 1 MiB of it. On Linux with glibc (any
+ *    architecture; since 1.4 on x86-64, since 1.10 elsewhere) and on
+ *    x86-64 Linux with any libc, a call (and the instantiation a call may
+ *    make, which runs start functions) whose thread has less room than
+ *    that below its frame runs on a stack the library keeps for that
+ *    thread (reserved on first need, at least 16 MiB and max_stack plus
+ *    1 MiB, committed only as touched, unmapped when the thread ends), so
+ *    a thread with a small stack (an Erlang scheduler's 320 KB to 1 MB)
+ *    may call a callback with any max_stack. Elsewhere (musl off x86-64,
+ *    other systems) the calling thread needs that room itself
+ *    (callbox_callback_limits' caller_stack says how much; overflowing it
+ *    kills the process with SIGSEGV). Opening a host compiles wasmtime
+ *    modules on the calling thread: give it a default-sized stack. wazero
+ *    guests run on Go's own stacks. A call blocks its thread until it is
+ *    done, or until a cancel token it was made with
  *    fires (callbox_call_cancelable); callbox_call_async (since 1.3)
  *    returns at once and runs the call on a thread of the library's.
  *  - fork(): the library contains the Go runtime, which does not survive
@@ -132,9 +135,14 @@ extern "C" {
  *        callbox-worker executable beside itself, or where the config's
  *        worker key or CALLBOX_WORKER says)
  *   1.9  callbox_callback_refusal: a binding layer's own refusal of a
- *        call's arguments, worded as the library's */
+ *        call's arguments, worded as the library's
+ *   1.10 wasmtime guests called from a thread with a small stack run on a
+ *        stack of the library's on Linux with glibc off x86-64 too (so
+ *        caller_stack is 0 there), host calls such a guest makes run back
+ *        on the thread's own stack, and a thread's switched-to stack is
+ *        unmapped when the thread ends */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 9
+#define CALLBOX_VERSION_MINOR 10
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -354,10 +362,10 @@ typedef struct callbox_limits {
   uint64_t max_stack;    /* bytes of wasm stack (max_stack); 0: the engine's default */
   uint64_t max_output;   /* bytes of a call's outputs together (max_output) */
   /* Bytes of native stack a thread calling this callback must have: 0
-   * when any thread will do (wazero; wasmtime on x86-64 Linux, where the
-   * library switches to a stack of its own when the caller's is short),
-   * else about max_stack plus 1 MiB (wasmtime elsewhere): call from a
-   * thread with that much room below its frame. */
+   * when any thread will do (wazero; wasmtime on Linux with glibc or on
+   * x86-64 Linux, where the library switches to a stack of its own when
+   * the caller's is short), else about max_stack plus 1 MiB (wasmtime
+   * elsewhere): call from a thread with that much room below its frame. */
   uint64_t caller_stack;
   /* How long a call waits for an instance while every one is busy
    * (max_wait), then fails as OVERLOADED; 0: no bound (since 1.6). */

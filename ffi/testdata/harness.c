@@ -10,6 +10,7 @@
 //   DONE  <checks> <failures>
 // The XLA call frames are built byte by byte at the offsets of
 // shared/xla-ffi.md, independently of the library's own declarations.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -802,8 +803,11 @@ static void group_hostile(void) {
 // stack, less than wasmtime's 512 KiB wasm stack: a first call (which
 // instantiates), later calls, a guest recursing until its wasm stack is
 // exhausted, which must be a StackOverflow, not a fault of the thread's
-// stack, and traps, a timeout and a host call on the switched stack. The library runs such entries on a stack of its own (x86-64
-// Linux); smallstack_switches says whether this build does.
+// stack, and traps, a timeout and a host call on the switched stack. The
+// library runs such entries on a stack of its own (Linux with glibc, or
+// x86-64). With CBX_HARNESS_UCONTEXT set, the switch is the
+// makecontext/swapcontext one that glibc targets other than x86-64 run
+// (the wasmtime engine's test knob, found with dlsym).
 static void *smallstack_thread(void *p) {
   (void)p;
   float x[4] = {1, 2, 3, 4}, y[4] = {0};
@@ -832,7 +836,36 @@ static void *smallstack_thread(void *p) {
   return NULL;
 }
 
-static void group_smallstack(void) {
+// smallstack_open opens a host from the config (wasmtime modules among
+// its callbacks, compiled as it opens), calls one of them, reloads it and
+// closes it, all on a thread of 32 KiB: the library opens and reloads on
+// a thread of the Go runtime's, so the caller's stack size is no concern
+// (on this thread's own stack, opening one wasmtime module died below
+// 64 KiB).
+static const char *smallstack_cfg;
+
+static void *smallstack_open(void *p) {
+  (void)p;
+  callbox_host h = 0;
+  callbox_error *e = callbox_open(smallstack_cfg, &h);
+  report("smallstack_open", e);
+  if (e != NULL) return NULL;
+  float x[4] = {1, 2, 3, 4}, y[4] = {0};
+  int64_t len = 4;
+  callbox_tensor ti = f32(x, 1, &len), to = f32(y, 1, &len);
+  report("smallstack_open_call", callbox_call(h, "copy_wasmtime", &ti, 1, &to, 1));
+  CHECK(y[3] == 4, "copy_wasmtime on a host opened from a 32 KiB thread");
+  report("smallstack_reload", callbox_reload(h, smallstack_cfg));
+  report("smallstack_close", callbox_close(h));
+  return NULL;
+}
+
+static void group_smallstack(const char *cfg) {
+  smallstack_cfg = cfg;
+  if (getenv("CBX_HARNESS_UCONTEXT") != NULL) {
+    int (*knob)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cb_test_stack_switch");
+    val("smallstack_ucontext", knob != NULL && knob(1) ? "on" : "unavailable");
+  }
   pthread_attr_t a;
   pthread_t th;
   pthread_attr_init(&a);
@@ -842,6 +875,12 @@ static void group_smallstack(void) {
     return;
   }
   pthread_join(th, NULL);
+  pthread_attr_setstacksize(&a, 32 << 10);
+  if (pthread_create(&th, &a, smallstack_open, NULL) != 0) {
+    val("smallstack_open_thread", "not started");
+  } else {
+    pthread_join(th, NULL);
+  }
   pthread_attr_destroy(&a);
 }
 
@@ -2009,7 +2048,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "xla")) group_xla();
     else if (!strcmp(g, "threads")) group_threads();
     else if (!strcmp(g, "hostile")) group_hostile();
-    else if (!strcmp(g, "smallstack")) group_smallstack();
+    else if (!strcmp(g, "smallstack")) group_smallstack(argv[1]);
     else if (!strcmp(g, "close")) group_close();
     else if (!strcmp(g, "lazy")) group_lazy();
     else if (!strcmp(g, "cuda")) group_cuda();

@@ -367,14 +367,32 @@ func nativeStackFor(maxStack uint64) uint64 {
 
 // CallerStack is the native stack a thread calling a guest with wasm
 // stack limit maxStack must have: 0 where the engine switches to a stack
-// of its own when the thread's is short (x86-64 Linux, glue.c), else
-// what the guest may use.
+// of its own when the thread's is short (Linux on x86-64 or with glibc,
+// glue.c), else what the guest may use.
 func CallerStack(maxStack uint64) uint64 {
 	if C.cb_stack_switches() != 0 {
 		return 0
 	}
 	return nativeStackFor(maxStack)
 }
+
+// useContextSwitch makes the stack switch use makecontext/swapcontext
+// (what glibc targets other than x86-64 run) or, off, the x86-64
+// assembly; false where the choice is not offered. For tests.
+func useContextSwitch(on bool) bool {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	return C.cb_test_stack_switch(v) != 0
+}
+
+// stackSwitches counts the entries that ran on a switched stack.
+func stackSwitches() uint64 { return uint64(C.cb_stack_switch_count()) }
+
+// stacksFreed counts the threads' own stacks unmapped as their threads
+// ended.
+func stacksFreed() uint64 { return uint64(C.cb_stacks_freed()) }
 
 // Close releases the module's linker; the compiled module stays in the
 // engine's cache until the engine closes.

@@ -726,6 +726,11 @@ static wasmtime_error_t *epoch_callback(wasmtime_context_t *ctx, void *data,
 
 // ---- host functions --------------------------------------------------------
 
+// cb_host_call runs callboxHost, on the thread's own stack when the guest
+// runs on a switched one (see "a big stack" below).
+static int cb_host_call(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
+                        uint8_t *data, size_t size);
+
 static wasm_trap_t *host_trampoline(void *env, wasmtime_caller_t *caller,
                                     cb_val_raw_t *args, size_t n) {
   cb_guard_t *g = cb_current;
@@ -746,7 +751,7 @@ static wasm_trap_t *host_trampoline(void *env, wasmtime_caller_t *caller,
     cb_memory_view(ctx, &item.of.memory, &data, &size);
   }
   g->caller = caller; // for cb_counter_get/cb_counter_set
-  int abort = callboxHost(g->inst, (uintptr_t)env, args, n, data, size);
+  int abort = cb_host_call(g->inst, (uintptr_t)env, args, n, data, size);
   g->caller = NULL;
   if (abort) {
     static const char msg[] = "callbox: call aborted by the host";
@@ -849,23 +854,40 @@ void cb_guard_end(cb_guard_t *g) {
 // wasmtime runs a guest on the calling thread's native stack. A thread
 // that entered through the C API may have a small one (an Erlang
 // scheduler's is 320 KB to 1 MB; wasmtime's default wasm stack alone is
-// 512 KiB): a deep guest would fault past its guard page and kill the
-// process. So on x86-64 Linux an entry whose thread has less than `need`
-// bytes below the current frame runs on a stack of the thread's own,
-// reserved on first use (at least 16 MiB and need + 1 MiB, with a guard
-// page; pages are committed only as touched) and kept for the thread's
-// life: the stack pointer is switched to it for the entry and back. The
-// switch is inside this cgo call, so the Go runtime never sees the
-// switched stack, except in a host call the guest makes from it (a cgo
-// callback, whose stack bounds Go then re-reads: about 1 us each).
-#if defined(__x86_64__) && defined(__linux__)
+// 512 KiB), or one smaller than a large max_stack needs: a deep guest
+// would fault past its guard page and kill the process. So on Linux an
+// entry whose thread has less than `need` bytes below the current frame
+// runs on a stack of the thread's own, reserved on first use (at least
+// 16 MiB and need + 1 MiB, with a guard page; pages are committed only as
+// touched) and kept for the thread's life (unmapped when it ends): the
+// stack pointer is switched to it for the entry and back, on the same
+// thread, so the call's guard,
+// core turn and CPU-time count (all per thread) hold as they are. On
+// x86-64 the switch is a few instructions of assembly; on other glibc
+// targets (aarch64, ppc64le, s390x, riscv64) it is makecontext and
+// swapcontext, which also save and restore the signal mask (a system call
+// each way, paid only by calls that switch). The switch is inside this
+// cgo call, so the Go runtime never sees the switched stack, except in a
+// host call the guest makes from it (a cgo callback, whose stack bounds
+// Go then re-reads: about 1 us each). Where neither exists (musl, other
+// systems) the caller must give the room itself (cb_stack_switches 0:
+// CallerStack says how much).
+#if defined(__linux__) && (defined(__x86_64__) || defined(__GLIBC__))
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <ucontext.h>
+#endif
 
 static __thread char *own_stack;
 static __thread size_t own_stack_size;
 static __thread uintptr_t thread_stack_lo, thread_stack_hi; // lo 1: unknown
 static __thread int on_own_stack;
+// Where a host call made from the switched stack runs (0: on that stack):
+// below the frames of the switch on the thread's own stack, which still
+// has room for the Go callback (checked when it is set).
+static __thread uintptr_t back_sp;
 
+#if defined(__x86_64__)
 // cb_call_on_stack calls fn(arg) with the stack pointer at top, then
 // restores it. Every register the ABI lets fn change is clobbered; rbx
 // (callee-saved) holds the caller's stack pointer meanwhile.
@@ -884,6 +906,129 @@ static void cb_call_on_stack(void (*fn)(void *), void *arg, char *top) {
         "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
         "xmm15");
 }
+#endif
+
+#if defined(__GLIBC__)
+// The entry a ucontext switch runs: makecontext passes only int
+// arguments, so the function and its argument wait in a thread-local.
+static __thread struct {
+  void (*fn)(void *);
+  void *arg;
+} uc_job;
+
+static void uc_trampoline(void) { uc_job.fn(uc_job.arg); }
+
+// cb_call_on_context calls fn(arg) on the stack [base, base+size) with
+// makecontext/swapcontext, returning here (uc_link) when fn returns. 0
+// when the context could not be made (fn not called).
+static int cb_call_on_context(void (*fn)(void *), void *arg, char *base, size_t size) {
+  ucontext_t here, there;
+  if (getcontext(&there) != 0) {
+    return 0;
+  }
+  there.uc_stack.ss_sp = base;
+  there.uc_stack.ss_size = size;
+  there.uc_link = &here;
+  uc_job.fn = fn;
+  uc_job.arg = arg;
+  makecontext(&there, uc_trampoline, 0);
+  return swapcontext(&here, &there) == 0;
+}
+#endif
+
+// Which switch runs: the assembly on x86-64, unless a test asks for the
+// ucontext one there (cb_test_stack_switch), so that the code every
+// other glibc target runs is tested on the machines CI has.
+#if defined(__x86_64__)
+static int use_ucontext = 0;
+#else
+static int use_ucontext = 1;
+#endif
+
+int cb_test_stack_switch(int ucontext) {
+#if defined(__x86_64__) && defined(__GLIBC__)
+  use_ucontext = ucontext != 0;
+  return 1;
+#else
+  return ucontext == use_ucontext;
+#endif
+}
+
+// The frames of a switch (cb_switch, and cb_call_on_context's two
+// contexts, 4.5 KiB each on aarch64) stay live below the switching frame
+// while the guest runs: a host call goes this far below it.
+#define BACK_GAP ((uintptr_t)32 << 10)
+// The least room a host call needs below back_sp: Go's callback runs on
+// the thread's stack only until it reaches its goroutine's.
+#define BACK_ROOM ((uintptr_t)64 << 10)
+
+__attribute__((noinline)) static void cb_switch(void (*fn)(void *), void *arg) {
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  back_sp = 0;
+  if (thread_stack_lo > 1 && here > thread_stack_lo + BACK_GAP + BACK_ROOM && here <= thread_stack_hi) {
+    back_sp = (here - BACK_GAP) & ~(uintptr_t)63;
+  }
+#if defined(__GLIBC__)
+  if (use_ucontext) {
+    if (!cb_call_on_context(fn, arg, own_stack, own_stack_size)) {
+      fn(arg); // no context to switch to: the thread's own stack, as before
+    }
+    return;
+  }
+#endif
+#if defined(__x86_64__)
+  cb_call_on_stack(fn, arg, own_stack + own_stack_size);
+#else
+  fn(arg);
+#endif
+}
+
+// A thread's own stack is unmapped when the thread ends (a caller's
+// thread that came and went must not leave its touched pages behind): a
+// key whose destructor gets the stack's address and size.
+typedef struct {
+  char *base;
+  size_t size;
+} own_stack_rec;
+
+static pthread_key_t own_stack_key;
+static pthread_once_t own_stack_once = PTHREAD_ONCE_INIT;
+static int own_stack_keyed;
+
+// Own stacks unmapped at their thread's end (for tests).
+static uint64_t own_stacks_freed;
+
+uint64_t cb_stacks_freed(void) { return __atomic_load_n(&own_stacks_freed, __ATOMIC_RELAXED); }
+
+static void own_stack_free(void *p) {
+  own_stack_rec *r = p;
+  munmap(r->base, r->size);
+  free(r);
+  __atomic_add_fetch(&own_stacks_freed, 1, __ATOMIC_RELAXED);
+}
+
+static void own_stack_key_init(void) { own_stack_keyed = pthread_key_create(&own_stack_key, own_stack_free) == 0; }
+
+// own_stack_release records this thread's own stack for unmapping at the
+// thread's end.
+static void own_stack_release(void) {
+  pthread_once(&own_stack_once, own_stack_key_init);
+  if (!own_stack_keyed) {
+    return; // kept for the process's life, as before
+  }
+  own_stack_rec *r = pthread_getspecific(own_stack_key);
+  if (r == NULL && (r = malloc(sizeof *r)) == NULL) {
+    return;
+  }
+  r->base = own_stack;
+  r->size = own_stack_size;
+  pthread_setspecific(own_stack_key, r);
+}
+
+// Entries that switched stacks since the process started (for tests).
+static uint64_t switches;
+
+uint64_t cb_stack_switch_count(void) { return __atomic_load_n(&switches, __ATOMIC_RELAXED); }
 
 static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
   if (on_own_stack) {
@@ -924,20 +1069,81 @@ static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
     if (own_stack) munmap(own_stack, own_stack_size);
     own_stack = p;
     own_stack_size = want;
+    own_stack_release();
   }
+  __atomic_add_fetch(&switches, 1, __ATOMIC_RELAXED);
   on_own_stack = 1;
-  cb_call_on_stack(fn, arg, own_stack + own_stack_size);
+  cb_switch(fn, arg);
   on_own_stack = 0;
+}
+
+// A host call from the switched stack goes back to the thread's own: the
+// Go runtime knows a Go-made thread's stack bounds from its start and does
+// not re-read them in a callback, so a callback on a stack of ours would
+// run outside them (a fatal "morestack on g0" whenever our stack lies
+// below the thread's).
+typedef struct {
+  void *inst;
+  uintptr_t fn;
+  cb_val_raw_t *args;
+  size_t n;
+  uint8_t *data;
+  size_t size;
+  int abort;
+} cb_host_args_t;
+
+static void cb_host_entry(void *p) {
+  cb_host_args_t *h = p;
+  h->abort = callboxHost(h->inst, h->fn, h->args, h->n, h->data, h->size);
+}
+
+static int cb_host_call(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
+                        uint8_t *data, size_t size) {
+  cb_host_args_t h = {inst, fn, args, n, data, size, 0};
+  uintptr_t top = back_sp;
+  if (!on_own_stack || top == 0) {
+    cb_host_entry(&h);
+    return h.abort;
+  }
+  back_sp = 0; // a host call inside this one stays where it is
+#if defined(__GLIBC__)
+  if (use_ucontext) {
+    uintptr_t base = thread_stack_lo + 4096; // above the guard page
+    if (!cb_call_on_context(cb_host_entry, &h, (char *)base, top - base)) {
+      cb_host_entry(&h);
+    }
+    back_sp = top;
+    return h.abort;
+  }
+#endif
+#if defined(__x86_64__)
+  cb_call_on_stack(cb_host_entry, &h, (char *)top);
+#else
+  cb_host_entry(&h);
+#endif
+  back_sp = top;
+  return h.abort;
 }
 
 int cb_stack_switches(void) { return 1; }
 #else
+static int cb_host_call(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
+                        uint8_t *data, size_t size) {
+  return callboxHost(inst, fn, args, n, data, size);
+}
+
 static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
   (void)need;
   fn(arg);
 }
 
 int cb_stack_switches(void) { return 0; }
+int cb_test_stack_switch(int ucontext) {
+  (void)ucontext;
+  return 0;
+}
+uint64_t cb_stack_switch_count(void) { return 0; }
+uint64_t cb_stacks_freed(void) { return 0; }
 #endif
 
 typedef struct {

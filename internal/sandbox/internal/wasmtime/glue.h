@@ -222,8 +222,16 @@ void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
                     const wasmtime_module_t *module, size_t need,
                     cb_instance_t *instance, cb_call_result_t *out);
 // cb_stack_switches says whether this build runs guests on a stack of the
-// thread's own when the thread's is small (x86-64 Linux).
+// thread's own when the thread's is small (Linux on x86-64, or with glibc).
 int cb_stack_switches(void);
+// cb_test_stack_switch makes the switch use makecontext/swapcontext (1)
+// or the x86-64 assembly (0): the former is what other glibc targets run,
+// so tests run it here too. It returns 0 where that choice is not offered.
+int cb_test_stack_switch(int ucontext);
+// cb_stack_switch_count counts the entries that switched stacks, and
+// cb_stacks_freed the threads' own stacks unmapped as their threads ended.
+uint64_t cb_stack_switch_count(void);
+uint64_t cb_stacks_freed(void);
 // cb_memory_view reads a memory's data pointer and size.
 void cb_memory_view(wasmtime_context_t *ctx, const cb_memory_t *mem,
                     uint8_t **data, size_t *size);
