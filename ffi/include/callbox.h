@@ -46,8 +46,11 @@
  *    a thread with a small stack (an Erlang scheduler's 320 KB to 1 MB)
  *    may call a callback with any max_stack. Elsewhere (musl off x86-64,
  *    other systems) the calling thread needs that room itself
- *    (callbox_callback_limits' caller_stack says how much; overflowing it
- *    kills the process with SIGSEGV). Opening a host compiles wasmtime
+ *    (callbox_callback_limits' caller_stack says how much): on Linux a
+ *    call from a thread known to be short of it is refused before the
+ *    guest runs (STACK_OVERFLOW, naming the thread's room and the need,
+ *    since 1.10); where the library cannot read a thread's stack bounds,
+ *    overflowing it kills the process with SIGSEGV. Opening a host compiles wasmtime
  *    modules on the calling thread: give it a default-sized stack. wazero
  *    guests run on Go's own stacks. A call blocks its thread until it is
  *    done, or until a cancel token it was made with
@@ -139,8 +142,10 @@ extern "C" {
  *   1.10 wasmtime guests called from a thread with a small stack run on a
  *        stack of the library's on Linux with glibc off x86-64 too (so
  *        caller_stack is 0 there), host calls such a guest makes run back
- *        on the thread's own stack, and a thread's switched-to stack is
- *        unmapped when the thread ends */
+ *        on the thread's own stack, a thread's switched-to stack is
+ *        unmapped when the thread ends, and where there is no switch a
+ *        call from a thread short of stack is refused (STACK_OVERFLOW)
+ *        instead of faulting */
 #define CALLBOX_VERSION_MAJOR 1
 #define CALLBOX_VERSION_MINOR 10
 #define CALLBOX_VERSION_PATCH 0

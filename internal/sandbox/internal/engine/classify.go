@@ -69,6 +69,21 @@ func StackOverflowTrap(maxStack uint64) *Trap {
 	return &Trap{Class: abi.StackOverflow, Message: fmt.Sprintf("stack overflow (max_stack %s)", config.FormatSize(maxStack))}
 }
 
+// ThreadStackTrap is the failure of a call that did not start because its
+// thread had room bytes of native stack (said in whole KiB) and the guest needs need (its
+// max_stack, maxStack, plus the engine's own), on a system where the
+// engine cannot give it a stack of its own: a stack overflow, prevented
+// before the guest ran instead of faulting the process.
+func ThreadStackTrap(room, need, maxStack uint64) *Trap {
+	limit := "the default max_stack"
+	if maxStack > 0 {
+		limit = "max_stack " + config.FormatSize(maxStack)
+	}
+	return &Trap{Class: abi.StackOverflow, Message: fmt.Sprintf(
+		"stack overflow: the calling thread has %s of native stack left and the guest needs %s (%s plus the engine's own); "+
+			"call from a thread with a bigger stack, or lower max_stack", config.FormatSize(room&^1023), config.FormatSize(need), limit)}
+}
+
 // EngineTrap is an engine's own trap, already mapped onto a kind, worded
 // the same on every engine: fuel, stack and timeout traps as FuelTrap,
 // StackOverflowTrap and TimeoutTrap say (from the callback's limits), any

@@ -376,15 +376,18 @@ func CallerStack(maxStack uint64) uint64 {
 	return nativeStackFor(maxStack)
 }
 
-// useContextSwitch makes the stack switch use makecontext/swapcontext
-// (what glibc targets other than x86-64 run) or, off, the x86-64
-// assembly; false where the choice is not offered. For tests.
-func useContextSwitch(on bool) bool {
-	v := C.int(0)
-	if on {
-		v = 1
-	}
-	return C.cb_test_stack_switch(v) != 0
+// The stack switches a test may choose (cb_test_stack_switch).
+const (
+	switchAssembly = 0 // x86-64's
+	switchContext  = 1 // makecontext/swapcontext: other glibc targets'
+	switchNone     = 2 // musl off x86-64, other systems
+)
+
+// chooseStackSwitch makes the engine switch stacks with mode and returns
+// the mode before; false where that choice is not offered. For tests.
+func chooseStackSwitch(mode int) (int, bool) {
+	r := int(C.cb_test_stack_switch(C.int(mode)))
+	return r - 1, r != 0
 }
 
 // stackSwitches counts the entries that ran on a switched stack.
@@ -666,9 +669,11 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *engine.Trap {
 		i.guard.tripped = C.CB_TRIP_NONE
 	}
 	interrupted := i.guard.tripped != C.CB_TRIP_NONE
-	failed := err != nil || res != nil && (res.trap != nil || res.error != nil)
+	failed := err != nil || res != nil && (res.trap != nil || res.error != nil || res.stack_room != 0)
 	if failed && i.state.Abort == nil && !interrupted {
 		switch {
+		case res != nil && res.stack_room != 0:
+			trap = engine.ThreadStackTrap(uint64(res.stack_room), uint64(i.m.nativeStack()), i.m.cfg.Limits.MaxStack)
 		case res != nil && res.trap != nil:
 			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits)
 		case res != nil && res.error != nil:

@@ -2,7 +2,11 @@
 
 package wasmtime
 
-import "github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
+import (
+	"testing"
+
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
+)
 
 // TurnStats is e's core turns now (e a wasmtime engine): for the turn
 // tests, which wait on these instead of sleeping.
@@ -11,9 +15,22 @@ type TurnStats = turnStats
 // Turns reads e's core turns.
 func Turns(e engine.Engine) TurnStats { return e.(*Engine).ticker.turns() }
 
-// UseContextSwitch makes the stack switch use makecontext/swapcontext (on)
-// or the x86-64 assembly (off); false where the choice is not offered.
-func UseContextSwitch(on bool) bool { return useContextSwitch(on) }
+// The stack switches a test may choose.
+const (
+	SwitchAssembly = switchAssembly
+	SwitchContext  = switchContext
+	SwitchNone     = switchNone
+)
+
+// ChooseStackSwitch makes the engine switch stacks with mode, until the
+// test ends; false where that choice is not offered.
+func ChooseStackSwitch(t testing.TB, mode int) bool {
+	was, ok := chooseStackSwitch(mode)
+	if ok {
+		t.Cleanup(func() { chooseStackSwitch(was) })
+	}
+	return ok
+}
 
 // StackSwitches counts the entries that ran on a switched stack.
 func StackSwitches() uint64 { return stackSwitches() }

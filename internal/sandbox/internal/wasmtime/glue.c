@@ -861,27 +861,91 @@ void cb_guard_end(cb_guard_t *g) {
 // 16 MiB and need + 1 MiB, with a guard page; pages are committed only as
 // touched) and kept for the thread's life (unmapped when it ends): the
 // stack pointer is switched to it for the entry and back, on the same
-// thread, so the call's guard,
-// core turn and CPU-time count (all per thread) hold as they are. On
-// x86-64 the switch is a few instructions of assembly; on other glibc
-// targets (aarch64, ppc64le, s390x, riscv64) it is makecontext and
-// swapcontext, which also save and restore the signal mask (a system call
-// each way, paid only by calls that switch). The switch is inside this
-// cgo call, so the Go runtime never sees the switched stack, except in a
-// host call the guest makes from it (a cgo callback, whose stack bounds
-// Go then re-reads: about 1 us each). Where neither exists (musl, other
-// systems) the caller must give the room itself (cb_stack_switches 0:
-// CallerStack says how much).
-#if defined(__linux__) && (defined(__x86_64__) || defined(__GLIBC__))
+// thread, so the call's guard, core turn and CPU-time count (all per
+// thread) hold as they are. On x86-64 the switch is a few instructions of
+// assembly; on other glibc targets (aarch64, ppc64le, s390x, riscv64) it
+// is makecontext and swapcontext, which also save and restore the signal
+// mask (a system call each way, paid only by calls that switch). The
+// switch is inside this cgo call, so the Go runtime never sees the
+// switched stack; a host call the guest makes from it goes back to the
+// thread's own stack first (cb_host_call). Where there is no switch
+// (musl off x86-64, other systems) or no memory for one, an entry whose
+// thread is known to be short of room does not run: the call fails as a
+// stack overflow that names the thread's room and the need, instead of
+// faulting (CallerStack says how much a caller must give).
+#if defined(__linux__)
 #include <sys/mman.h>
-#if defined(__GLIBC__)
+#endif
+#if defined(__linux__) && (defined(__x86_64__) || defined(__GLIBC__))
+#define CB_HAVE_SWITCH 1
+#endif
+#if defined(__GLIBC__) && defined(CB_HAVE_SWITCH)
 #include <ucontext.h>
 #endif
 
+enum { CB_SWITCH_ASM, CB_SWITCH_UCONTEXT, CB_SWITCH_NONE };
+
+// Which switch runs: the assembly on x86-64, ucontext on other glibc
+// targets, none elsewhere. Tests choose the others on x86-64
+// (cb_test_stack_switch), so that the code other targets run is tested on
+// the machines CI has.
+#if defined(CB_HAVE_SWITCH) && defined(__x86_64__)
+static int switch_mode = CB_SWITCH_ASM;
+#elif defined(CB_HAVE_SWITCH)
+static int switch_mode = CB_SWITCH_UCONTEXT;
+#else
+static int switch_mode = CB_SWITCH_NONE;
+#endif
+
+int cb_test_stack_switch(int mode) {
+  int ok = mode == switch_mode || mode == CB_SWITCH_NONE;
+#if defined(CB_HAVE_SWITCH) && defined(__x86_64__) && defined(__GLIBC__)
+  ok = mode == CB_SWITCH_ASM || mode == CB_SWITCH_UCONTEXT || mode == CB_SWITCH_NONE;
+#endif
+  if (!ok) {
+    return 0;
+  }
+  int was = switch_mode;
+  switch_mode = mode;
+  return was + 1;
+}
+
+int cb_stack_switches(void) { return switch_mode != CB_SWITCH_NONE; }
+
+// The thread's own stack, found on first need: lo 1 when unknown (a
+// system without pthread_getattr_np, or it failed).
+static __thread uintptr_t thread_stack_lo, thread_stack_hi;
+
+// thread_room is how many bytes of the thread's own stack lie below sp,
+// or SIZE_MAX when that is unknown (sp is not on it: a stack its caller
+// switched to, or the bounds are unknown).
+static size_t thread_room(uintptr_t sp) {
+  if (thread_stack_lo == 0) {
+    thread_stack_lo = 1;
+#if defined(__linux__)
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr != NULL) {
+        thread_stack_lo = (uintptr_t)addr;
+        thread_stack_hi = (uintptr_t)addr + size;
+      }
+      pthread_attr_destroy(&a);
+    }
+#endif
+  }
+  if (thread_stack_lo > 1 && sp > thread_stack_lo && sp <= thread_stack_hi) {
+    return sp - thread_stack_lo;
+  }
+  return SIZE_MAX;
+}
+
+static __thread int on_own_stack;
+
+#if defined(CB_HAVE_SWITCH)
 static __thread char *own_stack;
 static __thread size_t own_stack_size;
-static __thread uintptr_t thread_stack_lo, thread_stack_hi; // lo 1: unknown
-static __thread int on_own_stack;
 // Where a host call made from the switched stack runs (0: on that stack):
 // below the frames of the switch on the thread's own stack, which still
 // has room for the Go callback (checked when it is set).
@@ -936,21 +1000,24 @@ static int cb_call_on_context(void (*fn)(void *), void *arg, char *base, size_t 
 }
 #endif
 
-// Which switch runs: the assembly on x86-64, unless a test asks for the
-// ucontext one there (cb_test_stack_switch), so that the code every
-// other glibc target runs is tested on the machines CI has.
-#if defined(__x86_64__)
-static int use_ucontext = 0;
-#else
-static int use_ucontext = 1;
+// cb_run_at runs fn(arg) on the stack whose top is top and whose lowest
+// usable byte is base; 0 when it could not (fn not called).
+static int cb_run_at(void (*fn)(void *), void *arg, char *base, char *top) {
+#if defined(__GLIBC__)
+  if (switch_mode == CB_SWITCH_UCONTEXT) {
+    return cb_call_on_context(fn, arg, base, (size_t)(top - base));
+  }
 #endif
-
-int cb_test_stack_switch(int ucontext) {
-#if defined(__x86_64__) && defined(__GLIBC__)
-  use_ucontext = ucontext != 0;
+#if defined(__x86_64__)
+  (void)base;
+  cb_call_on_stack(fn, arg, top);
   return 1;
 #else
-  return ucontext == use_ucontext;
+  (void)fn;
+  (void)arg;
+  (void)base;
+  (void)top;
+  return 0;
 #endif
 }
 
@@ -962,25 +1029,15 @@ int cb_test_stack_switch(int ucontext) {
 // the thread's stack only until it reaches its goroutine's.
 #define BACK_ROOM ((uintptr_t)64 << 10)
 
-__attribute__((noinline)) static void cb_switch(void (*fn)(void *), void *arg) {
+// cb_switch runs fn(arg) on the thread's own stack of ours; 0 when it
+// could not (fn not called).
+__attribute__((noinline)) static int cb_switch(void (*fn)(void *), void *arg) {
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
   back_sp = 0;
   if (thread_stack_lo > 1 && here > thread_stack_lo + BACK_GAP + BACK_ROOM && here <= thread_stack_hi) {
     back_sp = (here - BACK_GAP) & ~(uintptr_t)63;
   }
-#if defined(__GLIBC__)
-  if (use_ucontext) {
-    if (!cb_call_on_context(fn, arg, own_stack, own_stack_size)) {
-      fn(arg); // no context to switch to: the thread's own stack, as before
-    }
-    return;
-  }
-#endif
-#if defined(__x86_64__)
-  cb_call_on_stack(fn, arg, own_stack + own_stack_size);
-#else
-  fn(arg);
-#endif
+  return cb_run_at(fn, arg, own_stack + 4096, own_stack + own_stack_size);
 }
 
 // A thread's own stack is unmapped when the thread ends (a caller's
@@ -1014,7 +1071,7 @@ static void own_stack_key_init(void) { own_stack_keyed = pthread_key_create(&own
 static void own_stack_release(void) {
   pthread_once(&own_stack_once, own_stack_key_init);
   if (!own_stack_keyed) {
-    return; // kept for the process's life, as before
+    return; // kept for the process's life
   }
   own_stack_rec *r = pthread_getspecific(own_stack_key);
   if (r == NULL && (r = malloc(sizeof *r)) == NULL) {
@@ -1025,56 +1082,66 @@ static void own_stack_release(void) {
   pthread_setspecific(own_stack_key, r);
 }
 
+// own_stack_ready makes sure this thread's own stack has need bytes and
+// 1 MiB more (at least 16 MiB); 0 when no memory could be had for it.
+static int own_stack_ready(size_t need) {
+  size_t want = need + ((size_t)1 << 20);
+  if (want < ((size_t)16 << 20)) want = (size_t)16 << 20;
+  if (own_stack_size >= want) {
+    return 1;
+  }
+  char *p = mmap(NULL, want, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED || mprotect(p, 4096, PROT_NONE) != 0) {
+    if (p != MAP_FAILED) munmap(p, want);
+    return 0;
+  }
+  if (own_stack) munmap(own_stack, own_stack_size);
+  own_stack = p;
+  own_stack_size = want;
+  own_stack_release();
+  return 1;
+}
+#else
+uint64_t cb_stacks_freed(void) { return 0; }
+#endif
+
 // Entries that switched stacks since the process started (for tests).
 static uint64_t switches;
 
 uint64_t cb_stack_switch_count(void) { return __atomic_load_n(&switches, __ATOMIC_RELAXED); }
 
-static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
+// cb_on_big_stack runs fn(arg) with need bytes of native stack below it:
+// on the thread's own stack when it has them, else on a stack of the
+// thread's own (see above). It returns 0 when fn ran, else (fn not run)
+// the room the thread has, at least 1: no switch and a thread known to be
+// short. A thread whose room is unknown runs fn where it is, as before.
+static size_t cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
   if (on_own_stack) {
     fn(arg);
-    return;
+    return 0;
   }
-  if (thread_stack_lo == 0) {
-    pthread_attr_t a;
-    void *addr = NULL;
-    size_t size = 0;
-    thread_stack_lo = 1;
-    if (pthread_getattr_np(pthread_self(), &a) == 0) {
-      if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr != NULL) {
-        thread_stack_lo = (uintptr_t)addr;
-        thread_stack_hi = (uintptr_t)addr + size;
-      }
-      pthread_attr_destroy(&a);
-    }
-  }
-  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  // On the thread's own stack with room enough: no switch. (Elsewhere,
-  // a stack its caller switched to, the room is unknown: switch.)
-  if (thread_stack_lo > 1 && sp > thread_stack_lo && sp <= thread_stack_hi &&
-      sp - thread_stack_lo >= need) {
+  size_t room = thread_room((uintptr_t)__builtin_frame_address(0));
+  if (room != SIZE_MAX && room >= need) {
     fn(arg);
-    return;
+    return 0;
   }
-  size_t want = need + ((size_t)1 << 20);
-  if (want < ((size_t)16 << 20)) want = (size_t)16 << 20;
-  if (own_stack_size < want) {
-    char *p = mmap(NULL, want, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (p == MAP_FAILED || mprotect(p, 4096, PROT_NONE) != 0) {
-      if (p != MAP_FAILED) munmap(p, want);
-      fn(arg); // no room to switch to: the thread's own stack, as before
-      return;
+#if defined(CB_HAVE_SWITCH)
+  if (switch_mode != CB_SWITCH_NONE && own_stack_ready(need)) {
+    on_own_stack = 1;
+    int ran = cb_switch(fn, arg);
+    on_own_stack = 0;
+    if (ran) {
+      __atomic_add_fetch(&switches, 1, __ATOMIC_RELAXED);
+      return 0;
     }
-    if (own_stack) munmap(own_stack, own_stack_size);
-    own_stack = p;
-    own_stack_size = want;
-    own_stack_release();
   }
-  __atomic_add_fetch(&switches, 1, __ATOMIC_RELAXED);
-  on_own_stack = 1;
-  cb_switch(fn, arg);
-  on_own_stack = 0;
+#endif
+  if (room == SIZE_MAX) {
+    fn(arg);
+    return 0;
+  }
+  return room > 0 ? room : 1;
 }
 
 // A host call from the switched stack goes back to the thread's own: the
@@ -1100,51 +1167,21 @@ static void cb_host_entry(void *p) {
 static int cb_host_call(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
                         uint8_t *data, size_t size) {
   cb_host_args_t h = {inst, fn, args, n, data, size, 0};
+#if defined(CB_HAVE_SWITCH)
   uintptr_t top = back_sp;
-  if (!on_own_stack || top == 0) {
-    cb_host_entry(&h);
-    return h.abort;
-  }
-  back_sp = 0; // a host call inside this one stays where it is
-#if defined(__GLIBC__)
-  if (use_ucontext) {
-    uintptr_t base = thread_stack_lo + 4096; // above the guard page
-    if (!cb_call_on_context(cb_host_entry, &h, (char *)base, top - base)) {
+  if (on_own_stack && top != 0) {
+    back_sp = 0; // a host call inside this one stays where it is
+    // Above the thread's guard page (a page is at least 4 KiB).
+    if (!cb_run_at(cb_host_entry, &h, (char *)(thread_stack_lo + 4096), (char *)top)) {
       cb_host_entry(&h);
     }
     back_sp = top;
     return h.abort;
   }
 #endif
-#if defined(__x86_64__)
-  cb_call_on_stack(cb_host_entry, &h, (char *)top);
-#else
   cb_host_entry(&h);
-#endif
-  back_sp = top;
   return h.abort;
 }
-
-int cb_stack_switches(void) { return 1; }
-#else
-static int cb_host_call(void *inst, uintptr_t fn, cb_val_raw_t *args, size_t n,
-                        uint8_t *data, size_t size) {
-  return callboxHost(inst, fn, args, n, data, size);
-}
-
-static void cb_on_big_stack(void (*fn)(void *), void *arg, size_t need) {
-  (void)need;
-  fn(arg);
-}
-
-int cb_stack_switches(void) { return 0; }
-int cb_test_stack_switch(int ucontext) {
-  (void)ucontext;
-  return 0;
-}
-uint64_t cb_stack_switch_count(void) { return 0; }
-uint64_t cb_stacks_freed(void) { return 0; }
-#endif
 
 typedef struct {
   wasmtime_context_t *ctx;
@@ -1323,10 +1360,11 @@ void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
                     cb_instance_t *instance, cb_call_result_t *out) {
   out->trap = NULL;
   out->error = NULL;
+  out->stack_room = 0;
   cb_new_memfd = -1;
   cb_new_memcap = 0;
   cb_entry_t e = {ctx, NULL, NULL, 0, linker, module, instance, out};
-  cb_on_big_stack(cb_entry_instantiate, &e, need);
+  out->stack_room = cb_on_big_stack(cb_entry_instantiate, &e, need);
   out->memfd = cb_new_memfd;
   out->mem_cap = cb_new_memcap;
   cb_new_memfd = -1;
@@ -1340,6 +1378,7 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
   out->trap = NULL;
   out->error = NULL;
   out->counter = 0;
+  out->stack_room = 0;
   if (budget) {
     cb_val_t v = {0};
     v.kind = CB_WASMTIME_I64;
@@ -1356,7 +1395,7 @@ void cb_call(wasmtime_context_t *ctx, const cb_wasmtime_func_t *fn,
   cb_guard_begin(guard, deadline_ns, watch);
   wasmtime_context_set_epoch_deadline(ctx, 1);
   cb_entry_t e = {ctx, fn, args, nargs, NULL, NULL, NULL, out};
-  cb_on_big_stack(cb_entry_call, &e, need);
+  out->stack_room = cb_on_big_stack(cb_entry_call, &e, need);
   cb_guard_end(guard);
   guard->cpu_limit_ns = 0;
   if (budget) {

@@ -69,6 +69,10 @@ typedef struct cb_call_result {
   // (cb_config_shared_memory); -1 otherwise.
   int memfd;
   size_t mem_cap;
+  // Nonzero when the entry did not run: the calling thread had only this
+  // many bytes of native stack below it, fewer than need, and no stack
+  // of its own could be had (no switch on this system, or no memory).
+  size_t stack_room;
 } cb_call_result_t;
 
 // Frame information copied out of a trap.
@@ -224,10 +228,12 @@ void cb_instantiate(const wasmtime_linker_t *linker, wasmtime_context_t *ctx,
 // cb_stack_switches says whether this build runs guests on a stack of the
 // thread's own when the thread's is small (Linux on x86-64, or with glibc).
 int cb_stack_switches(void);
-// cb_test_stack_switch makes the switch use makecontext/swapcontext (1)
-// or the x86-64 assembly (0): the former is what other glibc targets run,
-// so tests run it here too. It returns 0 where that choice is not offered.
-int cb_test_stack_switch(int ucontext);
+// cb_test_stack_switch chooses the switch: the x86-64 assembly (0),
+// makecontext/swapcontext (1), what other glibc targets run, or none (2),
+// what musl off x86-64 and other systems have, so that tests run each
+// here. It returns the mode before, plus 1, or 0 where that choice is not
+// offered.
+int cb_test_stack_switch(int mode);
 // cb_stack_switch_count counts the entries that switched stacks, and
 // cb_stacks_freed the threads' own stacks unmapped as their threads ended.
 uint64_t cb_stack_switch_count(void);

@@ -61,14 +61,13 @@ func TestBigMaxStackSwitchesStacks(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close(ctx) })
 
 	for _, mode := range []struct {
-		name     string
-		ucontext bool
-	}{{"assembly", false}, {"ucontext", true}} {
+		name string
+		mode int
+	}{{"assembly", wasmtime.SwitchAssembly}, {"ucontext", wasmtime.SwitchContext}} {
 		t.Run(mode.name, func(t *testing.T) {
-			if !wasmtime.UseContextSwitch(mode.ucontext) {
-				t.Skipf("this build offers no choice of stack switch (CallerStack covers the rest)")
+			if !wasmtime.ChooseStackSwitch(t, mode.mode) {
+				t.Skipf("this build offers no choice of stack switch")
 			}
-			t.Cleanup(func() { wasmtime.UseContextSwitch(false) })
 			before := wasmtime.StackSwitches()
 			_, err := callWith(ctx, m, "forever", 0, time.Minute)
 			var trap *engine.Trap
@@ -110,4 +109,46 @@ func TestBigMaxStackSwitchesStacks(t *testing.T) {
 				"no thread's own stack was unmapped at its end")
 		})
 	}
+}
+
+// TestNoStackSwitchRefusesShortThread: where the engine cannot switch
+// stacks (musl off x86-64, other systems; chosen here through the knob),
+// a call whose thread has less native stack than the guest may need does
+// not start: it fails as a StackOverflow that names the thread's room and
+// the need, and the process lives on. CallerStack then says what a caller
+// must give, and a callback that fits the thread still runs.
+func TestNoStackSwitchRefusesShortThread(t *testing.T) {
+	if !wasmtime.ChooseStackSwitch(t, wasmtime.SwitchNone) {
+		t.Skip("this build cannot turn its stack switch off")
+	}
+	ctx := context.Background()
+	e, err := wasmtime.New(ctx, wasmtime.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	big := config.Limits{Timeout: time.Minute, MaxMemory: 1 << 20, MaxStack: 24 << 20, MaxError: 64, MaxLog: 64}
+	assert.EqualValues(t, 25<<20, wasmtime.CallerStack(big.MaxStack), "without a switch a caller must give max_stack plus 1 MiB")
+
+	// Instantiation runs start functions: it is refused the same way.
+	m, err := engine.Compile(ctx, e, wat.Must(stackWAT), engine.ModuleConfig{Name: "deep", Limits: big, WASI: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	before := wasmtime.StackSwitches()
+	_, err = callWith(ctx, m, "down", 10, time.Minute)
+	var trap *engine.Trap
+	require.True(t, errors.As(err, &trap), "%v", err)
+	assert.Equal(t, abi.StackOverflow, trap.Class)
+	assert.Contains(t, trap.Message, "the calling thread has ")
+	assert.Contains(t, trap.Message, "the guest needs 25MiB (max_stack 24MiB plus the engine's own)")
+	assert.Equal(t, before, wasmtime.StackSwitches(), "nothing switched")
+
+	// A call that fits the thread (the default 512 KiB wasm stack on a Go
+	// thread of megabytes) runs as before.
+	small := big
+	small.MaxStack = 0
+	ms, err := engine.Compile(ctx, e, wat.Must(stackWAT), engine.ModuleConfig{Name: "shallow", Limits: small, WASI: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ms.Close(ctx) })
+	got, err := callWith(ctx, ms, "down", 1000, time.Minute)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1000, got)
 }
