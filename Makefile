@@ -110,13 +110,15 @@ clean:
 
 # libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
 # header ffi/include/callbox.h installed beside it as build/callbox.h (the
-# header cgo generates is not the contract and is removed).
+# header cgo generates is not the contract and is removed). It exports the
+# C API and nothing else (ffi/libcallbox.map): the Go runtime's, wasmtime's
+# and our glue's symbols stay local to it.
 #
 # build/callbox-worker beside it is the worker process of isolation:
 # process (cmd/callbox-worker), which the library looks for beside itself.
 lib:
 	@mkdir -p build
-	$(GO) build -buildmode=c-shared -o build/libcallbox.so ./ffi
+	$(GO) build -buildmode=c-shared -ldflags="-extldflags=-Wl,--version-script=$(CURDIR)/ffi/libcallbox.map" -o build/libcallbox.so ./ffi
 	$(GO) build -ldflags="-s -w" -o build/callbox-worker ./cmd/callbox-worker
 	@rm -f build/libcallbox.h
 	cp ffi/include/callbox.h build/callbox.h

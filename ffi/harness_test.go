@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,14 @@ func buildHarness(t testing.TB) string {
 		}
 		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 		lib := filepath.Join(buildDir, "libcallbox.so")
-		args := []string{"build", "-buildmode=c-shared", "-o", lib}
+		// Linked as make lib links it, exporting the C API only, plus the
+		// engine's stack-switch knob the small-stack group looks up.
+		mapFile, err := filepath.Abs("libcallbox-test.map")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		args := []string{"build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,--version-script=" + mapFile, "-o", lib}
 		if dir := os.Getenv("CALLBOX_LIB_COVERDIR"); dir != "" {
 			// scripts/cover-ffi.sh: the library counts its coverage and
 			// writes it into GOCOVERDIR as each harness process exits.
@@ -75,6 +83,45 @@ func buildHarness(t testing.TB) string {
 	})
 	require.NoError(t, buildErr)
 	return buildDir
+}
+
+// TestLibraryExportsOnlyTheCAPI: the library's dynamic symbols are the C
+// API's (callbox_*) and, in the tests' build only, the engine's
+// stack-switch knob: wasmtime's C API (about 1,100 functions), the Go
+// runtime's and cgo's symbols and our glue's stay local, so a process
+// that also loads another wasmtime, another Go c-shared library or a
+// function of the same name never binds to ours, nor ours to its.
+func TestLibraryExportsOnlyTheCAPI(t *testing.T) {
+	f, err := elf.Open(filepath.Join(buildHarness(t), "libcallbox.so"))
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	require.NoError(t, err)
+	var api []string
+	for _, s := range syms {
+		bind := elf.ST_BIND(s.Info)
+		if s.Section == elf.SHN_UNDEF || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK) {
+			continue
+		}
+		if s.Name == "cb_test_stack_switch" {
+			continue
+		}
+		if assert.True(t, strings.HasPrefix(s.Name, "callbox_"), "the library exports %s", s.Name) {
+			api = append(api, s.Name)
+		}
+	}
+	header, err := os.ReadFile("include/callbox.h")
+	require.NoError(t, err)
+	declared := regexp.MustCompile(`(?m)\b(callbox_[a-z0-9_]+)\(`).FindAllStringSubmatch(string(header), -1)
+	want := map[string]bool{}
+	for _, m := range declared {
+		want[m[1]] = true
+	}
+	for _, name := range api {
+		delete(want, name)
+	}
+	assert.Empty(t, want, "functions callbox.h declares that the library does not export")
+	assert.GreaterOrEqual(t, len(api), 40)
 }
 
 func TestMain(m *testing.M) {
