@@ -71,6 +71,7 @@
   X(callbox_call_cancelable)      \
   X(callbox_call_within)          \
   X(callbox_request_async)        \
+  X(callbox_call_async)           \
   X(callbox_cancel_token_new)     \
   X(callbox_cancel_token_fire)    \
   X(callbox_cancel_token_free)    \
@@ -211,109 +212,21 @@ static void *closer_main(void *arg) {
 /* ---- big stacks ----
  *
  * wasmtime runs a guest on the calling thread's native stack (up to its
- * max_wasm_stack, 512 KiB by default, plus its own frames), and detects a
- * guest's stack overflow against that limit. A BEAM dirty CPU scheduler
- * thread has 320 KB by default (+sssdcpu 40 kilowords): too small, a deep
- * guest would fault past the thread's guard page and take the VM down.
- * The library takes care of it where it can: it opens and reloads hosts
- * (compiling) on threads of its own, and on Linux with glibc or on x86-64
- * runs a guest whose thread is short of room on a stack of its own, so
- * the callback's caller_stack (C API 1.5, callbox_callback_limits) is 0
- * there. Elsewhere (musl off x86-64) caller_stack is about max_stack plus
- * 1 MiB, and a call_many call runs on a thread with that much: the
- * calling thread itself when its stack is big enough (a VM started with
- * +sssdcpu 1024 or more), else a worker of this pool (16 MiB stacks),
- * while the dirty scheduler thread waits for it. */
+ * max_wasm_stack, 512 KiB by default, plus its own frames), and a BEAM
+ * dirty CPU scheduler thread has 320 KB by default. The NIF decides
+ * nothing about it: the library opens and reloads hosts (compiling) on
+ * threads of its own, and on Linux with glibc or on x86-64 runs a guest
+ * whose thread is short of room on a stack of its own, so a callback's
+ * caller_stack (C API 1.5, callbox_callback_limits) is 0 there. Elsewhere
+ * (musl off x86-64) caller_stack is not 0, and a call_many call of such a
+ * callback goes to a thread of the library's (callbox_call_async) while
+ * the dirty scheduler thread waits for it; the library refuses a call on
+ * a thread it knows to be short (StackOverflow), rather than fault. */
 
-#define WORKER_STACK ((size_t)16 << 20)
-#define MAX_WORKERS 64
-
-typedef struct job {
-  void (*fn)(void *);
-  void *arg;
-  int done;
-  struct job *next;
-} job;
-
-static ErlNifMutex *pool_mu;
-static ErlNifCond *pool_work_cv, *pool_done_cv;
-static job *pool_head, *pool_tail;
-static int pool_idle, pool_total;
-static uint64_t pool_jobs;
-
-static int start_thread(void *(*fn)(void *), void *arg) {
-  pthread_attr_t a;
-  pthread_t t;
-  if (pthread_attr_init(&a) != 0) return 0;
-  pthread_attr_setstacksize(&a, WORKER_STACK);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &a, fn, arg);
-  pthread_attr_destroy(&a);
-  return rc == 0;
-}
-
-static void *worker_main(void *arg) {
-  (void)arg;
-  enif_mutex_lock(pool_mu);
-  for (;;) {
-    while (pool_head == NULL) {
-      pool_idle++;
-      enif_cond_wait(pool_work_cv, pool_mu);
-      pool_idle--;
-    }
-    job *j = pool_head;
-    pool_head = j->next;
-    if (pool_head == NULL) pool_tail = NULL;
-    enif_mutex_unlock(pool_mu);
-    j->fn(j->arg);
-    enif_mutex_lock(pool_mu);
-    j->done = 1;
-    enif_cond_broadcast(pool_done_cv);
-  }
-  return NULL;
-}
-
-static __thread TLS_IE size_t thread_stack;
 static __thread TLS_IE callbox_cancel_token thread_token; /* this thread's token for guards */
 
-/* Room the BEAM's frames below a NIF may take of a thread's stack. */
-#define STACK_SLACK ((size_t)256 << 10)
-
-/* Whether this thread's stack has need bytes and the BEAM's slack. */
-static int stack_has(size_t need) {
-  if (thread_stack == 0) {
-    pthread_attr_t a;
-    void *addr;
-    size_t size = 1;
-    if (pthread_getattr_np(pthread_self(), &a) == 0) {
-      if (pthread_attr_getstack(&a, &addr, &size) != 0) size = 1;
-      pthread_attr_destroy(&a);
-    }
-    thread_stack = size;
-  }
-  return thread_stack >= need + STACK_SLACK;
-}
-
-/* Runs fn(arg) on a worker thread of the pool (16 MiB stacks), this
- * thread waiting. */
-static void run_on_worker(void (*fn)(void *), void *arg) {
-  job j = {fn, arg, 0, NULL};
-  enif_mutex_lock(pool_mu);
-  if (pool_tail) pool_tail->next = &j;
-  else pool_head = &j;
-  pool_tail = &j;
-  pool_jobs++;
-  if (pool_idle == 0 && pool_total < MAX_WORKERS && start_thread(worker_main, NULL)) pool_total++;
-  if (pool_total == 0) { /* no worker could start: run here rather than never */
-    pool_head = pool_tail = NULL;
-    enif_mutex_unlock(pool_mu);
-    fn(arg);
-    return;
-  }
-  enif_cond_signal(pool_work_cv);
-  while (!j.done) enif_cond_wait(pool_done_cv, pool_mu);
-  enif_mutex_unlock(pool_mu);
-}
+/* Calls call_many handed to a library thread for its stack. */
+static uint64_t stack_handoffs;
 
 static void host_dtor(ErlNifEnv *env, void *obj) {
   (void)env;
@@ -708,7 +621,8 @@ static ERL_NIF_TERM nif_init_lib(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     dtypes[i].bits = nm[k] ? atoi(nm + k) : (int)infos[i].bytes * 8;
   }
   num_dtypes = n;
-  if (!start_thread(closer_main, NULL)) {
+  pthread_t closer;
+  if (pthread_create(&closer, NULL, closer_main, NULL) != 0 || pthread_detach(closer) != 0) {
     snprintf(lib_problem, sizeof lib_problem, "cannot start the host closer thread");
     return enif_make_tuple2(env, a_error, bin_of(env, lib_problem));
   }
@@ -1137,6 +1051,49 @@ static void run_call(void *p) {
     j->err = p_callbox_call(j->host, j->callback, j->in->t, j->in->n, j->out->t, j->n);
 }
 
+/* A call_many call waiting, on its dirty scheduler thread, for the library
+ * thread that runs it. */
+typedef struct {
+  ErlNifMutex *mu;
+  ErlNifCond *cv;
+  int done;
+  callbox_error *err;
+} lib_wait;
+
+static void lib_wait_done(void *user, callbox_error *err) {
+  lib_wait *w = user;
+  enif_mutex_lock(w->mu);
+  w->err = err;
+  w->done = 1;
+  enif_cond_signal(w->cv);
+  enif_mutex_unlock(w->mu);
+}
+
+/* Runs j's call (no budget: a call_many call) on a thread of the
+ * library's, whose stack the library sizes, this thread waiting. Where
+ * no wait can be set up it runs here, and the library refuses it if this
+ * thread is short of stack. */
+static void run_call_on_library(call_job *j) {
+  lib_wait w = {enif_mutex_create("callbox_lib_wait"), enif_cond_create("callbox_lib_wait"), 0, NULL};
+  if (w.mu == NULL || w.cv == NULL) {
+    run_call(j);
+  } else {
+    __atomic_add_fetch(&stack_handoffs, 1, __ATOMIC_RELAXED);
+    callbox_error *e = p_callbox_call_async(j->host, j->token, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n,
+                                            lib_wait_done, &w);
+    if (e != NULL) {
+      j->err = e;
+    } else {
+      enif_mutex_lock(w.mu);
+      while (!w.done) enif_cond_wait(w.cv, w.mu);
+      enif_mutex_unlock(w.mu);
+      j->err = w.err;
+    }
+  }
+  if (w.cv) enif_cond_destroy(w.cv);
+  if (w.mu) enif_mutex_destroy(w.mu);
+}
+
 /* The guard a call runs under: the process's guard resource (argument
  * guard, or nil), when the caller passed no token of its own and the
  * thread has a token; NULL otherwise. */
@@ -1359,12 +1316,11 @@ static uint64_t slice_since(uint64_t start, int tsc) {
  * it goes to a library thread). budget_ns 0 runs the call here, whatever
  * it takes (call_many's, on a dirty scheduler, under guard g);
  * else the call runs here within budget_ns (callbox_call_within) when it
- * may: not when the callback needs more native stack than this thread
- * has (its caller_stack), nor for a while after calls of the same
- * callback and input types outran their budget (cache_mark); otherwise,
- * or when it outran it, 2. A call whose callback needs more stack than
- * this thread has runs on a worker of the pool (16 MiB stacks); one that
- * needs more than that is refused, naming the need.
+ * may: not when the callback's caller_stack is not 0 (musl off x86-64),
+ * nor for a while after calls of the same callback and input types
+ * outran their budget (cache_mark); otherwise, or when it outran it, 2.
+ * A call_many call whose callback's caller_stack is not 0 runs on a
+ * thread of the library's (run_call_on_library).
  * typed: the outputs' dtypes as type tuples ({:f, 32}: Callbox.call/4
  * makes %Callbox.Tensor{}s of them, which the BEAM builds far faster than
  * enif_make_map_from_arrays, about 50 ns a struct), else as atoms. */
@@ -1391,17 +1347,9 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
   }
   if (!derive(env, r, cb, &in, stack, STACK_TENSORS, &types, &n, &caller_stack, budget_ns ? &dirty : NULL, result))
     goto done;
-  int own_stack = caller_stack == 0 || stack_has((size_t)caller_stack);
+  int own_stack = caller_stack == 0; /* else the library runs it where the stack is */
   if (budget_ns && (dirty > 0 || !own_stack)) {
     status = 2;
-    goto done;
-  }
-  if (!own_stack && caller_stack + STACK_SLACK > WORKER_STACK) {
-    snprintf(msg, sizeof msg,
-             "its guests need %llu bytes of native stack (max_stack plus wasmtime's own), more than this thread's or "
-             "the NIF's %zu-byte workers': lower max_stack, or start the VM with bigger scheduler stacks (+sssdcpu)",
-             (unsigned long long)caller_stack, (size_t)WORKER_STACK);
-    *result = local_error(env, CALLBOX_KIND_INVALID_ARGUMENT, cb, msg);
     goto done;
   }
   if (n > STACK_TENSORS && (bufs = enif_alloc(n * sizeof *bufs)) == NULL) {
@@ -1448,7 +1396,7 @@ static int one_call(ErlNifEnv *env, host_res *r, token_res *tok, guard_res *g, c
     if (own_stack)
       run_call(&j);
     else
-      run_on_worker(run_call, &j);
+      run_call_on_library(&j);
     thread_call_env = NULL;
     if (budget_ns) {
       uint64_t took = slice_since(t0, t0_tsc);
@@ -1988,9 +1936,9 @@ static ERL_NIF_TERM nif_cancel(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 
 /* bench_capi(host, callback, [{binary, dtype, shape}], iterations) -> {:ok, ns_per_call} | {:error, e}:
  * the C API's own loop (callbox_call, one after another, on this dirty
- * scheduler, or for a wasmtime callback on a worker thread of the pool,
- * whose own 16 MiB stack spares the loop the Go runtime's re-reading of
- * a switched stack's bounds) inside this VM, so that the benchmark
+ * scheduler, or for a wasmtime callback on a plain thread of its own,
+ * with the system's default stack, as a C program's main thread has)
+ * inside this VM, so that the benchmark
  * (bench/call_bench.exs) compares a call through the NIF with the same
  * call from C in the same process, round by round. Not for use. */
 typedef struct {
@@ -2002,6 +1950,29 @@ typedef struct {
   double ns;
   callbox_error *err;
 } bench_job;
+
+typedef struct {
+  void (*fn)(void *);
+  void *arg;
+} thread_job;
+
+static void *thread_main(void *p) {
+  thread_job *t = p;
+  t->fn(t->arg);
+  return NULL;
+}
+
+/* Runs fn(arg) on a new thread with the system's default stack, this
+ * thread waiting (here if none can start). */
+static void run_on_thread(void (*fn)(void *), void *arg) {
+  thread_job t = {fn, arg};
+  pthread_t th;
+  if (pthread_create(&th, NULL, thread_main, &t) != 0) {
+    fn(arg);
+    return;
+  }
+  pthread_join(th, NULL);
+}
 
 static void run_bench(void *p) {
   bench_job *b = p;
@@ -2047,7 +2018,7 @@ static ERL_NIF_TERM nif_bench_capi(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
       }
       bench_job b = {r->handle, cb.s, &in, &out, n, iters, 0, NULL};
       if (wasmtime)
-        run_on_worker(run_bench, &b); /* a plain thread with a big stack, as a C program's */
+        run_on_thread(run_bench, &b); /* a plain thread, as a C program's */
       else
         run_bench(&b);
       result = b.err ? error_term(env, b.err) : enif_make_tuple2(env, a_ok, enif_make_double(env, b.ns));
@@ -2132,25 +2103,21 @@ static ERL_NIF_TERM nif_set_async_spin(ErlNifEnv *env, int argc, const ERL_NIF_T
   return a_ok;
 }
 
-/* closer_stats() -> {queued_or_closing, closed_by_gc, big_stack_workers, big_stack_jobs, guards_fired} */
+/* closer_stats() -> {queued_or_closing, closed_by_gc, stack_handoffs, guards_fired} */
 static ERL_NIF_TERM nif_closer_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
   (void)argc;
   (void)argv;
-  uint64_t pending = 0, done = 0, workers = 0, jobs = 0;
+  uint64_t pending = 0, done = 0;
   if (lib_ready) {
     enif_mutex_lock(closer_mu);
     pending = close_len + closing;
     done = closed_by_gc;
     enif_mutex_unlock(closer_mu);
-    enif_mutex_lock(pool_mu);
-    workers = (uint64_t)pool_total;
-    jobs = pool_jobs;
-    enif_mutex_unlock(pool_mu);
   }
-  ERL_NIF_TERM f[5] = {enif_make_uint64(env, pending), enif_make_uint64(env, done), enif_make_uint64(env, workers),
-                       enif_make_uint64(env, jobs),
+  ERL_NIF_TERM f[4] = {enif_make_uint64(env, pending), enif_make_uint64(env, done),
+                       enif_make_uint64(env, __atomic_load_n(&stack_handoffs, __ATOMIC_RELAXED)),
                        enif_make_uint64(env, __atomic_load_n(&guards_fired, __ATOMIC_RELAXED))};
-  return enif_make_tuple_from_array(env, f, 5);
+  return enif_make_tuple_from_array(env, f, 4);
 }
 
 /* set_guards(true | false): whether calls use their process's guard (default
@@ -2223,12 +2190,9 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
   closer_mu = enif_mutex_create("callbox_closer");
   closer_cv = enif_cond_create("callbox_closer");
   log_mu = enif_mutex_create("callbox_log");
-  pool_mu = enif_mutex_create("callbox_pool");
   guard_mu = enif_mutex_create("callbox_guard");
-  pool_work_cv = enif_cond_create("callbox_pool_work");
-  pool_done_cv = enif_cond_create("callbox_pool_done");
   slice_clock_init();
-  return host_type && token_type && guard_type && arena_type && closer_mu && closer_cv && log_mu && pool_mu && guard_mu && pool_work_cv && pool_done_cv ? 0 : 1;
+  return host_type && token_type && guard_type && arena_type && closer_mu && closer_cv && log_mu && guard_mu ? 0 : 1;
 }
 
 /* The library holds the Go runtime, which cannot be unloaded: this NIF

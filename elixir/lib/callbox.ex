@@ -192,8 +192,7 @@ defmodule Callbox do
   call does with `inline_us: 0`, `async: true` or a `:timeout`. A wasmtime
   guest needs a big native stack: libcallbox provides one on Linux with
   glibc and on x86-64 Linux; elsewhere (musl off x86-64) a wasmtime call
-  goes to a library thread (16 MiB stacks) unless the scheduler's own
-  stack is big (`+sss 1024`).
+  goes to a library thread, whose stack the library sizes.
 
   Results of 65 bytes to 4 KiB share 32 KiB blocks (one per scheduler
   thread, filled in order): a result kept alive keeps its block alive, as
