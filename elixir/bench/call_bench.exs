@@ -95,7 +95,7 @@ for name <- names do
     ratios = Enum.map(results, &(&1[v] / &1.capi))
 
     IO.puts(
-      "elixir #{name} 1KiB #{v} median_ns_per_call #{Float.round(median.(ns), 1)} " <>
+      "elixir #{name} 1KiB #{v} median_ns_per_call #{Float.round(median.(ns) / 1, 1)} " <>
         "min #{Float.round(Enum.min(ns), 1)} ratio_to_capi median #{Float.round(median.(ratios), 2)} " <>
         "best_round #{Float.round(Enum.min(ratios), 2)}"
     )
@@ -121,5 +121,5 @@ end
 # nothing (erts_debug's dirty_cpu/2 BIF), the floor of any dirty NIF call.
 if function_exported?(:erts_debug, :dirty_cpu, 2) do
   ns = for _round <- 1..rounds, do: time.(fn -> :erts_debug.dirty_cpu(:wait, 0) end, n)
-  IO.puts("beam   empty dirty CPU scheduler round trip median ns #{Float.round(median.(ns), 1)}")
+  IO.puts("beam   empty dirty CPU scheduler round trip median ns #{Float.round(median.(ns) / n, 1)}")
 end
