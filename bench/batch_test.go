@@ -46,9 +46,17 @@ func TestMeasureBatch(t *testing.T) {
 		assert.Greater(t, r.Speedup, 0.0)
 		assert.Greater(t, r.Ceiling, 0.0)
 		assert.Greater(t, r.CopyCeiling, 0.0)
+		assert.Greater(t, r.OfCeiling, 0.0)
 	}
 	rep := &Report{Batch: res}
 	tg := rep.batchTarget()
-	assert.Contains(t, tg.Title, "parallel batch of 64 x 64KiB >= 1.8x faster than sequential (2 cores)")
-	assert.NotEmpty(t, tg.Checks)
+	assert.Contains(t, tg.Title, "parallel batch of 64 x 64KiB, 2 at once: its speedup over sequential >= 0.9x of pure Go's")
+	require.NotEmpty(t, tg.Checks)
+	assert.Equal(t, ">= 0.9x", tg.Checks[0].Limit)
+	// The verdict follows the share of the control's speedup, not the
+	// speedup alone.
+	two := Report{Batch: []BatchResult{{Engine: Engines()[0], Parallelism: 2, Speedup: 1.5, Ceiling: 1.6, OfCeiling: 0.94, Parallel: []float64{1}, Sequential: []float64{1.5}}}}
+	assert.True(t, two.batchTarget().Checks[0].Met, "1.5x where pure Go got 1.6x")
+	two.Batch[0].Speedup, two.Batch[0].Ceiling, two.Batch[0].OfCeiling = 1.85, 2.0, 0.85
+	assert.False(t, two.batchTarget().Checks[0].Met, "1.85x where pure Go got 2.0x")
 }
