@@ -1,9 +1,10 @@
 //go:build cgo
 
 // Command ffi is libcallbox, callbox's one foreign door: build it with
-// `make lib` (go build -buildmode=c-shared -o build/libcallbox.so ./ffi).
-// The contract is the hand-written header include/callbox.h; every symbol
-// the library exports is built here:
+// `make lib` (go build -buildmode=c-shared -o build/libcallbox.so ./ffi,
+// linked with libcallbox.map so that it exports the callbox_* functions
+// and nothing else). The contract is the hand-written header
+// include/callbox.h; every symbol the library exports is built here:
 //
 //	exports.c    the exported C entries: thin wrappers that refuse a fork()
 //	             child before it enters Go, and the async worker threads
@@ -14,9 +15,13 @@
 //	xla.go       its Go side: a call without a stream goes to the host, one
 //	             with a stream to the GPU path (gpu.go, package cuda);
 //	             xlaexport.go the entry xla.c calls, with layout checks
-//	gpu.go       callbox_cuda_call_dlpack and callbox_cuda_stats
+//	gpu.go       callbox_cuda_call_dlpack (CUDA DLPack tensors checked by
+//	             internal/dlpack, refused as the host refuses) and
+//	             callbox_cuda_stats
 //	errors.go    the one error mapper: every entry's codes
-//	bridge.go    the handle tables, the default host, the bridge to host
+//	bridge.go    the handle tables, the default host, the bridge to host;
+//	             hosts open and reload on a goroutine of their own
+//	             (onGoThread), so compiling needs no stack from the caller
 //	log.go       the log sink (stderr, or the program's log callback)
 //	signal.go    callbox_cancel_on_signal's Go half; signals.c its handler
 //	env.go       the environment variables the library reads
