@@ -1078,12 +1078,12 @@ static void run_call_on_library(call_job *j) {
   if (w.mu == NULL || w.cv == NULL) {
     run_call(j);
   } else {
-    __atomic_add_fetch(&stack_handoffs, 1, __ATOMIC_RELAXED);
     callbox_error *e = p_callbox_call_async(j->host, j->token, j->chain, j->callback, j->in->t, j->in->n, j->out->t, j->n,
                                             lib_wait_done, &w);
     if (e != NULL) {
       j->err = e;
     } else {
+      __atomic_add_fetch(&stack_handoffs, 1, __ATOMIC_RELAXED);
       enif_mutex_lock(w.mu);
       while (!w.done) enif_cond_wait(w.cv, w.mu);
       enif_mutex_unlock(w.mu);

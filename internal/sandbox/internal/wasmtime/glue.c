@@ -1029,8 +1029,8 @@ static int cb_run_at(void (*fn)(void *), void *arg, char *base, char *top) {
 // the thread's stack only until it reaches its goroutine's.
 #define BACK_ROOM ((uintptr_t)64 << 10)
 
-// cb_switch runs fn(arg) on the thread's own stack of ours; 0 when it
-// could not (fn not called).
+// cb_switch runs fn(arg) on the stack this thread keeps for entries
+// (own_stack); 0 when it could not (fn not called).
 __attribute__((noinline)) static int cb_switch(void (*fn)(void *), void *arg) {
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
   back_sp = 0;
