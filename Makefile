@@ -84,7 +84,7 @@ security-doc:
 # The host and FFI micro-benchmarks, then the side-by-side suite (bench/, callbox-bench),
 # which rewrites docs/PERFORMANCE.md and docs/performance.png from this run.
 # About 6 minutes on the 2-core development machine (see the report).
-bench: lib jaxenv
+bench: toolchains lib jaxenv
 	@mkdir -p bin build/testguests
 	wat2wasm ffi/testdata/kit.wat -o build/testguests/kit.wasm
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./lowering/ > bin/bench-lowering.txt; status=$$?; cat bin/bench-lowering.txt; exit $$status
@@ -93,7 +93,8 @@ bench: lib jaxenv
 	[ $$status -eq 0 ] && { (cd examples/service && $(GO) test -run '^$$' -bench . -benchtime 500ms .) >> bin/bench-host.txt; status=$$?; }; \
 	cat bin/bench-host.txt; [ $$status -eq 0 ] || exit $$status; \
 	CALLBOX_LIB=$(CURDIR)/build/libcallbox.so JAX_PLATFORMS=cpu $(JAXENV)/bin/python python/bench_jax.py --markdown bin/bench-xla.md --json bin/bench-xla.json || exit $$?; \
-	cd bench && $(GO) run ./cmd/callbox-bench --write ../docs/PERFORMANCE.md --go-bench ../bin/bench-host.txt --xla-bench ../bin/bench-xla.md --since $$start
+	$(MAKE) --no-print-directory -s elixir-bench > bin/bench-elixir.txt; status=$$?; cat bin/bench-elixir.txt; [ $$status -eq 0 ] || exit $$status; \
+	cd bench && $(GO) run ./cmd/callbox-bench --write ../docs/PERFORMANCE.md --go-bench ../bin/bench-host.txt --xla-bench ../bin/bench-xla.md --elixir-bench ../bin/bench-elixir.txt --since $$start
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -250,7 +251,73 @@ func (r *Report) evaluate() []Target {
 	if len(r.UserKernels) > 0 {
 		ts = append(ts, r.userKernelsTarget())
 	}
-	return append(ts, r.processTarget())
+	return append(ts, r.processTarget(), r.elixirTarget())
+}
+
+// elixirCallbacks are make elixir-bench's callbacks, by engine: the same
+// export of kit.wasm on each.
+var elixirCallbacks = map[string]string{config.EngineWazero: "copy_f32", config.EngineWasmtime: "copy_f32_wasmtime"}
+
+// elixirLine matches a result line of elixir/bench/call_bench.exs: the
+// callback, the variant, the median ns per call, the fastest round's, the
+// median of the rounds' ratios to capi and the best round's ratio.
+var elixirLine = regexp.MustCompile(`^elixir (\S+) 1KiB (\S+) median_ns_per_call (\S+) min (\S+) ratio_to_capi median (\S+) best_round (\S+)$`)
+
+// elixirResult is one variant of one callback in make elixir-bench's
+// output: median ns per call and median ratio to the C API's call.
+type elixirResult struct{ ns, ratio, best float64 }
+
+// elixirResults reads make elixir-bench's output: callback -> variant ->
+// result.
+func elixirResults(out string) map[string]map[string]elixirResult {
+	res := map[string]map[string]elixirResult{}
+	for _, line := range strings.Split(out, "\n") {
+		m := elixirLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		var v [3]float64
+		ok := true
+		for i, f := range []string{m[3], m[5], m[6]} {
+			x, err := strconv.ParseFloat(f, 64)
+			ok = ok && err == nil
+			v[i] = x
+		}
+		if !ok {
+			continue
+		}
+		if res[m[1]] == nil {
+			res[m[1]] = map[string]elixirResult{}
+		}
+		res[m[1]][m[2]] = elixirResult{ns: v[0], ratio: v[1], best: v[2]}
+	}
+	return res
+}
+
+// elixirTarget is the Elixir door's target, from make elixir-bench's
+// output (elixir/bench/call_bench.exs: Callbox.call/3 against callbox_call
+// from C inside the same VM, in interleaved rounds).
+func (r *Report) elixirTarget() Target {
+	t := Target{N: 15, Title: "Elixir: a 1 KiB call through the NIF (Callbox.call/3) <= 1.5x the C API's call in the same VM, on both engines"}
+	res := elixirResults(r.ElixirBench)
+	for _, e := range Engines() {
+		cb := elixirCallbacks[e]
+		call, ok := res[cb]["call"]
+		c := ratioCheck(e+": Callbox.call/3 / callbox_call from C", call.ratio, math.NaN(), 1.5, true)
+		c.Measured = ok
+		if ok {
+			c.Value += fmt.Sprintf(" (%s against %s per call, medians of the rounds; best round %s", formatNs(call.ns), formatNs(res[cb]["capi"].ns), fmtRatio(call.best))
+			if many, ok := res[cb]["many"]; ok {
+				c.Value += fmt.Sprintf("; call_many, per call: %s", fmtRatio(many.ratio))
+			}
+			if h, ok := res[cb]["handoff"]; ok {
+				c.Value += fmt.Sprintf("; a thread hand-off with no call: %s", formatNs(h.ns))
+			}
+			c.Value += ")"
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	return t
 }
 
 // processTarget is isolation: process against in process (issue 33),

@@ -42,6 +42,10 @@ type Report struct {
 	// make bench: callbox through XLA beside JAX's callbacks and a raw C
 	// FFI handler, if any.
 	XLABench string
+	// ElixirBench is the output of make elixir-bench from the same make
+	// bench: the NIF's 1 KiB call beside the C API's in the same VM, if
+	// any (target 15).
+	ElixirBench string
 }
 
 // SuiteOptions configure RunSuite.
@@ -67,6 +71,9 @@ type SuiteOptions struct {
 	// XLABench is the Markdown of python/bench_jax.py from the same make
 	// bench, included in the report as it is.
 	XLABench string
+	// ElixirBench is the output of make elixir-bench from the same make
+	// bench, for the report and target 15.
+	ElixirBench string
 }
 
 // runTarget reports whether the suite runs the named target measurement.
@@ -141,6 +148,7 @@ func RunSuite(ctx context.Context, opts SuiteOptions) (*Report, error) {
 	rep.Duration = time.Since(rep.Started)
 	rep.GoBench = opts.GoBench
 	rep.XLABench = opts.XLABench
+	rep.ElixirBench = opts.ElixirBench
 	rep.Targets = rep.evaluate()
 	return rep, ctx.Err()
 }

@@ -79,6 +79,7 @@ func newBenchCmd() *cobra.Command {
 		since     int64
 		goBench   string
 		xlaBench  string
+		exBench   string
 	)
 	cmd := &cobra.Command{
 		Use:   programName,
@@ -140,6 +141,13 @@ func newBenchCmd() *cobra.Command {
 				}
 				opts.XLABench = string(b)
 			}
+			if exBench != "" {
+				b, rerr := os.ReadFile(exBench)
+				if rerr != nil {
+					return usageErr(rerr)
+				}
+				opts.ElixirBench = string(b)
+			}
 			rep, err := bench.RunSuite(cmd.Context(), opts)
 			if rep == nil {
 				return err
@@ -186,6 +194,7 @@ func newBenchCmd() *cobra.Command {
 	f.Int64Var(&since, "since", 0, "unix time the enclosing run (make bench) started, to report its duration")
 	f.StringVar(&goBench, "go-bench", "", "a file of `go test -bench` output to include in the report")
 	f.StringVar(&xlaBench, "xla-bench", "", "a Markdown file from python/bench_jax.py (callbox through XLA) to include in the report")
+	f.StringVar(&exBench, "elixir-bench", "", "a file of make elixir-bench output (the NIF beside the C API) to include in the report and judge target 15 by")
 	return cmd
 }
 
@@ -209,7 +218,7 @@ func benchCommand(cmd *cobra.Command) string {
 	args := []string{programName}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "since", "go-bench", "xla-bench", "quiet", "chart":
+		case "since", "go-bench", "xla-bench", "elixir-bench", "quiet", "chart":
 			return
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())
