@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -39,12 +40,16 @@ import (
 // reported), so the element reported is the lowest failing index,
 // whatever the timing. The *CallbackError names it (Element, BatchSize).
 //
-// Outputs: a batched call into given outputs (Request.Outputs) writes the
-// elements' results into a scratch buffer and copies them into the
-// caller's outputs only when every element succeeded: a failed batch
-// leaves every output byte untouched (the one rule of every call). The
-// publish copy is split over the same workers. One that allocates its
-// outputs (Outputs nil) writes each element's results straight into them.
+// Outputs: a failed batch leaves every output byte as it was (the one
+// rule of every call). A batched call into given outputs (Request.Outputs)
+// writes each element's results into them, having saved the bytes it
+// overwrites: a failed batch copies them back once no element runs. So
+// while a batch runs, its outputs may show elements already done; when it
+// returns, they hold all the results or none. Where an output shares
+// memory with an input, the elements write into a scratch buffer instead,
+// copied into the outputs only when every element succeeded. One that
+// allocates its outputs (Outputs nil) writes each element's results
+// straight into them.
 
 // BatchParallelism is the most elements of one batched call this
 // callback runs at once: its pool's max_instances bounded by GOMAXPROCS
@@ -153,7 +158,7 @@ func (c *Callback) invokeBatchAlloc(ctx context.Context, inputs []Tensor, worker
 		}
 		outs[j] = t
 	}
-	st, cerr := c.runBatch(ctx, b, inputs, outs, workers)
+	st, cerr := c.runBatch(ctx, b, inputs, outs, workers, nil)
 	if cerr != nil {
 		return nil, st, cerr
 	}
@@ -161,8 +166,11 @@ func (c *Callback) invokeBatchAlloc(ctx context.Context, inputs []Tensor, worker
 }
 
 // invokeBatch is a batched call into caller-provided outputs. With
-// guarded set, elements write into scratch, published only when all
-// succeeded.
+// guarded set, a failed batch leaves every output byte as it was: the
+// elements write into the outputs, each element's output bytes saved
+// into scratch just before it runs and restored if the batch fails; or,
+// where an output shares memory with an input, they write into scratch,
+// copied into the outputs only when all succeeded.
 func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, workers int, guarded bool) (Stats, *CallbackError) {
 	began := c.h.clock.now()
 	b, cerr := c.bindBatch(inputs)
@@ -178,7 +186,7 @@ func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, wo
 	// One element's call already never writes partial output: it needs no
 	// scratch.
 	if !guarded || b.size == 1 {
-		return c.runBatch(ctx, b, inputs, outputs, workers)
+		return c.runBatch(ctx, b, inputs, outputs, workers, nil)
 	}
 	total := uint64(0)
 	for _, n := range b.outLen {
@@ -186,18 +194,27 @@ func (c *Callback) invokeBatch(ctx context.Context, inputs, outputs []Tensor, wo
 	}
 	buf := c.batchScratch(total)
 	defer c.scratch.Put(buf)
-	staged := make([]Tensor, len(outputs))
+	scratch := make([]Tensor, len(outputs))
 	off := uint64(0)
 	for j, o := range outputs {
 		n := uint64(len(o.Data))
-		staged[j] = Tensor{DType: o.DType, Shape: o.Shape, Data: (*buf)[off : off+n : off+n]}
+		scratch[j] = Tensor{DType: o.DType, Shape: o.Shape, Data: (*buf)[off : off+n : off+n]}
 		off += n
 	}
-	st, cerr := c.runBatch(ctx, b, inputs, staged, workers)
+	var st Stats
+	if overlapping(inputs, outputs) {
+		// Element i's output would overwrite bytes another element may
+		// not have read yet.
+		st, cerr = c.runBatch(ctx, b, inputs, scratch, workers, nil)
+		if cerr == nil {
+			publish(outputs, scratch, min(workers, b.size))
+		}
+	} else {
+		st, cerr = c.runBatchUndo(ctx, b, inputs, outputs, scratch, workers)
+	}
 	if cerr != nil {
 		return st, cerr
 	}
-	publish(outputs, staged, min(workers, b.size))
 	st.Wall = c.sinceUnlessUntimed(began)
 	return st, nil
 }
@@ -252,12 +269,63 @@ func publishPart(dst, src []Tensor, w, n int) {
 	}
 }
 
+// overlapping reports whether any output's bytes share memory with any
+// input's (an in-place batch, or buffers that alias).
+func overlapping(inputs, outputs []Tensor) bool {
+	for _, o := range outputs {
+		if len(o.Data) == 0 {
+			continue
+		}
+		olo := uintptr(unsafe.Pointer(unsafe.SliceData(o.Data)))
+		ohi := olo + uintptr(len(o.Data))
+		for _, in := range inputs {
+			if len(in.Data) == 0 {
+				continue
+			}
+			ilo := uintptr(unsafe.Pointer(unsafe.SliceData(in.Data)))
+			if ilo < ohi && olo < ilo+uintptr(len(in.Data)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runBatchUndo is runBatch into outputs with an undo log: just before
+// element i runs, its worker copies element i's slices of the outputs into
+// undo's (64 KiB of a 64 x 64 KiB batch: in the worker's cache when the
+// element then writes them); if the batch fails, every element saved is
+// copied back once all workers have stopped. Unlike writing into scratch
+// and copying all of it into the outputs at the end, the extra copy is
+// split over the workers as they go, not made after them.
+func (c *Callback) runBatchUndo(ctx context.Context, b *batch, inputs, outputs, undo []Tensor, workers int) (Stats, *CallbackError) {
+	saved := make([]bool, b.size)
+	st, cerr := c.runBatch(ctx, b, inputs, outputs, workers, func(i int) {
+		for j, n := range b.outLen {
+			copy(elementBytes(undo[j].Data, i, n), elementBytes(outputs[j].Data, i, n))
+		}
+		saved[i] = true
+	})
+	if cerr != nil {
+		for i, ok := range saved {
+			if !ok {
+				continue
+			}
+			for j, n := range b.outLen {
+				copy(elementBytes(outputs[j].Data, i, n), elementBytes(undo[j].Data, i, n))
+			}
+		}
+	}
+	return st, cerr
+}
+
 // batchRun is the shared state of one batched call's workers.
 type batchRun struct {
 	c       *Callback
 	b       *batch
 	inputs  []Tensor
 	outputs []Tensor
+	before  func(i int)  // if not nil, called before element i runs
 	next    atomic.Int64 // the next element to start
 
 	mu       sync.Mutex
@@ -276,10 +344,12 @@ type inflight struct {
 
 // runBatch runs b's elements on up to workers goroutines (the caller's
 // included), writing element i's results into outputs' i-th slices.
-func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Tensor, workers int) (Stats, *CallbackError) {
+// before, when not nil, is called on the worker's goroutine just before
+// each element runs.
+func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Tensor, workers int, before func(i int)) (Stats, *CallbackError) {
 	began := c.h.clock.now()
 	workers = max(1, min(workers, b.size))
-	r := &batchRun{c: c, b: b, inputs: inputs, outputs: outputs, failedAt: b.size}
+	r := &batchRun{c: c, b: b, inputs: inputs, outputs: outputs, before: before, failedAt: b.size}
 	if workers == 1 {
 		r.sequential(ctx)
 	} else {
@@ -307,16 +377,18 @@ func (c *Callback) runBatch(ctx context.Context, b *batch, inputs, outputs []Ten
 // in the worker's reused slices.
 func (r *batchRun) element(i int, ins, outs []Tensor) request {
 	for j, in := range r.inputs {
-		n := r.b.inBytes[j]
-		lo := uint64(i) * n
-		ins[j] = Tensor{DType: in.DType, Shape: in.Shape[1:], Data: in.Data[lo : lo+n : lo+n]}
+		ins[j] = Tensor{DType: in.DType, Shape: in.Shape[1:], Data: elementBytes(in.Data, i, r.b.inBytes[j])}
 	}
 	for j, s := range r.b.p.specs {
-		n := r.b.outLen[j]
-		lo := uint64(i) * n
-		outs[j] = Tensor{DType: s.DType, Shape: s.Shape, Data: r.outputs[j].Data[lo : lo+n : lo+n]}
+		outs[j] = Tensor{DType: s.DType, Shape: s.Shape, Data: elementBytes(r.outputs[j].Data, i, r.b.outLen[j])}
 	}
 	return request{inputs: ins, outputs: outs, into: true, path: pathBatch}
+}
+
+// elementBytes is element i's n bytes of a batched tensor's data.
+func elementBytes(data []byte, i int, n uint64) []byte {
+	lo := uint64(i) * n
+	return data[lo : lo+n : lo+n]
 }
 
 // sequential runs the elements in order on the caller's goroutine,
@@ -324,6 +396,9 @@ func (r *batchRun) element(i int, ins, outs []Tensor) request {
 func (r *batchRun) sequential(ctx context.Context) {
 	ins, outs := make([]Tensor, len(r.inputs)), make([]Tensor, len(r.b.p.specs))
 	for i := 0; i < r.b.size; i++ {
+		if r.before != nil {
+			r.before(i)
+		}
 		req := r.element(i, ins, outs)
 		st, cerr := r.c.invoke(ctx, &req)
 		addStats(&r.st, st)
@@ -358,6 +433,9 @@ func (r *batchRun) worker(ctx context.Context, w int) {
 		}
 		r.running[w] = inflight{idx: i, cancel: cancel}
 		r.mu.Unlock()
+		if r.before != nil {
+			r.before(i)
+		}
 
 		req := r.element(i, ins, outs)
 		est, cerr := r.c.invoke(ectx, &req)

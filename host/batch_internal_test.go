@@ -38,3 +38,27 @@ func BenchmarkPublish4MiB(b *testing.B) {
 		})
 	}
 }
+
+// overlapping finds any shared byte between an output and an input, and
+// nothing where buffers only touch or are empty.
+func TestOverlapping(t *testing.T) {
+	buf := make([]byte, 64)
+	in := func(lo, hi int) Tensor { return abi.From(buf[lo:hi]) }
+	for _, c := range []struct {
+		name    string
+		ins     []Tensor
+		outs    []Tensor
+		overlap bool
+	}{
+		{"separate buffers", []Tensor{abi.From(make([]byte, 8))}, []Tensor{abi.From(make([]byte, 8))}, false},
+		{"the same bytes", []Tensor{in(0, 16)}, []Tensor{in(0, 16)}, true},
+		{"output inside input", []Tensor{in(0, 32)}, []Tensor{in(8, 16)}, true},
+		{"one byte shared", []Tensor{in(0, 9)}, []Tensor{in(8, 16)}, true},
+		{"adjacent", []Tensor{in(0, 8)}, []Tensor{in(8, 16)}, false},
+		{"adjacent, output first", []Tensor{in(8, 16)}, []Tensor{in(0, 8)}, false},
+		{"second input overlaps second output", []Tensor{in(0, 8), in(32, 40)}, []Tensor{in(16, 24), in(36, 48)}, true},
+		{"empty output inside input", []Tensor{in(0, 32)}, []Tensor{in(8, 8)}, false},
+	} {
+		assert.Equal(t, c.overlap, overlapping(c.ins, c.outs), c.name)
+	}
+}

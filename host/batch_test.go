@@ -361,6 +361,63 @@ func TestBatchSlowFirstFailureAfterTheOthersFinished(t *testing.T) {
 	})
 }
 
+// A batch whose output is its input (in place), or overlaps it one
+// element on, still computes every element from its original input, and a
+// failed one leaves the buffer as it was. A batch whose inputs and outputs are separate writes into the
+// outputs as it goes, and a failure after elements have finished puts
+// back every byte they wrote.
+func TestBatchInPlaceAndRestore(t *testing.T) {
+	forEngines(t, func(t *testing.T, engine string) {
+		for _, rule := range []string{config.BatchingParallel, config.BatchingSequential} {
+			t.Run(rule, func(t *testing.T) {
+				h := newHost(t, engine, func(cb *config.Callback) { cb.Batching, cb.MaxInstances = rule, 4 })
+				ctx := context.Background()
+				const b, n = 16, 300
+				x, f, _ := scaleBatch(b, n, 5)
+				orig := append([]float32(nil), abi.MustView[float32](x)...)
+				fs := abi.MustView[float32](f)
+				_, err := invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{x})
+				require.NoError(t, err)
+				got := abi.MustView[float32](x)
+				for i := range got {
+					require.Equal(t, orig[i]*fs[i/n], got[i], "in place: value %d", i)
+				}
+
+				// Output i is input i+1's bytes: element i must not write
+				// them before element i+1 has read its input.
+				x, f, _ = scaleBatch(b+1, n, 8)
+				xs := abi.MustView[float32](x)
+				orig = append([]float32(nil), xs...)
+				fs = abi.MustView[float32](f)[:b]
+				in := abi.From(xs[:b*n], b, n)
+				shifted := abi.From(xs[n:], b, n)
+				_, err = invokeBatchInto(ctx, h, "scale", []host.Tensor{in, abi.From(fs, b)}, []host.Tensor{shifted})
+				require.NoError(t, err)
+				for i, v := range xs[n:] {
+					require.Equal(t, orig[i]*fs[i/n], v, "shifted: value %d", i)
+				}
+
+				x, f, _ = scaleBatch(b, n, 6)
+				before := append([]byte(nil), x.Data...)
+				abi.MustView[float32](f)[b-1] = -1 // the last element fails
+				_, err = invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{x})
+				require.Error(t, err)
+				require.Equal(t, before, x.Data, "a failed in-place batch leaves its buffer as it was")
+
+				// Separate outputs: every element but the last runs first.
+				x, f, out := scaleBatch(b, n, 7)
+				abi.MustView[float32](f)[b-1] = -1
+				before = append([]byte(nil), out.Data...)
+				_, err = invokeBatchInto(ctx, h, "scale", []host.Tensor{x, f}, []host.Tensor{out})
+				var ce *host.CallbackError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, b-1, ce.Element)
+				require.Equal(t, before, out.Data, "a failed batch puts back what its finished elements wrote")
+			})
+		}
+	})
+}
+
 // The staging buffer a guarded batch reuses grows with the batch: a
 // larger batch after a smaller one gets a buffer of its own size.
 func TestBatchLargerAfterSmaller(t *testing.T) {
