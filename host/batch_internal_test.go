@@ -24,8 +24,9 @@ func TestPublishSplits(t *testing.T) {
 	}
 }
 
-// BenchmarkPublish4MiB is the copy a guarded batch of 64 x 64 KiB adds
-// (compare with BenchmarkBatch64x64KiB).
+// BenchmarkPublish4MiB is the copy a guarded batch of 64 x 64 KiB whose
+// outputs overlap its inputs adds after its elements (compare with
+// BenchmarkBatch64x64KiB; other batches keep an undo log instead).
 func BenchmarkPublish4MiB(b *testing.B) {
 	src := []Tensor{abi.From(make([]byte, 4<<20))}
 	dst := []Tensor{abi.From(make([]byte, 4<<20))}
