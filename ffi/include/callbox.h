@@ -580,8 +580,10 @@ callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum)
  * chain, elements in order). Every element is a whole call: its limits
  * apply to it alone. The lowest failing element fails the call
  * (batch_size and batch_element of the error), elements after it are not
- * run or are canceled, and no output byte is written. cancel: a cancel
- * token, or 0 for none. */
+ * run or are canceled, and when the call returns every output byte is as
+ * it was (elements that finished wrote their slices; the library puts
+ * the saved bytes back, so read no output while the call runs). cancel:
+ * a cancel token, or 0 for none. */
 callbox_error *callbox_call_batch(callbox_host host, callbox_cancel_token cancel, const char *chain,
                                   const char *callback, const callbox_tensor *inputs, size_t num_inputs,
                                   callbox_tensor *outputs, size_t num_outputs);

@@ -594,8 +594,9 @@ class Host:
         cores, at once); any other runs them in order, as does a batch on a
         chain (chain: one step of that chain). Limits apply to each element.
         The lowest failing element fails the call: the exception's
-        batch_element and batch_size name it, and nothing is written to
-        out. Arguments convert as for call; out, when given, is the batched
+        batch_element and batch_size name it, and out holds what it held
+        before the call (the library puts back what finished elements
+        wrote). Arguments convert as for call; out, when given, is the batched
         results (B first). Needs library 1.3."""
         if not hasattr(self._lib, "callbox_call_batch"):
             raise FailedPrecondition("call_batch needs libcallbox 1.3 or later (rebuild it: make lib)")
