@@ -253,8 +253,9 @@ func spinRunner(p int) *runner {
 }
 
 // copyRunner is the memory control: a batch's copies (bytes of input
-// copied in, as many of output copied out, and the output published once
-// more, as a guarded batch does) in pure Go, split over p goroutines.
+// copied in, the outputs' bytes saved into the undo log, and as many of
+// output copied out, as a guarded batch does) in pure Go, split over p
+// goroutines.
 func copyRunner(p, bytes int) *runner {
 	src, scratch, dst := make([]byte, bytes), make([]byte, bytes), make([]byte, bytes)
 	guest := make([]byte, bytes)
@@ -265,9 +266,9 @@ func copyRunner(p, bytes int) *runner {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				copy(guest[lo:hi], src[lo:hi])     // inputs into guest memory
-				copy(scratch[lo:hi], guest[lo:hi]) // results out of it
-				copy(dst[lo:hi], scratch[lo:hi])   // published to the caller
+				copy(guest[lo:hi], src[lo:hi])   // inputs into guest memory
+				copy(scratch[lo:hi], dst[lo:hi]) // the outputs' bytes saved (undo log)
+				copy(dst[lo:hi], guest[lo:hi])   // results out of it
 			}()
 		}
 		wg.Wait()
