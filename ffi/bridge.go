@@ -345,7 +345,11 @@ func (bh *bridgeHost) doOn(ctx context.Context, ci *cbInfo, chain string, in, ou
 	if out == nil {
 		out = []abi.Tensor{} // given, and empty: never "allocate them"
 	}
-	req := host.Request{Inputs: in, Outputs: out, Batch: batch, Budget: budget, Chain: chain}
+	// Field by field: a composite literal is built aside and copied whole,
+	// which stalled on store forwarding (the largest item of doOn in a
+	// profile).
+	var req host.Request
+	req.Inputs, req.Outputs, req.Batch, req.Budget, req.Chain = in, out, batch, budget, chain
 	_, err := ci.cb.Do(ctx, &req)
 	if errors.Is(err, host.ErrReplaced) {
 		// A reload replaced the callback after we resolved it; the call

@@ -226,7 +226,11 @@ static int cbx_stream(cbx_call *call, const struct callbox_xla_call_frame *frame
 static struct callbox_xla_error *cbx_handle(struct callbox_xla_call_frame *frame, int gpu) {
   if (frame == NULL) return NULL;  // nothing to report through
   cbx_call call;
-  memset(&call, 0, offsetof(cbx_call, args));
+  // The fields before the refusal's text, and the text as empty: Go reads
+  // the text only when refusal_kind is set, and cbx_refuse then writes it
+  // whole (clearing all 256 bytes cost more than the rest of the decoding).
+  memset(&call, 0, offsetof(cbx_call, refusal));
+  call.refusal[0] = 0;
   if (frame->struct_size < CBX_XLA_FRAME_MIN_SIZE) {
     cbx_refuse(&call, CBX_KIND_INVALID_ARGUMENT, "call frame of %zu bytes, want at least %d", frame->struct_size,
                CBX_XLA_FRAME_MIN_SIZE);

@@ -65,7 +65,15 @@ func xlaView(v *dlpack.View, role string, b *xlaBuf, mem dlpack.Memory) error {
 	if mem == dlpack.OnDevice {
 		dev = dlpack.CUDA
 	}
-	t := dlpack.Tensor{Data: b.Data, Device: dlpack.Device{Type: dev}, NDim: int32(b.Rank), DType: dlpack.FromABI(d), Shape: b.Dims}
+	// Field by field: a composite literal is built aside and copied whole,
+	// 16-byte loads over its narrower stores, which stalls on store
+	// forwarding (the largest item of xlaView in a profile).
+	var t dlpack.Tensor
+	t.Data = b.Data
+	t.Device.Type = dev
+	t.NDim = int32(b.Rank)
+	t.DType = dlpack.FromABI(d)
+	t.Shape = b.Dims
 	if err := dlpack.CheckInto(v, &t, mem); err != nil {
 		return dlError(role, int(b.Index), err)
 	}
@@ -74,13 +82,22 @@ func xlaView(v *dlpack.View, role string, b *xlaBuf, mem dlpack.Memory) error {
 
 // xlaTensors views XLA buffers in host memory as tensors (no copy).
 func xlaTensors(role string, bufs []xlaBuf, into []abi.Tensor) ([]abi.Tensor, error) {
-	out := into[:0]
+	if len(bufs) > len(into) {
+		into = make([]abi.Tensor, len(bufs))
+	}
+	out := into[:len(bufs)]
 	var v dlpack.View
 	for i := range bufs {
 		if err := xlaView(&v, role, &bufs[i], dlpack.OnHost); err != nil {
 			return nil, err
 		}
-		out = append(out, abi.Tensor{DType: v.DType, Shape: v.Shape, Data: v.Data()})
+		// Field by field, as fromDLs does: v was just written by
+		// CheckInto, and copying it whole (16-byte loads over its 8-byte
+		// stores) stalls on store forwarding.
+		o := &out[i]
+		o.DType = v.DType
+		o.Shape = abi.Shape(unsafe.Slice(unsafe.SliceData(v.Shape), len(v.Shape)))
+		o.Data = v.Data()
 	}
 	return out, nil
 }
