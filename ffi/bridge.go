@@ -503,8 +503,6 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// release drops the references the call left (n inputs and outputs at
-// most) and returns s to the pool.
 // release clears what a call used and returns s to the pool. The counts
 // are the caller's, untrusted (SIZE_MAX from C, a negative int64 from XLA
 // as uint64): each is clamped to the scratch arrays.
