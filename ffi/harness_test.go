@@ -645,7 +645,7 @@ func TestHarnessHostile(t *testing.T) {
 // on the switched stack), a timeout and a guest calling the host fail with
 // their kinds, and the process serves on; a host is opened, called,
 // reloaded and closed from a 32 KiB thread. The library runs such entries
-// on a stack of its own on Linux with glibc or on x86-64. Each switch
+// on a stack of its own on Linux, on x86-64 or with glibc. Each switch
 // runs: the x86-64 assembly, makecontext/swapcontext (the other glibc
 // targets'), and none (musl off x86-64, other systems), where every
 // wasmtime call from the small thread is refused as a StackOverflow that

@@ -185,8 +185,8 @@ type Info struct {
 	Batching string
 	// CallerStack is the native stack, in bytes, a thread calling this
 	// callback must have: 0 when any thread will do (wazero runs guests on
-	// goroutine stacks; wasmtime on Linux with glibc or on x86-64 switches
-	// to a stack of its own), else about the guest's wasm stack limit plus
+	// goroutine stacks; wasmtime on Linux, on x86-64 or with glibc,
+	// switches to a stack of its own), else about the guest's wasm stack limit plus
 	// 1 MiB.
 	CallerStack uint64
 }

@@ -50,7 +50,7 @@ defmodule Callbox do
     unlimited), `max_stack` (bytes of wasm stack; 0: the engine's default),
     `max_output` (bytes), `caller_stack`: the native stack a thread
     calling it must have, 0 when any thread will do (wazero; wasmtime on
-    Linux with glibc or on x86-64 Linux, where the library switches
+    Linux, on x86-64 or with glibc, where the library switches
     stacks), `max_wait_ns` (how
     long a call waits for a busy callback's instance; 0: no bound) and
     `max_cpu_ns` (the CPU time one call may use; 0: none; C API 1.7).

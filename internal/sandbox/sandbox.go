@@ -81,8 +81,8 @@ func Version(name string) string {
 
 // CallerStack is the native stack, in bytes, that a thread calling a
 // guest of the named engine under limits must have: 0 where any thread
-// will do (wazero runs guests on goroutine stacks; wasmtime, on Linux with
-// glibc or on x86-64, switches to a stack of its own when the caller's is
+// will do (wazero runs guests on goroutine stacks; wasmtime, on Linux, on
+// x86-64 or with glibc, switches to a stack of its own when the caller's is
 // short),
 // else about the guest's wasm stack limit plus 1 MiB (wasmtime
 // elsewhere). A foreign caller with small threads (an Erlang scheduler)
