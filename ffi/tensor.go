@@ -77,13 +77,7 @@ func fromDLs(role string, p *dlpack.Tensor, n uintptr, into []abi.Tensor) ([]abi
 		if err := dlpack.CheckInto(&v, &ts[i], dlpack.OnHost); err != nil {
 			return nil, dlError(role, i, err)
 		}
-		// Field by field: v was just written by CheckInto, and copying it
-		// whole (16-byte loads over its 8-byte stores) stalled on store
-		// forwarding, the largest item of fromDLs in a profile.
-		o := &out[i]
-		o.DType = v.DType
-		o.Shape = abi.Shape(unsafe.Slice(unsafe.SliceData(v.Shape), len(v.Shape)))
-		o.Data = v.Data()
+		v.HostTensor(&out[i])
 	}
 	return out, nil
 }

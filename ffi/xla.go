@@ -91,13 +91,7 @@ func xlaTensors(role string, bufs []xlaBuf, into []abi.Tensor) ([]abi.Tensor, er
 		if err := xlaView(&v, role, &bufs[i], dlpack.OnHost); err != nil {
 			return nil, err
 		}
-		// Field by field, as fromDLs does: v was just written by
-		// CheckInto, and copying it whole (16-byte loads over its 8-byte
-		// stores) stalls on store forwarding.
-		o := &out[i]
-		o.DType = v.DType
-		o.Shape = abi.Shape(unsafe.Slice(unsafe.SliceData(v.Shape), len(v.Shape)))
-		o.Data = v.Data()
+		v.HostTensor(&out[i])
 	}
 	return out, nil
 }

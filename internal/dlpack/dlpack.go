@@ -183,6 +183,15 @@ func (v *View) Data() []byte {
 	return unsafe.Slice((*byte)(v.Addr), v.Bytes)
 }
 
+// HostTensor points t at a host-memory view's bytes (no copy). It sets t
+// field by field, for the reason Data takes a pointer: a whole-struct copy
+// of a View just written by CheckInto stalls on store forwarding.
+func (v *View) HostTensor(t *abi.Tensor) {
+	t.DType = v.DType
+	t.Shape = abi.Shape(unsafe.Slice(unsafe.SliceData(v.Shape), len(v.Shape)))
+	t.Data = v.Data()
+}
+
 // Error is a tensor that fails Check, saying why; the caller names the
 // argument. Its kind is InvalidArgument.
 type Error struct{ Reason string }

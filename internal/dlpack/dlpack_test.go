@@ -127,6 +127,17 @@ func TestBothMemoriesOneRule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, unsafe.Add(p, 8), v.Addr)
 	assert.Len(t, v.Data(), 8)
+	// HostTensor: the same bytes, type and shape, no copy.
+	var ht abi.Tensor
+	v.HostTensor(&ht)
+	assert.Equal(t, abi.F32, ht.DType)
+	assert.Equal(t, abi.Shape{2}, ht.Shape)
+	require.Len(t, ht.Data, 8)
+	assert.Equal(t, unsafe.Add(p, 8), unsafe.Pointer(&ht.Data[0]))
+	var empty dlpack.View
+	empty.HostTensor(&ht)
+	assert.NotNil(t, ht.Data, "an empty tensor's data is empty, not nil")
+	assert.Empty(t, ht.Data)
 }
 
 func TestCheckType(t *testing.T) {
