@@ -72,11 +72,11 @@ func TestProcessTarget(t *testing.T) {
 // ratio to the C API, per engine's callback; other lines are ignored.
 func TestElixirTarget(t *testing.T) {
 	out := "C API capi copy_f32 1KiB ns_per_call 516.9 cpu_ns_per_call 519.5\n" +
-		"elixir copy_f32 1KiB capi median_ns_per_call 562.0 min 519.2 ratio_to_capi median 1.0 best_round 1.0\n" +
-		"elixir copy_f32 1KiB call median_ns_per_call 844.9 min 819.2 ratio_to_capi median 1.55 best_round 0.94\n" +
-		"elixir copy_f32 1KiB many median_ns_per_call 1465.4 min 1247.4 ratio_to_capi median 2.61 best_round 2.01\n" +
-		"elixir copy_f32_wasmtime 1KiB call median_ns_per_call 965.4 min 942.5 ratio_to_capi median 1.39 best_round 1.34\n" +
-		"elixir copy_f32_wasmtime 1KiB async median_ns_per_call 7330.6 min 7090.0 ratio_to_capi median 10.69 best_round 9.88\n"
+		"elixir copy_f32 wazero 1KiB capi median_ns_per_call 562.0 min 519.2 ratio_to_capi median 1.0 best_round 1.0\n" +
+		"elixir copy_f32 wazero 1KiB call median_ns_per_call 844.9 min 819.2 ratio_to_capi median 1.55 best_round 0.94\n" +
+		"elixir copy_f32 wazero 1KiB many median_ns_per_call 1465.4 min 1247.4 ratio_to_capi median 2.61 best_round 2.01\n" +
+		"elixir copy_f32_wasmtime wasmtime 1KiB call median_ns_per_call 965.4 min 942.5 ratio_to_capi median 1.39 best_round 1.34\n" +
+		"elixir copy_f32_wasmtime wasmtime 1KiB async median_ns_per_call 7330.6 min 7090.0 ratio_to_capi median 10.69 best_round 9.88\n"
 	tg := (&Report{ElixirBench: out}).elixirTarget()
 	assert.Equal(t, 15, tg.N)
 	require.Len(t, tg.Checks, len(Engines()))
@@ -93,4 +93,5 @@ func TestElixirTarget(t *testing.T) {
 
 	none := (&Report{}).elixirTarget()
 	assert.Equal(t, "n/a", none.Status(), "no make elixir-bench output: nothing measured")
+	assert.Empty(t, none.Checks[0].Value, "nothing measured shows no value")
 }

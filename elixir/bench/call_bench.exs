@@ -28,6 +28,8 @@
 [config | names] = System.argv()
 names = if names == [], do: ["copy_f32", "copy_f32_wasmtime"], else: names
 {:ok, host} = Callbox.open(config)
+{:ok, callbacks} = Callbox.callbacks(host)
+engine = Map.new(callbacks, &{&1.name, &1.engine})
 x = Callbox.Tensor.from_list(Enum.map(0..255, &(&1 * 1.0)), {:f, 32})
 native = [{x.data, :f32, {256}}]
 n = 10_000
@@ -95,14 +97,12 @@ for name <- names do
     ratios = Enum.map(results, &(&1[v] / &1.capi))
 
     IO.puts(
-      "elixir #{name} 1KiB #{v} median_ns_per_call #{Float.round(median.(ns) / 1, 1)} " <>
+      "elixir #{name} #{engine[name]} 1KiB #{v} median_ns_per_call #{Float.round(median.(ns) / 1, 1)} " <>
         "min #{Float.round(Enum.min(ns), 1)} ratio_to_capi median #{Float.round(median.(ratios), 2)} " <>
         "best_round #{Float.round(Enum.min(ratios), 2)}"
     )
   end
 end
-
-{:ok, callbacks} = Callbox.callbacks(host)
 
 if Enum.any?(callbacks, &(&1.name == "spin")) do
   for k <- 1..20 do

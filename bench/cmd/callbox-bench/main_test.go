@@ -17,7 +17,7 @@ func TestBenchCommandWritesReport(t *testing.T) {
 	dir := t.TempDir()
 	report := filepath.Join(dir, "PERFORMANCE.md")
 	elixir := filepath.Join(dir, "bench-elixir.txt")
-	require.NoError(t, os.WriteFile(elixir, []byte("elixir copy_f32 1KiB call median_ns_per_call 800.0 min 790.0 ratio_to_capi median 1.45 best_round 1.4\n"), 0o644))
+	require.NoError(t, os.WriteFile(elixir, []byte("elixir copy_f32 wazero 1KiB call median_ns_per_call 800.0 min 790.0 ratio_to_capi median 1.45 best_round 1.4\n"), 0o644))
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--no-targets", "--quiet", "--run", "^tiny-1KiB/(go-native|raw-wazero|callbox-wazero)$",
 		"--benchtime", "2ms", "--reps", "1", "--write", report, "--elixir-bench", elixir}, &stdout, &stderr)
