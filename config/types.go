@@ -113,6 +113,9 @@ type Config struct {
 	// File is the path the config was read from ("" when built in code).
 	File string
 	// CacheDir is where compiled modules are cached; "" disables the cache.
+	// It, and everything in it, must be the host's user's and writable by
+	// no one else (a per-user directory such as ~/.cache/callbox): the
+	// engines refuse any other, since a writer could plant compiled code.
 	CacheDir string
 	// Worker is the path of the callbox-worker executable that
 	// isolation: process starts; "" means the host's default search

@@ -107,12 +107,13 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
 // its probe looks the export up through the engine as a call does (the
 // lookup it never made when FuzzInspect found the two disagreeing).
 func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
-	wasm := wat.Must(`(module
+	const src = `(module
   (memory (export "memory") 1)
-  (rec (type $a (func (param i32) (result i32))))
+  %s
   (func (export "callbox_abi_version") (result i32) (i32.const 1))
   (func (export "callbox_alloc") (type $a) (i32.const 1024))
-  (func (export "run") (type $a) (i32.const 0)))`)
+  (func (export "run") (type $a) (i32.const 0)))`
+	wasm := wat.Must(fmt.Sprintf(src, `(type $a (func (param i32) (result i32)))`))
 	const want = "export callbox_alloc has type (i32) -> (i32), want (i32, i32) -> (i32)"
 	r, err := sandbox.Inspect(context.Background(), wasm)
 	require.NoError(t, err)
@@ -121,6 +122,20 @@ func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
 	err = loadAsRun(t, wasm)
 	require.ErrorIs(t, err, host.ABIViolation)
 	assert.Contains(t, err.Error(), want)
+
+	// The same type in a recursion group (the GC proposal's form, which
+	// FuzzInspect once found wasmbin misreading) is not valid under
+	// callbox's features: both refuse it before the ABI check, Load as
+	// InvalidArgument, in every build (wazero alone does not check it).
+	rec := wat.Must(fmt.Sprintf(src, `(rec (type $a (func (param i32) (result i32))))`))
+	r, err = sandbox.Inspect(context.Background(), rec)
+	require.NoError(t, err)
+	require.Len(t, r.Problems, 2)
+	assert.Contains(t, r.Problems[0], "not a valid WebAssembly module")
+	assert.Equal(t, want, r.Problems[1])
+	err = loadAsRun(t, rec)
+	require.ErrorIs(t, err, host.InvalidArgument)
+	assert.Contains(t, err.Error(), r.Problems[0])
 }
 
 // loadAsRun loads wasm on a fresh host with the default limits, as the

@@ -71,6 +71,8 @@ func WithLogger(l *slog.Logger) Option { return func(h *Host) { h.logger = l } }
 
 // WithCacheDir keeps compiled modules under dir (overriding the config's
 // cache_dir), so hosts in the same or later processes skip compilation.
+// dir must be the host's user's and writable by no one else (a load
+// fails, naming the path, if it or anything in it is not).
 func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir } }
 
 // WithWorker names the callbox-worker executable that isolation: process

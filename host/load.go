@@ -114,6 +114,20 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
 		return nil, withKind(InvalidArgument, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256))
 	}
+	h.mu.Lock()
+	eng, err := h.engine(ctx, cb.Engine, cb.Isolation == config.IsolationProcess)
+	h.mu.Unlock()
+	if err != nil {
+		return nil, withKind(InvalidArgument, err)
+	}
+	// The module as its author built it, with the engines' own
+	// validators, before the load check reads it and before any rewrite
+	// (the table limit, the meter) could turn an invalid module into a
+	// valid one; sandbox.Compile validates again (remembered: no second
+	// cost).
+	if err := eng.Validate(ctx, wasm, sum); err != nil {
+		return nil, withKind(InvalidArgument, fmt.Errorf("module %s: %w", cb.Module, err))
+	}
 	info, err := sandbox.CheckModule(wasm, cb)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", cb.Module, err)
@@ -126,12 +140,6 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	}
 	embedded := table[cb.Export]
 
-	h.mu.Lock()
-	eng, err := h.engine(ctx, cb.Engine, cb.Isolation == config.IsolationProcess)
-	h.mu.Unlock()
-	if err != nil {
-		return nil, withKind(InvalidArgument, err)
-	}
 	for _, f := range []struct {
 		set  bool
 		feat sandbox.Feature
@@ -157,12 +165,17 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		Instances: cb.MaxInstances,
 	})
 	if err != nil {
-		// The engine refused the module (ABIViolation), or, under
-		// isolation: process, the worker that was to compile it died.
+		// The engine refused the module (ABIViolation; InvalidArgument
+		// when a validator did), or, under isolation: process, the
+		// worker that was to compile it died.
 		kind := ABIViolation
 		var t *sandbox.Trap
-		if errors.As(err, &t) && t.Class == WorkerDied {
+		var inv *sandbox.InvalidModuleError
+		switch {
+		case errors.As(err, &t) && t.Class == WorkerDied:
 			kind = WorkerDied
+		case errors.As(err, &inv):
+			kind = InvalidArgument
 		}
 		return nil, withKind(kind, fmt.Errorf("module %s: %w", cb.Module, err))
 	}

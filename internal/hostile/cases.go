@@ -267,7 +267,7 @@ var Cases = []Case{
 	{Name: "import_memory", Module: "load_import_memory", Export: "run", Phase: AtLoad, What: "imports its memory and a global", Kind: abi.ABIViolation, Msg: "imports memory env.memory"},
 	{Name: "wasi_not_granted", Module: "load_wasi_not_granted", Export: "run", Phase: AtLoad, What: "imports WASI fd_write and path_open without the grant", Kind: abi.ABIViolation, Msg: "imports wasi_snapshot_preview1.path_open, but WASI is not granted"},
 	{Name: "memory_huge", Module: "load_memory_huge", Export: "run", Phase: AtLoad, What: "declares an initial memory of 4 GiB", Kind: abi.MemoryLimit, Msg: "declares a minimum memory of 4GiB, above the callback's max_memory of 1MiB"},
-	{Name: "memory_shared", Module: "load_memory_shared", Export: "run", Phase: AtLoad, What: "a shared memory, and two memories", Kind: abi.ABIViolation, Msg: "has 2 memories"},
+	{Name: "memory_shared", Module: "load_memory_shared", Export: "run", Phase: AtLoad, What: "a shared memory, and two memories (neither valid under callbox's features)", Kind: abi.InvalidArgument, Msg: "not a valid WebAssembly module (wazero's validator): section memory: at most one memory allowed"},
 	{Name: "table_huge", Module: "load_table_huge", Export: "run", Phase: AtLoad, What: "declares a table of 10 million elements", Kind: abi.ABIViolation, Msg: "table 0 declares 10000000 elements"},
 	{Name: "tables_many", Module: "load_tables_many", Export: "run", Phase: AtLoad, What: "four tables of 900,000 elements each", Kind: abi.ABIViolation, Msg: "its 4 tables declare 3600000 elements in all"},
 	{Name: "start_loop", Module: "load_start_loop", Export: "run", Phase: AtLoad, What: "start function never returns", Kind: abi.Timeout},
@@ -284,12 +284,12 @@ var Cases = []Case{
 	{Name: "signatures_huge", Module: "load_signatures_huge", Export: "run", Phase: AtLoad, What: "callbox_signatures claims a 4 GiB table", Kind: abi.ABIViolation, Msg: "table of 4294967295 bytes exceeds 65536"},
 	{Name: "signatures_loop", Module: "load_signatures_loop", Export: "run", Phase: AtLoad, What: "callbox_signatures never returns", Kind: abi.Timeout},
 	{Name: "signatures_garbage", Module: "load_signatures_garbage", Export: "run", Phase: AtLoad, What: "callbox_signatures returns binary junk", Kind: abi.ABIViolation, Msg: "signature table line 1 (run)"},
-	{Name: "locals_bomb", Build: localsBomb, Export: "run", Phase: AtLoad, What: "a 100-byte module declaring 2^32-16 locals in one function", Kind: abi.ABIViolation, Msg: "declares more than 50000 locals"},
-	{Name: "data_count_bomb", Build: vectorBomb(11), Export: "run", Phase: AtLoad, What: "a data section claiming 2^32-1 segments", Kind: abi.ABIViolation, Msg: "count 4294967295 exceeds"},
+	{Name: "locals_bomb", Build: localsBomb, Export: "run", Phase: AtLoad, What: "a 100-byte module declaring 2^32-16 locals in one function", Kind: abi.InvalidArgument, Msg: "(callbox's reader): malformed wasm at byte 108: section 10: function 2 declares more than 50000 locals"},
+	{Name: "data_count_bomb", Build: vectorBomb(11), Export: "run", Phase: AtLoad, What: "a data section claiming 2^32-1 segments", Kind: abi.InvalidArgument, Msg: "(callbox's reader): malformed wasm at byte 119: section 11: count 4294967295 exceeds the remaining 0 bytes"},
 	{Name: "blocks_bomb", Build: nestingBomb, Export: "run", Phase: AtLoad, What: "a 120 KB function of 40,000 nested empty blocks (6-7 s to compile on wazero)", Kind: abi.ABIViolation, Msg: "too many blocks in one function: more than 4096",
 		Differs: map[string]abi.Kind{config.EngineWasmtime: OK},
 		Why:     "wazero's compile time grows with the square of a function's blocks, so that engine refuses a function with more than 4096 (real compilers emit a few hundred at most); wasmtime compiles the module in about 0.1 s and loads it"},
-	{Name: "names_bomb", Build: namesBomb, Export: "run", Phase: AtLoad, What: "a name section claiming 2^32-1 function names", Kind: abi.ABIViolation, Msg: "count 4294967295 exceeds"},
+	{Name: "names_bomb", Build: namesBomb, Export: "run", Phase: AtLoad, What: "a name section claiming 2^32-1 function names", Kind: abi.InvalidArgument, Msg: "(callbox's reader): malformed wasm at byte"},
 }
 
 // Decoder bombs: tiny modules whose declared vector lengths would make

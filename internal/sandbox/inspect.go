@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/validate"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wasmbin"
 )
 
@@ -68,11 +69,11 @@ type CallbackReport struct {
 	Signature *abi.Signature // nil when the module does not declare one
 }
 
-// Inspect reads a module and, when it passes the load check that host's
-// Load applies (with the default limits, WASI granted if the module imports
-// it), asks it in a sandbox for its ABI version and signatures. A module
-// that would not load is never compiled or run: its problems are listed
-// instead. Inspect never fails on an ABI violation, and never panics, on
+// Inspect reads a module and, when it passes the engines' validators and
+// the load check that host's Load applies (with the default limits, WASI
+// granted if the module imports it), asks it in a sandbox for its ABI
+// version and signatures. A module that would not load is never compiled
+// or run: its problems are listed instead (an invalid module's first). Inspect never fails on an ABI violation, and never panics, on
 // any module; it returns an error only for bytes that are not a module.
 func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	m, err := wasmbin.Parse(wasm)
@@ -129,17 +130,24 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleReport, error) {
 	if info.ImportsWASI() {
 		cb.WASI = config.WASIMinimal
 	}
-	// The load path's own check, before anything compiles the module.
-	// A module the check refuses is never compiled, except one refused
-	// only for imports the host does not provide: probe reads its version
-	// and signatures with those imports stubbed out.
+	// The load path's own checks, before anything compiles the module:
+	// the engines' validators, then the ABI's rules. An invalid module,
+	// or one the check refuses, is never compiled, except a valid one
+	// refused only for imports the host does not provide: probe reads its
+	// version and signatures with those imports stubbed out.
+	v := validate.New()
+	invalid := v.Validate(ctx, wasm, sum)
+	_ = v.Close(ctx)
+	if invalid != nil {
+		r.Problems = append(r.Problems, invalid.Error())
+	}
 	if _, err := CheckModule(wasm, cb); err != nil {
 		problems := splitErrors(err)
 		r.Problems = append(r.Problems, problems...)
-		if onlyUnprovidedImports(problems) {
+		if invalid == nil && onlyUnprovidedImports(problems) {
 			r.probe(ctx, wasm, m, cb, true, sigs == nil, &sigs)
 		}
-	} else {
+	} else if invalid == nil {
 		r.probe(ctx, wasm, m, cb, false, sigs == nil, &sigs)
 	}
 	for _, name := range exports {

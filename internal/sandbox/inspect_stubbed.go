@@ -13,6 +13,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/validate"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wasmbin"
 )
 
@@ -42,7 +43,7 @@ func stubbedInstance(ctx context.Context, wasm []byte, m *wasmbin.Module, cb con
 		// endless start function): nothing to work around.
 		return nil, errors.New("every import is provided")
 	}
-	rcfg := wazero.NewRuntimeConfigInterpreter().WithCloseOnContextDone(true)
+	rcfg := wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(validate.WazeroFeatures).WithCloseOnContextDone(true)
 	if pages := cb.Limits.MaxMemory / abi.PageSize; pages > 0 && pages <= 65536 {
 		rcfg = rcfg.WithMemoryLimitPages(uint32(pages))
 	}

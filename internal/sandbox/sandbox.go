@@ -144,6 +144,9 @@ type (
 	Trap = engine.Trap
 	// Frame is one frame of a trap's guest stack.
 	Frame = engine.Frame
+	// InvalidModuleError is a module an engine's validator refused as
+	// its author built it (Engine.Validate).
+	InvalidModuleError = engine.InvalidModuleError
 )
 
 // Value types the ABI uses.

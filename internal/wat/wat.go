@@ -10,3 +10,13 @@ func Must(src string) []byte {
 	}
 	return b
 }
+
+// MustUnchecked is CompileUnchecked, panicking on error, for fixtures of
+// invalid modules.
+func MustUnchecked(src string) []byte {
+	b, err := CompileUnchecked(src)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

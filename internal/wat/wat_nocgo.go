@@ -12,7 +12,14 @@ import (
 
 // Compile converts WebAssembly text to a binary module with wabt's
 // wat2wasm, which must be on PATH.
-func Compile(src string) ([]byte, error) {
+func Compile(src string) ([]byte, error) { return wat2wasm(src, "--enable-all") }
+
+// CompileUnchecked converts WebAssembly text to a binary module without
+// validating it (wat2wasm --no-check), for tests that need invalid
+// modules.
+func CompileUnchecked(src string) ([]byte, error) { return wat2wasm(src, "--enable-all", "--no-check") }
+
+func wat2wasm(src string, flags ...string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "wat")
 	if err != nil {
 		return nil, err
@@ -23,7 +30,7 @@ func Compile(src string) ([]byte, error) {
 		return nil, err
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command("wat2wasm", "--enable-all", in, "-o", out)
+	cmd := exec.Command("wat2wasm", append(flags, in, "-o", out)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("wat2wasm: %w: %s", err, stderr.String())

@@ -77,7 +77,10 @@ func Main(args []string) int {
 		if engErr != nil {
 			return
 		}
-		if m, err := eng.Compile(ctx, warmModule, engine.ModuleConfig{Name: "warm-up"}); err == nil {
+		// The one compile path, so that the validators the worker runs on
+		// every module (wazero's runtime, wasmtime's engine) start here
+		// too, before the filter.
+		if m, err := engine.Compile(ctx, eng, warmModule, engine.ModuleConfig{Name: "warm-up"}); err == nil {
 			_ = m.Close(ctx)
 		}
 	}

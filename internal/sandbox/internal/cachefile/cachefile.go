@@ -5,7 +5,9 @@
 // hit checksums with XXH3"); anything else — a truncated write, an entry
 // from another version or configuration, bit rot — reads as a miss, and
 // the caller rebuilds it. The checksum detects corruption, not tampering:
-// the directory must be writable only by the host's user.
+// a directory someone else could write is refused (trust.go), and an
+// entry file that is a link, another user's, or writable by others reads
+// as a miss.
 package cachefile
 
 import (
@@ -41,10 +43,13 @@ func putSum(b *bytes.Buffer, payload []byte) {
 // Dir is one directory of entries.
 type Dir struct{ path string }
 
-// Open creates (if needed) and returns a cache directory.
-func Open(path string) (*Dir, error) {
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
+// Open creates (if needed) and returns the cache directory name inside
+// root, the configured cache directory, after checking that nobody but
+// the host's user can have written either or anything in them (Trust).
+func Open(root, name string) (*Dir, error) {
+	path, err := Prepare(root, name)
+	if err != nil {
+		return nil, err
 	}
 	return &Dir{path: path}, nil
 }
@@ -56,6 +61,9 @@ func (d *Dir) file(key string) string {
 
 // Get returns the payload stored under key, or false.
 func (d *Dir) Get(key string) ([]byte, bool) {
+	if !trustedFile(d.file(key)) {
+		return nil, false
+	}
 	data, err := os.ReadFile(d.file(key))
 	if err != nil {
 		return nil, false
@@ -111,6 +119,9 @@ func (d *Dir) PutRaw(key string, payload []byte) {
 // without holding it in memory.
 func (d *Dir) GetRaw(key string) (string, bool) {
 	base := d.file(key)
+	if !trustedFile(base+".meta") || !trustedFile(base+".raw") {
+		return "", false
+	}
 	meta, err := os.ReadFile(base + ".meta")
 	if err != nil {
 		return "", false

@@ -12,7 +12,7 @@ import (
 )
 
 func TestRoundTripAndCorruption(t *testing.T) {
-	d, err := Open(t.TempDir())
+	d, err := Open(t.TempDir(), "entries")
 	require.NoError(t, err)
 	d.Put("k1", []byte("payload"))
 	got, ok := d.Get("k1")
@@ -38,7 +38,7 @@ func TestRoundTripAndCorruption(t *testing.T) {
 }
 
 func TestRawEntries(t *testing.T) {
-	d, err := Open(t.TempDir())
+	d, err := Open(t.TempDir(), "entries")
 	require.NoError(t, err)
 	d.PutRaw("k", []byte("compiled code"))
 	path, ok := d.GetRaw("k")
@@ -81,7 +81,7 @@ func TestChecksum(t *testing.T) {
 // a truncation, or an appended byte; so does a sidecar of the previous
 // format (v2, CRC-32C).
 func TestLargeRawEntryCorruption(t *testing.T) {
-	d, err := Open(t.TempDir())
+	d, err := Open(t.TempDir(), "entries")
 	require.NoError(t, err)
 	payload := make([]byte, 5<<20+77)
 	for i := range payload {
@@ -119,4 +119,61 @@ func TestLargeRawEntryCorruption(t *testing.T) {
 	require.NoError(t, os.WriteFile(meta, old, 0o600))
 	_, ok = d.GetRaw("k")
 	assert.False(t, ok, "an entry of the previous format is a miss")
+}
+
+// An entry that stops being the host user's alone after the directory
+// was opened (made writable by others, or replaced by a link) reads as a
+// miss, whatever its checksum says, and the next write replaces it.
+func TestUntrustedEntriesMiss(t *testing.T) {
+	root := t.TempDir()
+	d, err := Open(root, "entries")
+	require.NoError(t, err)
+	d.Put("k", []byte("payload"))
+	d.PutRaw("r", []byte("compiled code"))
+	_, ok := d.Get("k")
+	require.True(t, ok)
+	_, ok = d.GetRaw("r")
+	require.True(t, ok)
+
+	require.NoError(t, os.Chmod(d.file("k"), 0o666))
+	_, ok = d.Get("k")
+	assert.False(t, ok, "an entry writable by others is not read")
+	d.Put("k", []byte("payload"))
+	_, ok = d.Get("k")
+	assert.True(t, ok, "the next write replaces it, private")
+
+	raw := d.file("r") + ".raw"
+	planted := filepath.Join(t.TempDir(), "planted")
+	b, err := os.ReadFile(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(planted, b, 0o600))
+	require.NoError(t, os.Remove(raw))
+	require.NoError(t, os.Symlink(planted, raw))
+	_, ok = d.GetRaw("r")
+	assert.False(t, ok, "a linked entry is not handed out, though its checksum matches")
+
+	// Opening the directory again refuses it outright.
+	_, err = Open(root, "entries")
+	var ue *UntrustedError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, raw, ue.Path)
+}
+
+// Everything the cache creates is private: directories 0700, files 0600.
+func TestCreatedPrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "a", "b")
+	d, err := Open(root, "entries")
+	require.NoError(t, err)
+	d.Put("k", []byte("x"))
+	d.PutRaw("r", []byte("y"))
+	for _, p := range []string{filepath.Dir(root), root, d.path} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), p)
+	}
+	for _, p := range []string{d.file("k"), d.file("r") + ".raw", d.file("r") + ".meta"} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), p)
+	}
 }

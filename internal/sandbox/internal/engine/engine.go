@@ -95,9 +95,17 @@ type Engine interface {
 	Version() string
 	// Supports reports whether the engine enforces a limit feature.
 	Supports(Feature) bool
-	// Compile validates and compiles a module. The wasm bytes have already
-	// passed CheckModule (the host's import, export, memory and table
-	// rules) and carry the table limit (LimitTables).
+	// Validate checks a module as its author built it, before anything
+	// rewrites it, with the engine validators of this build under
+	// callbox's features (internal/sandbox/internal/validate); sum is its
+	// sha256. A refusal is an *InvalidModuleError. Compile (the package
+	// function) calls it first on every path.
+	Validate(ctx context.Context, wasm []byte, sum [32]byte) error
+	// Compile rewrites (meters) and compiles a module. The wasm bytes
+	// have passed Validate as the module's author built them, then
+	// CheckModule (the host's import, export, memory and table rules),
+	// and carry the table limit (LimitTables): the rewrites only ever see
+	// valid input. Call it through Compile, the package function.
 	Compile(ctx context.Context, wasm []byte, cfg ModuleConfig) (Module, error)
 	// Close releases the engine and everything compiled by it.
 	Close(ctx context.Context) error

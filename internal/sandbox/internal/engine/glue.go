@@ -18,14 +18,20 @@ import (
 // export type check and the two-level compile cache.
 
 // Compile is the one way modules are compiled, on every engine and every
-// path (Load, Inspect, benchmarks): it gives every table the module defines
-// a maximum (abi.MaxTableElements in all, wasmbin.LimitTables), since
-// wazero has no table limit of its own and would let table.grow allocate up
-// to 32 GiB of host memory, then hands the bytes to the engine with the
-// original module's sha256, the key of the engines' caches. wasm must have
-// passed the host's load check (tables within abi.MaxTableElements).
+// path (Load, Inspect, the process worker, benchmarks): it validates the
+// module as its author built it (Engine.Validate: an invalid module is
+// refused here, before any rewrite could make it valid), gives every table
+// the module defines a maximum (abi.MaxTableElements in all,
+// wasmbin.LimitTables), since wazero has no table limit of its own and
+// would let table.grow allocate up to 32 GiB of host memory, then hands the
+// bytes to the engine with the original module's sha256, the key of the
+// engines' caches. wasm must have passed the host's load check (tables
+// within abi.MaxTableElements).
 func Compile(ctx context.Context, e Engine, wasm []byte, cfg ModuleConfig) (Module, error) {
 	cfg.SHA256 = ModuleSum(wasm, cfg)
+	if err := e.Validate(ctx, wasm, cfg.SHA256); err != nil {
+		return nil, err
+	}
 	limited, err := wasmbin.LimitTables(wasm, abi.MaxTableElements)
 	if err != nil {
 		return nil, err
@@ -148,13 +154,15 @@ type CompileCache[T any] struct {
 	encode func(T) ([]byte, bool)
 }
 
-// NewCompileCache returns a cache, on disk under dir when dir is not "".
-// encode gives an artifact's on-disk payload (false: keep it in memory
-// only).
-func NewCompileCache[T any](dir string, encode func(T) ([]byte, bool)) (*CompileCache[T], error) {
+// NewCompileCache returns a cache, on disk in root/name when root (the
+// configured cache directory) is not "". encode gives an artifact's
+// on-disk payload (false: keep it in memory only). A cache directory
+// someone other than the host's user could write is refused
+// (cachefile.UntrustedError).
+func NewCompileCache[T any](root, name string, encode func(T) ([]byte, bool)) (*CompileCache[T], error) {
 	c := &CompileCache[T]{mem: map[string]T{}, encode: encode}
-	if dir != "" {
-		d, err := cachefile.Open(dir)
+	if root != "" {
+		d, err := cachefile.Open(root, name)
 		if err != nil {
 			return nil, err
 		}

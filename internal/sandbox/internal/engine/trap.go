@@ -71,3 +71,22 @@ func AsTrap(err error) (*Trap, bool) {
 	ok := errors.As(err, &t)
 	return t, ok
 }
+
+// InvalidModuleError is a module an engine's validator refused as its
+// author built it: malformed (it does not decode) or invalid (it does not
+// type-check under callbox's features). The host refuses it at load as
+// InvalidArgument; nothing rewrites or compiles it.
+type InvalidModuleError struct {
+	// Validator names what refused it: "wazero's validator",
+	// "wasmtime's validator", or "callbox's reader" (the bounded parser
+	// that keeps decoder bombs from the engines, and refuses what
+	// callbox's features leave out that wazero does not check).
+	Validator string
+	Err       error
+}
+
+func (e *InvalidModuleError) Error() string {
+	return fmt.Sprintf("not a valid WebAssembly module (%s): %v", e.Validator, e.Err)
+}
+
+func (e *InvalidModuleError) Unwrap() error { return e.Err }

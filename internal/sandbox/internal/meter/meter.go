@@ -43,6 +43,16 @@
 // (an unknown opcode, the GC proposal's type encodings) makes Instrument
 // fail; the caller then runs the module with the engine's own interruption.
 //
+// The input must be a valid module, as its author built it: callers
+// validate it first (internal/sandbox/internal/validate; engine.Compile
+// does, on every path). The rewrite is not a validator. Given an invalid
+// module it can produce a valid one that reaches what the rewrite added —
+// global.set of the global one past the module's own writes the budget, a
+// br one label past a function's body lands in the wrapper block and skips
+// the frame's release, a type, function or local index one past the
+// module's own names the meter's — and it re-encodes malformed sizes and
+// LEB128s as well-formed ones.
+//
 // Known approximations: instruction counts charge whole segments in code
 // order (an upper bound of what runs between two checks); frame sizes are
 // estimates; an exception unwinding through frames skips their decrements,

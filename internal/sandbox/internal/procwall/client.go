@@ -21,6 +21,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/procwall/hardening"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/validate"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wasmtime"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/wazero"
 )
@@ -49,6 +50,12 @@ const DefaultKillGrace = 100 * time.Millisecond
 type Engine struct {
 	o  Options
 	id atomic.Uint64 // instance ids
+	// validator checks modules in the host before any worker starts, so
+	// that a refusal is the same InvalidArgument, with the same reason,
+	// under every isolation; the worker validates again as it compiles.
+	// The validators are the engines' decoders (wazero's, pure Go, and
+	// wasmtime's wasmparser): the compilers stay in the worker.
+	validator *validate.Validator
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -69,7 +76,7 @@ func New(_ context.Context, o Options) (*Engine, error) {
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
 	}
-	return &Engine{o: o}, nil
+	return &Engine{o: o, validator: validate.New()}, nil
 }
 
 // Name implements engine.Engine: the engine the workers run.
@@ -87,9 +94,14 @@ func (e *Engine) Version() string {
 // limits, and the host's mapping of a guest's memory never moves.
 func (e *Engine) Supports(engine.Feature) bool { return true }
 
+// Validate implements engine.Engine, in the host.
+func (e *Engine) Validate(ctx context.Context, wasm []byte, sum [32]byte) error {
+	return e.validator.Validate(ctx, wasm, sum)
+}
+
 // Close implements engine.Engine; each module's worker ends with its
 // module.
-func (e *Engine) Close(context.Context) error { return nil }
+func (e *Engine) Close(ctx context.Context) error { return e.validator.Close(ctx) }
 
 // Compile implements engine.Engine: it starts the module's worker and
 // has it compile the module.

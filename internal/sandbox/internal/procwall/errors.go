@@ -3,6 +3,8 @@
 package procwall
 
 import (
+	"errors"
+
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 )
@@ -23,13 +25,27 @@ func (e *remoteError) Unwrap() error {
 	return e.trap
 }
 
-// encErr writes err (nil included).
+// Error encodings: the first byte.
+const (
+	errNone    = 0 // nil
+	errText    = 1 // text, then whether a trap follows, and the trap
+	errInvalid = 2 // an *engine.InvalidModuleError: validator, reason
+)
+
+// err writes err (nil included).
 func (e *enc) err(err error) {
 	if err == nil {
-		e.u8(0)
+		e.u8(errNone)
 		return
 	}
-	e.u8(1)
+	var inv *engine.InvalidModuleError
+	if errors.As(err, &inv) {
+		e.u8(errInvalid)
+		e.str(inv.Validator)
+		e.str(inv.Err.Error())
+		return
+	}
+	e.u8(errText)
 	e.str(err.Error())
 	t, ok := engine.AsTrap(err)
 	e.bool(ok)
@@ -50,11 +66,14 @@ func (e *enc) trap(t *engine.Trap) {
 	}
 }
 
-// error reads an error written by enc.err: nil, the trap itself when the
-// text is the trap's, or a remoteError wrapping it.
+// error reads an error written by enc.err: nil, an invalid module, the
+// trap itself when the text is the trap's, or a remoteError wrapping it.
 func (d *dec) error() error {
-	if d.u8() == 0 {
+	switch d.u8() {
+	case errNone:
 		return nil
+	case errInvalid:
+		return &engine.InvalidModuleError{Validator: d.str(), Err: errors.New(d.str())}
 	}
 	text := d.str()
 	if !d.bool() {

@@ -125,7 +125,9 @@ func (s *server) compile(eng engine.Engine, msg []byte, fd int) (engine.Module, 
 	if sum, err := hex.DecodeString(req.SHA256); err == nil && len(sum) == len(cfg.SHA256) {
 		copy(cfg.SHA256[:], sum)
 	}
-	return eng.Compile(context.Background(), wasm, cfg)
+	// The one compile path: the module is validated here too, as it
+	// arrived, before the worker's engine rewrites it.
+	return engine.Compile(context.Background(), eng, wasm, cfg)
 }
 
 // readFile reads the whole of a memfd.

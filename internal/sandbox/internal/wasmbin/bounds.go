@@ -30,13 +30,28 @@ func (r *reader) skipLEB(maxBytes int) {
 // constExpr skips a constant expression up to and including its end. It
 // reports false, having consumed an unknown opcode, when the expression
 // uses one it does not know; an engine that knows no more than ABI v1
-// needs rejects that module before allocating anything after it.
+// needs rejects that module before allocating anything after it. A
+// global.get must read an imported immutable global (r.constGlobals), as
+// WebAssembly 2.0 requires: wazero's validator does not check it, and
+// callbox's validation must not depend on which engines a build has.
 func (r *reader) constExpr() bool {
 	for r.err == nil {
 		switch op := r.byte(); op {
 		case 0x0b: // end
 			return true
-		case 0x41, 0x23, 0xd2: // i32.const, global.get, ref.func
+		case 0x23: // global.get
+			at := r.pos
+			i := r.u32()
+			switch {
+			case r.err != nil:
+			case uint64(i) >= uint64(len(r.constGlobals)):
+				r.pos = at
+				r.fail("a constant expression reads global %d, which is not an imported global (constant expression required)", i)
+			case r.constGlobals[i]:
+				r.pos = at
+				r.fail("a constant expression reads global %d, which is mutable (constant expression required)", i)
+			}
+		case 0x41, 0xd2: // i32.const, ref.func
 			r.skipLEB(5)
 		case 0x42: // i64.const
 			r.skipLEB(10)
@@ -60,8 +75,17 @@ func (r *reader) constExpr() bool {
 }
 
 // checkGlobals bounds the global section's count (type, mutability and an
-// expression of at least one instruction and end: 4 bytes each).
-func checkGlobals(s *reader) { s.count(4) }
+// expression of at least one instruction and end: 4 bytes each) and reads
+// every global's initialiser.
+func checkGlobals(s *reader) {
+	for n := s.count(4); n > 0 && s.err == nil; n-- {
+		s.valType()
+		s.byte()
+		if !s.constExpr() {
+			return
+		}
+	}
+}
 
 // checkElements bounds the element section's count and every segment's
 // init vector.
@@ -200,10 +224,12 @@ func checkNames(s *reader) {
 // what the minimums leave of total. Only the table section changes; the
 // result is wasm itself when no table needs a new maximum.
 //
-// wasm must have passed Parse, and the tables' minimums must sum to at most
-// total. Tables this function does not understand (table64, tables with an
-// initialiser expression) are left as they are: neither is valid in ABI v1,
-// and the engines reject or bound them.
+// wasm must have been validated (this re-encodes the table section, and
+// would write a malformed one back well-formed) and have passed Parse, and
+// the tables' minimums must sum to at most total. Tables this function
+// does not understand (table64, tables with an initialiser expression) are
+// left as they are: neither is valid in ABI v1, and the engines reject or
+// bound them.
 func LimitTables(wasm []byte, total uint64) ([]byte, error) {
 	if len(wasm) < 8 {
 		return nil, ErrNotWasm
@@ -222,7 +248,7 @@ func LimitTables(wasm []byte, total uint64) ([]byte, error) {
 		}
 		switch id {
 		case 1:
-			types = parseTypes(&reader{b: body})
+			types, _ = parseTypes(&reader{b: body})
 		case 2:
 			m := &Module{}
 			s := &reader{b: body}

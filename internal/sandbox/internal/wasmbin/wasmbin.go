@@ -106,6 +106,8 @@ type Import struct {
 	Kind   ExternKind
 	Func   *FuncType // for function imports whose type is known
 	Limits *Limits   // for memory and table imports
+	// Mutable is set for an imported mutable global.
+	Mutable bool
 }
 
 // Export is one export of the module.
@@ -123,6 +125,10 @@ type Module struct {
 	Memories []Limits // imported memories first, then defined ones
 	Tables   []Limits // imported tables first, then defined ones
 	HasStart bool
+	// GCTypes reports that the type section uses a form of the GC
+	// proposal (a recursion group, a subtype, a struct or an array type),
+	// which callbox does not enable.
+	GCTypes bool
 	// Custom maps a custom section name to the contents of every section of
 	// that name, in order.
 	Custom map[string][][]byte
@@ -153,6 +159,10 @@ type reader struct {
 	b   []byte
 	pos int
 	err error
+	// constGlobals is the mutability of each global a constant
+	// expression may read: the imported ones (WebAssembly 2.0; callbox
+	// enables neither GC nor anything else that widens the rule).
+	constGlobals []bool
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -306,7 +316,7 @@ func Parse(wasm []byte) (*Module, error) {
 				checkNames(s)
 			}
 		case 1:
-			types = parseTypes(s)
+			types, m.GCTypes = parseTypes(s)
 		case 2:
 			funcTypes = parseImports(s, m, types, funcTypes)
 		case 3:
@@ -327,11 +337,13 @@ func Parse(wasm []byte) (*Module, error) {
 				m.Exports = append(m.Exports, e)
 			}
 		case 6:
+			s.constGlobals = importedGlobals(m)
 			checkGlobals(s)
 		case 8:
 			s.u32()
 			m.HasStart = true
 		case 9:
+			s.constGlobals = importedGlobals(m)
 			checkElements(s)
 		case 10:
 			imported := 0
@@ -342,6 +354,7 @@ func Parse(wasm []byte) (*Module, error) {
 			}
 			checkCode(s, imported)
 		case 11:
+			s.constGlobals = importedGlobals(m)
 			checkData(s)
 		case 13:
 			s.count(2) // tags: attribute and type index
@@ -371,21 +384,25 @@ func Parse(wasm []byte) (*Module, error) {
 // plain function types, recursion groups (0x4e) and subtypes (0x50, 0x4f)
 // of the GC proposal, with reference value types (ref null? heaptype). It
 // returns one entry per type index; a struct or array type's is nil, as it
-// is no function's type.
-func parseTypes(s *reader) []*FuncType {
+// is no function's type. gc reports any form but a plain function type.
+func parseTypes(s *reader) (types []*FuncType, gc bool) {
 	n := s.count(2)
-	types := make([]*FuncType, 0, min(n, math.MaxUint16))
+	types = make([]*FuncType, 0, min(n, math.MaxUint16))
 	for ; n > 0 && s.err == nil; n-- {
 		if s.peek() != 0x4e {
+			if s.peek() != 0x60 {
+				gc = true
+			}
 			types = append(types, s.subType())
 			continue
 		}
+		gc = true
 		s.byte()
 		for k := s.count(1); k > 0 && s.err == nil; k-- {
 			types = append(types, s.subType())
 		}
 	}
-	return types
+	return types, gc
 }
 
 // subType reads one subtype: (sub final? supertypes comptype) or a bare
@@ -466,6 +483,18 @@ func typeAt(types []*FuncType, i uint32) *FuncType {
 	return &t
 }
 
+// importedGlobals is the mutability of each imported global, in index
+// order: the globals a constant expression may read.
+func importedGlobals(m *Module) []bool {
+	var out []bool
+	for _, imp := range m.Imports {
+		if imp.Kind == KindGlobal {
+			out = append(out, imp.Mutable)
+		}
+	}
+	return out
+}
+
 func parseImports(s *reader, m *Module, types []*FuncType, funcTypes []uint32) []uint32 {
 	for n := s.count(4); n > 0 && s.err == nil; n-- {
 		imp := Import{Module: s.name(), Name: s.name(), Kind: ExternKind(s.byte())}
@@ -484,7 +513,7 @@ func parseImports(s *reader, m *Module, types []*FuncType, funcTypes []uint32) [
 			m.Memories = append(m.Memories, l)
 		case KindGlobal:
 			s.valType()
-			s.byte()
+			imp.Mutable = s.byte() == 1
 		case KindTag:
 			s.byte()
 			s.u32()

@@ -176,6 +176,7 @@ func TestParseTypeForms(t *testing.T) {
 	}
 	m, err := wasmbin.Parse(b)
 	require.NoError(t, err)
+	assert.True(t, m.GCTypes, "the module uses the GC proposal's type forms")
 	for name, want := range map[string]string{"a": "(i32) -> (i32)", "sub": "(i32, i32) -> (i32)", "r": "((ref null _), i64) -> (f32)"} {
 		e, ok := m.Export(name)
 		require.True(t, ok, name)
@@ -232,4 +233,32 @@ func TestNameSubsectionMustFillItsSize(t *testing.T) {
 	// A well-formed name section still parses.
 	_, err = wasmbin.Parse(wat.Must(`(module $named (func $f (param $p i32) (local $l i64)))`))
 	require.NoError(t, err)
+}
+
+// TestParseConstantExpressionGlobals: a constant expression (a global's
+// initialiser, a data or element segment's offset, an element's item) may
+// read only an imported immutable global, as WebAssembly 2.0 says; wazero's
+// validator does not check it, so Parse does, at the index's byte.
+func TestParseConstantExpressionGlobals(t *testing.T) {
+	for name, src := range map[string]string{
+		"an imported constant": `(module (import "m" "g" (global i32)) (global i32 (global.get 0)) (memory 1) (data (global.get 0) "x")
+  (table 1 funcref) (elem (global.get 0) func))`,
+		"none":     `(module (global i32 (i32.const 1)) (memory 1) (data (i32.const 0) "x"))`,
+		"extended": `(module (import "m" "g" (global i32)) (global i32 (i32.add (global.get 0) (i32.const 2))))`,
+	} {
+		m, err := wasmbin.Parse(wat.Must(src))
+		require.NoError(t, err, name)
+		assert.False(t, m.GCTypes, name)
+	}
+	for name, src := range map[string]string{
+		"a defined global":        `(module (global i32 (i32.const 1)) (global i32 (global.get 0)))`,
+		"a global past the end":   `(module (memory 1) (data (global.get 0) "x"))`,
+		"a mutable import":        `(module (import "m" "g" (global (mut i32))) (memory 1) (data (global.get 0) "x"))`,
+		"in an element offset":    `(module (global i32 (i32.const 0)) (table 1 funcref) (elem (global.get 0) func))`,
+		"a mutable import, later": `(module (import "m" "c" (global i32)) (import "m" "g" (global (mut i32))) (global i32 (global.get 1)))`,
+	} {
+		_, err := wasmbin.Parse(wat.MustUnchecked(src))
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "constant expression required", name)
+	}
 }

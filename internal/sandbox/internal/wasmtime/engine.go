@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/validate"
 )
 
 // Available reports whether this build includes the wasmtime engine (it
@@ -57,6 +57,7 @@ type Engine struct {
 	// granted); the C trampoline names one by its index here.
 	hostFuncs []engine.HostFunc
 	hostIndex map[string]int // "module.name" -> index in hostFuncs
+	validator *validate.Validator
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -78,17 +79,13 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 	if opts.EpochInterval <= 0 {
 		opts.EpochInterval = time.Millisecond
 	}
-	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, hostIndex: map[string]int{}}
+	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, hostIndex: map[string]int{}, validator: validate.New()}
 	e.hostFuncs = append(append(engine.HostFuncs(true), engine.GrowDeniedFunc()), meterFuncs()...)
 	for i, hf := range e.hostFuncs {
 		e.hostIndex[hf.Module+"."+hf.Name] = i
 	}
 	e.anchorGo, e.anchorNs = time.Now(), int64(C.cb_mono_ns())
-	dir := ""
-	if opts.CacheDir != "" {
-		dir = filepath.Join(opts.CacheDir, "wasmtime")
-	}
-	modules, err := engine.NewCompileCache(dir, func(m *wt.Module) ([]byte, bool) {
+	modules, err := engine.NewCompileCache(opts.CacheDir, "wasmtime", func(m *wt.Module) ([]byte, bool) {
 		b, err := m.Serialize()
 		return b, err == nil
 	})
@@ -138,6 +135,7 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 		return eng, nil
 	}
 	cfg := wt.NewConfig()
+	validate.ConfigureWasmtime(cfg)
 	cfg.SetEpochInterruption(true)
 	if k.maxStack > 0 {
 		cfg.SetMaxWasmStack(int(k.maxStack))
@@ -187,7 +185,7 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg engine.ModuleConfig
 		// hook tells the host when that refusal was the memory limit. A
 		// module the rewriter cannot handle runs as is (MemoryLimit is
 		// then inferred from the memory size).
-		rewritten, err := meter.Instrument(wasm, meter.Options{Meter: metered, StackLimit: meteredStack, GrowHook: true})
+		rewritten, err := meter.Instrument(wasm, MeterOptions(metered))
 		switch {
 		case err != nil && metered:
 			return nil, fmt.Errorf("fuel is counted by metering the module, and this one cannot be metered (%w); remove fuel", err)
@@ -221,6 +219,13 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg engine.ModuleConfig
 // stack itself (max_stack): high enough never to trip.
 const meteredStack = 1 << 62
 
+// MeterOptions are the rewrite's options for a module this engine
+// compiles: the grow hook always, the budget (and the stack counter,
+// set never to trip) when the callback has fuel.
+func MeterOptions(fuel bool) meter.Options {
+	return meter.Options{Meter: fuel, StackLimit: meteredStack, GrowHook: true}
+}
+
 // meterFuncs are the metered module's imports: the refill (fuel accounting
 // only; epochs interrupt) and the stack overflow.
 func meterFuncs() []engine.HostFunc {
@@ -232,8 +237,14 @@ func meterFuncs() []engine.HostFunc {
 // Fuel statistics after a timeout are at most this far short.
 const wasmtimeSlice = 1 << 20
 
+// Validate implements engine.Engine.
+func (e *Engine) Validate(ctx context.Context, wasm []byte, sum [32]byte) error {
+	return e.validator.Validate(ctx, wasm, sum)
+}
+
 // Close implements engine.Engine.
-func (e *Engine) Close(context.Context) error {
+func (e *Engine) Close(ctx context.Context) error {
+	_ = e.validator.Close(ctx)
 	e.ticker.close()
 	e.modules.Close((*wt.Module).Close)
 	e.mu.Lock()

@@ -37,8 +37,10 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/cachefile"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/meter"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/validate"
 )
 
 // Version is the wazero release this engine is built against.
@@ -72,8 +74,9 @@ type Engine struct {
 	cache    wazero.CompilationCache
 	// rewrites holds metered modules (in memory, and on disk under
 	// CacheDir/meter) keyed by the original module's sha256.
-	rewrites *engine.CompileCache[[]byte]
-	states   sync.Map // api.Module (guest instance) -> *instance
+	rewrites  *engine.CompileCache[[]byte]
+	states    sync.Map // api.Module (guest instance) -> *instance
+	validator *validate.Validator
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -83,10 +86,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	var cache wazero.CompilationCache
 	var cacheDir string
 	if opts.CacheDir != "" {
-		cacheDir = filepath.Join(opts.CacheDir, "wazero")
+		// wazero reads its entries itself: the directory is checked
+		// (cachefile.Trust) before wazero opens it and again after it
+		// made its versioned directory inside, entries included.
+		dir, err := cachefile.Prepare(opts.CacheDir, "wazero")
+		if err != nil {
+			return nil, err
+		}
+		cacheDir = dir
 		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("wazero compilation cache: %w", err)
+		}
+		if err := cachefile.Trust(opts.CacheDir, cacheDir); err != nil {
+			_ = c.Close(ctx)
+			return nil, err
 		}
 		cache = c
 	} else {
@@ -94,24 +108,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
-		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesTailCall | experimental.CoreFeaturesExtendedConst)
+		WithCoreFeatures(validate.WazeroFeatures)
 	e := &Engine{
 		// Instances are anonymous, run no _start, and get crypto/rand
 		// for wazero's own system context: without it wazero builds a
 		// math/rand source per instance (5 KB and ~15 µs). Guests never
 		// reach it; WASI is ours (internal/sandbox/internal/engine/hostfuncs.go).
-		modCfg:   wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
-		cacheDir: cacheDir,
-		rt:       wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
-		metered:  !opts.CloseOnContextDone,
-		shared:   opts.SharedMemory,
-		cache:    cache,
+		modCfg:    wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
+		cacheDir:  cacheDir,
+		rt:        wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
+		metered:   !opts.CloseOnContextDone,
+		shared:    opts.SharedMemory,
+		cache:     cache,
+		validator: validate.New(),
 	}
-	meterDir := ""
-	if opts.CacheDir != "" {
-		meterDir = filepath.Join(opts.CacheDir, "meter")
-	}
-	rewrites, err := engine.NewCompileCache(meterDir, func(b []byte) ([]byte, bool) { return b, true })
+	rewrites, err := engine.NewCompileCache(opts.CacheDir, "meter", func(b []byte) ([]byte, bool) { return b, true })
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +318,15 @@ func (e *Engine) compile(ctx context.Context, wasm []byte) (cm wazero.CompiledMo
 func (e *Engine) meter(wasm []byte, cfg engine.ModuleConfig, stackLimit int64) ([]byte, error) {
 	key := engine.CacheKey(engine.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", stackLimit))
 	return e.rewrites.Get(key, readFile, func() ([]byte, error) {
-		return meter.Instrument(wasm, meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks})
+		return meter.Instrument(wasm, MeterOptions(stackLimit))
 	})
+}
+
+// MeterOptions are the meter's options for a module this engine compiles
+// under stackLimit (the callback's max_stack, or DefaultMaxStack): the
+// budget, the stack counter and the grow hook, with the block limit.
+func MeterOptions(stackLimit int64) meter.Options {
+	return meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks}
 }
 
 func readFile(path string) ([]byte, bool) {
@@ -327,10 +345,15 @@ func (e *Engine) purgeCache() {
 	})
 }
 
+// Validate implements engine.Engine.
+func (e *Engine) Validate(ctx context.Context, wasm []byte, sum [32]byte) error {
+	return e.validator.Validate(ctx, wasm, sum)
+}
+
 // Close implements engine.Engine.
 func (e *Engine) Close(ctx context.Context) error {
 	e.rewrites.Close(nil)
-	return errors.Join(e.rt.Close(ctx), e.cache.Close(ctx))
+	return errors.Join(e.rt.Close(ctx), e.cache.Close(ctx), e.validator.Close(ctx))
 }
 
 type module struct {
