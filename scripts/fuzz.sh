@@ -31,6 +31,7 @@ targets=(
   "./internal/sandbox/internal/meter FuzzInstrument"
   "./internal/sandbox/internal/meter FuzzRewriteKeepsInterface"
   "./internal/sandbox/internal/procwall FuzzDecodeReturned"
+  "./internal/sandbox FuzzInvalidModules"
 )
 failed=()
 start=$(date +%s)

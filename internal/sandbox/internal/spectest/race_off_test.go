@@ -1,0 +1,5 @@
+//go:build !race
+
+package spectest
+
+const raceEnabled = false
