@@ -104,6 +104,54 @@ func ParseWorker(raw any, dir string) (string, error) {
 	return resolvePath(dir, s)
 }
 
+// ParseWorkerUser reads the worker_user key: who a root host's workers run
+// as, a user name, "UID" or "UID:GID" (not root; "" for the default,
+// nobody). dir is unused (it is no path). Names are looked up when a
+// worker starts.
+func ParseWorkerUser(raw any, _ string) (string, error) {
+	switch v := raw.(type) { // a bare UID, as YAML, TOML or JSON reads it
+	case int:
+		raw = strconv.Itoa(v)
+	case int64:
+		raw = strconv.FormatInt(v, 10)
+	case uint64:
+		raw = strconv.FormatUint(v, 10)
+	case float64:
+		if v == float64(int64(v)) {
+			raw = strconv.FormatInt(int64(v), 10)
+		}
+	}
+	s, err := asString(raw, "a user name, UID or UID:GID")
+	if err != nil || s == "" {
+		return "", err
+	}
+	uid, gid, numeric := strings.Cut(s, ":")
+	if !numeric {
+		if _, err := strconv.Atoi(s); err == nil {
+			uid, numeric = s, true
+		}
+	}
+	switch {
+	case numeric:
+		u, err1 := strconv.Atoi(uid)
+		g, err2 := 0, error(nil)
+		if gid != "" {
+			g, err2 = strconv.Atoi(gid)
+		}
+		if err1 != nil || err2 != nil || u < 0 || g < 0 || strings.Count(s, ":") > 1 {
+			return "", fmt.Errorf("%q: want a user name, UID or UID:GID", s)
+		}
+		if u == 0 {
+			return "", fmt.Errorf("%q is root: workers run as an unprivileged user", s)
+		}
+	case s == "root":
+		return "", fmt.Errorf("%q: workers run as an unprivileged user", s)
+	case strings.ContainsAny(s, " \t\n/:"):
+		return "", fmt.Errorf("%q: want a user name, UID or UID:GID", s)
+	}
+	return s, nil
+}
+
 // --- callback names ---
 
 // checkName reports whether name is a valid callback name,

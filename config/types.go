@@ -121,6 +121,10 @@ type Config struct {
 	// isolation: process starts; "" means the host's default search
 	// (CALLBOX_WORKER, then beside the running program or library).
 	Worker string
+	// WorkerUser is who the workers of a host running as root run as: a
+	// user name, "UID" or "UID:GID" ("" for nobody). A host that is not
+	// root starts its workers as its own (unprivileged) user.
+	WorkerUser string
 	// Defaults are the values every callback starts from.
 	Defaults Callback
 	// Callbacks, sorted by name.

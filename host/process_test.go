@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
@@ -139,11 +141,27 @@ func TestProcessLockedDown(t *testing.T) {
 				assert.True(t, ok, "descriptor %d of the worker points at %s", n, target)
 			}
 
+			// No capability in any set; a root host's worker runs as
+			// nobody (the default worker_user).
+			for _, set := range []string{"CapEff", "CapPrm", "CapInh", "CapAmb"} {
+				assert.Equal(t, "0000000000000000", procField(t, w.PID, set), set)
+			}
+			if os.Geteuid() == 0 {
+				assert.Equal(t, "0000000000000000", procField(t, w.PID, "CapBnd"), "the bounding set is empty")
+				assert.Equal(t, "65534\t65534\t65534\t65534", procField(t, w.PID, "Uid"), "real, effective, saved and file-system uid")
+				assert.Equal(t, "65534\t65534\t65534\t65534", procField(t, w.PID, "Gid"))
+				status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.PID))
+				require.NoError(t, err)
+				assert.Regexp(t, `(?m)^Groups:[ \t]*$`, string(status), "no supplementary groups")
+			} else {
+				assert.Equal(t, fmt.Sprint(os.Getuid()), strings.Fields(procField(t, w.PID, "Uid"))[1], "a host that is not root: its own user")
+			}
+
 			applied := map[string]bool{}
 			for _, s := range w.Hardening {
 				applied[s.Name] = s.Applied
 			}
-			for _, must := range []string{"seccomp", "no_new_privs", "descriptors", "environment", "rlimit_core", "rlimit_nofile", "rlimit_fsize", "rlimit_as"} {
+			for _, must := range []string{"seccomp", "no_new_privs", "descriptors", "environment", "rlimit_core", "rlimit_nofile", "rlimit_fsize", "rlimit_as", "rlimit_memlock", "dumpable", "capabilities"} {
 				assert.True(t, applied[must], "hardening step %s applied: %+v", must, w.Hardening)
 			}
 			_, reported := applied["landlock"]
@@ -183,6 +201,74 @@ func TestProcessForbiddenSyscalls(t *testing.T) {
 				assert.NotEqual(t, before, workerOf(t, h, "probe-"+call).PID)
 			})
 		}
+	}
+}
+
+// TestProcessCannotReachItsHost: after lock-down, the test build of the
+// worker tries each call that names another process or changes limits or
+// privileges. Each is refused (an errno: the call then succeeds) or kills
+// the worker (SIGSYS: the call fails as WorkerDied naming it), on both
+// engines, and the host's own resource limits and scheduling priority are
+// the same after as before.
+func TestProcessCannotReachItsHost(t *testing.T) {
+	cases := []struct {
+		name   string
+		killed bool
+	}{
+		{"prlimit-parent", true},      // prlimit64 on another pid: not allowed
+		{"prlimit-raise", false},      // its own limit above the hard one: EPERM (no CAP_SYS_RESOURCE)
+		{"prctl-mm", false},           // PR_SET_MM: EPERM from the filter
+		{"prctl-dumpable", false},     // becoming dumpable again: EPERM from the filter
+		{"ptrace", true},              // not allowed
+		{"process_vm_writev", true},   // not allowed
+		{"kill-parent", true},         // not allowed, whatever the signal
+		{"setpriority-parent", false}, // EPERM from the filter
+		{"mlock", false},              // 1 MiB: past RLIMIT_MEMLOCK, no CAP_IPC_LOCK: ENOMEM
+		{"capset", true},              // not allowed
+		{"setuid", true},              // not allowed
+	}
+	hostLimits := func() string {
+		b, err := os.ReadFile("/proc/self/limits")
+		require.NoError(t, err)
+		return string(b)
+	}
+	hostPriority := func() int {
+		p, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		require.NoError(t, err)
+		return p
+	}
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			h := processHost(t, engine, true, nil)
+			src, err := os.ReadFile(filepath.Join("testdata", "probe.wat"))
+			require.NoError(t, err)
+			cb := config.DefaultCallback()
+			cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = "probe-named", "named", "(call: u8[n]) -> s32[]", engine, config.IsolationProcess
+			// Room for a new worker's start (and the backoff after quick
+			// deaths) within the call, on a loaded machine.
+			cb.Limits.Timeout = 20 * time.Second
+			require.NoError(t, h.LoadModule(context.Background(), cb, wat.Must(string(src))))
+			for _, c := range cases {
+				limits, priority := hostLimits(), hostPriority()
+				out := abi.Scalar[int32](-1)
+				_, err := h.InvokeInto(context.Background(), "probe-named", []host.Tensor{abi.From([]byte(c.name))}, []host.Tensor{out})
+				if c.killed {
+					require.ErrorIs(t, err, host.WorkerDied, c.name)
+					assert.Contains(t, err.Error(), "killed by signal SIGSYS", c.name)
+					assert.Equal(t, []int32{-1}, abi.MustView[int32](out), "%s: no output", c.name)
+				} else {
+					require.NoError(t, err, "%s is refused with an errno, and the call goes on", c.name)
+					assert.Equal(t, []int32{7}, abi.MustView[int32](out), c.name)
+					pid := workerOf(t, h, "probe-named").PID
+					assert.Equal(t, "0 kB", procField(t, pid, "VmLck"), "%s: the worker locked no memory", c.name)
+					wl, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+					require.NoError(t, err)
+					assert.NotRegexp(t, `(?m)^Max open files\s+1048576`, string(wl), "%s: the worker's own limit was not raised", c.name)
+				}
+				assert.Equal(t, limits, hostLimits(), "%s: the host's resource limits are unchanged", c.name)
+				assert.Equal(t, priority, hostPriority(), "%s: the host's priority is unchanged", c.name)
+			}
+		})
 	}
 }
 
@@ -400,4 +486,59 @@ func TestProcessWorkerStartFails(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, host.InvalidArgument, le.Kind(), "%v", err)
 	assert.Contains(t, err.Error(), missing)
+}
+
+// TestProcessEverySettingLoads: every per-callback setting that changes
+// how an engine is built or a module compiled (max_stack, which is a
+// wasmtime engine of its own; fuel, the metered rewrite; max_cpu; WASI;
+// a SIMD module) loads under isolation: process on both engines and
+// serves a call: the engines a worker needs exist before its filter.
+func TestProcessEverySettingLoads(t *testing.T) {
+	simd := wat.Must(`(module
+  (memory (export "memory") 1)
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 1024))
+  (func (export "double") (param $f i32) (result i32)
+    (local $in i32) (local $out i32)
+    (local.set $in (i32.load offset=16 (i32.load offset=16 (local.get $f))))
+    (local.set $out (i32.load offset=16 (i32.add (i32.load offset=16 (local.get $f)) (i32.const 32))))
+    (v128.store (local.get $out) (f32x4.add (v128.load (local.get $in)) (v128.load (local.get $in))))
+    (i32.const 0)))`)
+	settings := map[string]func(*config.Callback){
+		"max_stack 64KiB": func(cb *config.Callback) { cb.Limits.MaxStack = 64 << 10 },
+		"max_stack 4MiB":  func(cb *config.Callback) { cb.Limits.MaxStack = 4 << 20 },
+		"fuel":            func(cb *config.Callback) { cb.Limits.Fuel = 1_000_000 },
+		"fuel and stack":  func(cb *config.Callback) { cb.Limits.Fuel = 1_000_000; cb.Limits.MaxStack = 256 << 10 },
+		"max_cpu":         func(cb *config.Callback) { cb.Limits.MaxCPU = time.Second },
+		"wasi":            func(cb *config.Callback) { cb.WASI = config.WASIMinimal },
+		"small memory":    func(cb *config.Callback) { cb.Limits.MaxMemory = 2 << 16 },
+		"one instance":    func(cb *config.Callback) { cb.MaxInstances = 1 },
+	}
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			h, err := host.New(ctx, nil, host.WithWorker(workerPath(t, false)), host.WithLogger(slog.New(slog.DiscardHandler)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Close(ctx) })
+			i := 0
+			for name, set := range settings {
+				i++
+				cb := config.DefaultCallback()
+				cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = fmt.Sprintf("scale%d", i), "scale", testkitSigs["scale"], engine, config.IsolationProcess
+				cb.Limits.Timeout = 10 * time.Second
+				set(&cb)
+				require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)), name)
+				outs, err := h.Invoke(ctx, cb.Name, abi.From([]float32{1, 2}), abi.Scalar[float32](3))
+				require.NoError(t, err, name)
+				assert.Equal(t, []float32{3, 6}, abi.MustView[float32](outs[0]), name)
+			}
+			cb := config.DefaultCallback()
+			cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = "double", "double", "(x: f32[4]) -> f32[4]", engine, config.IsolationProcess
+			cb.Limits.Timeout = 10 * time.Second
+			require.NoError(t, h.LoadModule(ctx, cb, simd), "a SIMD module")
+			outs, err := h.Invoke(ctx, "double", abi.From([]float32{1, 2, 3, 4}))
+			require.NoError(t, err)
+			assert.Equal(t, []float32{2, 4, 6, 8}, abi.MustView[float32](outs[0]))
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -90,6 +91,9 @@ func printWorkers(cmd *cobra.Command, h *host.Host) {
 			}
 			rows = append(rows, []string{info.Name, fmt.Sprint(w.PID), s.Name, state, termsafe.Text(s.Detail)})
 		}
+		if seen := kernelView(w.PID); seen != "" {
+			rows = append(rows, []string{info.Name, fmt.Sprint(w.PID), "kernel", "reads", seen})
+		}
 	}
 	if len(rows) == 0 {
 		return
@@ -149,4 +153,25 @@ func orWord(v uint64, word, s string) string {
 		return word
 	}
 	return s
+}
+
+// kernelView is what /proc/<pid>/status says of a worker's identity and
+// lockdown, beside what the worker reported of itself: its user and
+// group ids, its effective, permitted and bounding capability sets, the
+// seccomp mode and no_new_privs. "" where /proc cannot be read.
+func kernelView(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok {
+			fields[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	first := func(k string) string { f, _, _ := strings.Cut(fields[k], " "); return f }
+	return fmt.Sprintf("uid %s, gid %s, CapEff %s, CapPrm %s, CapBnd %s, Seccomp %s, NoNewPrivs %s",
+		first("Uid"), first("Gid"), fields["CapEff"], fields["CapPrm"], fields["CapBnd"], fields["Seccomp"], fields["NoNewPrivs"])
 }

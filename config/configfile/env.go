@@ -14,6 +14,7 @@ const (
 	envPrefix         = "CALLBOX_"
 	envCacheDir       = "CALLBOX_CACHE_DIR"
 	envWorker         = "CALLBOX_WORKER"
+	envWorkerUser     = "CALLBOX_WORKER_USER"
 	envDefaultsPrefix = "CALLBOX_DEFAULTS_"
 )
 
@@ -54,7 +55,7 @@ func (f envFlag) ValueType() string   { return "string" }
 // keys absent from the file can still be set from the environment.
 func (l *loader) setupViper(raw map[string]any, defaults section, cbs []rawCallback) {
 	tree := map[string]any{}
-	for _, k := range []string{keyCacheDir, keyWorker} {
+	for _, k := range []string{keyCacheDir, keyWorker, keyWorkerUser} {
 		if v := raw[k]; v != nil {
 			tree[k] = v
 		}
@@ -98,6 +99,7 @@ func (l *loader) bindEnv(cbs []rawCallback) {
 	l.known = map[string]bool{}
 	l.bind(keyCacheDir, envCacheDir)
 	l.bind(keyWorker, envWorker)
+	l.bind(keyWorkerUser, envWorkerUser)
 	for _, f := range l.defaultKeys() {
 		l.bind(keyDefaults+"."+f.Name, envDefaultsPrefix+strings.ToUpper(f.Name))
 	}

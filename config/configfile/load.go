@@ -27,11 +27,12 @@ import (
 
 // Top-level keys.
 const (
-	keyCacheDir  = "cache_dir"
-	keyWorker    = "worker"
-	keyDefaults  = "defaults"
-	keyCallbacks = "callbacks"
-	keyModules   = "modules"
+	keyCacheDir   = "cache_dir"
+	keyWorker     = "worker"
+	keyWorkerUser = "worker_user"
+	keyDefaults   = "defaults"
+	keyCallbacks  = "callbacks"
+	keyModules    = "modules"
 )
 
 // Load reads the configuration file at path, YAML (.yaml, .yml), TOML
@@ -197,6 +198,7 @@ func (l *loader) load(raw map[string]any) *config.Config {
 	cfg := &config.Config{File: l.file, Defaults: config.DefaultCallback()}
 	l.resolveCacheDir(cfg)
 	l.resolveWorker(cfg)
+	l.resolvePath(keyWorkerUser, envWorkerUser, config.ParseWorkerUser, &cfg.WorkerUser)
 	l.apply(keyDefaults, &cfg.Defaults, l.defaultKeys(), l.viperLookup(keyDefaults, envDefaultsPrefix))
 	for _, rc := range cbs {
 		cfg.Callbacks = append(cfg.Callbacks, l.resolveCallback(cfg.Defaults, rc))
@@ -237,6 +239,10 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 			if v == nil {
 				l.fail(k, false, errors.New(`no value (a path to callbox-worker, or remove the key)`))
 			}
+		case keyWorkerUser:
+			if v == nil {
+				l.fail(k, false, errors.New(`no value (a user name, UID or UID:GID, or remove the key)`))
+			}
 		case keyDefaults:
 			defaults = l.walkSection(k, v, l.defaultKeys())
 		case keyCallbacks:
@@ -244,7 +250,7 @@ func (l *loader) walk(raw map[string]any) (section, []rawCallback) {
 		case keyModules:
 			l.mods = l.walkModules(v)
 		default:
-			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyWorker, keyDefaults, keyCallbacks, keyModules}))
+			l.fail(k, false, unknownKey(k, []string{keyCacheDir, keyWorker, keyWorkerUser, keyDefaults, keyCallbacks, keyModules}))
 		}
 	}
 	return defaults, cbs

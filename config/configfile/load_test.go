@@ -370,6 +370,28 @@ func TestWorkerKey(t *testing.T) {
 	assert.Contains(t, err.Error(), "callbox-worker executable")
 }
 
+// TestWorkerUserKey: worker_user is a user name, UID or UID:GID, never
+// root; CALLBOX_WORKER_USER wins over the file; a bad value names the key
+// and says what to write.
+func TestWorkerUserKey(t *testing.T) {
+	for value, want := range map[string]string{"nobody": "nobody", "1000": "1000", "1000:1001": "1000:1001", "callbox-worker": "callbox-worker"} {
+		cfg, _, err := loadYAML(t, "worker_user: "+value+"\n")
+		require.NoError(t, err, value)
+		assert.Equal(t, want, cfg.WorkerUser, value)
+	}
+	cfg, _, err := loadYAML(t, "worker_user: nobody\n", "CALLBOX_WORKER_USER=2000:2000")
+	require.NoError(t, err)
+	assert.Equal(t, "2000:2000", cfg.WorkerUser, "the environment wins")
+	assert.Empty(t, mustLoadYAML(t, "").WorkerUser, "no key: nobody, chosen by the host")
+	for value, why := range map[string]string{"root": "unprivileged", "0": "is root", "0:0": "is root", "-1": "want a user name", "1:x": "want a user name",
+		"a b": "want a user name", "[1]": "a user name, UID or UID:GID"} {
+		_, _, err := loadYAML(t, "worker_user: "+value+"\n")
+		require.Error(t, err, value)
+		assert.Contains(t, err.Error(), "worker_user", value)
+		assert.Contains(t, err.Error(), why, value)
+	}
+}
+
 func TestLoadReadsProcessEnvironment(t *testing.T) {
 	t.Setenv("CALLBOX_DEFAULTS_MAX_INSTANCES", "7")
 	path := writeConfig(t, "config.yaml", "callbacks:\n  a:\n    module: a.wasm\n")
@@ -514,7 +536,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		// unknown keys
 		{"unknown top-level key", "cachedir: x\n", nil, "cachedir", "unknown key (did you mean cache_dir?)"},
-		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, worker, defaults, callbacks, modules)"},
+		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, worker, worker_user, defaults, callbacks, modules)"},
 		{"unknown defaults key", "defaults:\n  max_mem: 1MiB\n", nil, "defaults.max_mem", "unknown key (did you mean max_memory?)"},
 		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_cpu, max_memory, fuel, max_stack, max_output, max_error, max_log, max_wait, isolation, max_instances, wasi, batching)"},
 		{"unknown callback key", "callbacks:\n  spin:\n    module: a.wasm\n    timout: 1s\n", nil, "callbacks.spin.timout", "unknown key (did you mean timeout?)"},

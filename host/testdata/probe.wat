@@ -1,7 +1,9 @@
 ;; probe: the lockdown tests' guest. Each export logs "callbox-probe:<call>",
 ;; which the test build of callbox-worker (-tags callbox_probe) turns into
 ;; that forbidden system call (or a hang, or a crash) inside the worker;
-;; "ok" logs a harmless line. Every export is () -> s32[] and writes 7.
+;; "ok" logs a harmless line. Every export is () -> s32[] and writes 7, but
+;; "named", (call: u8[n]) -> s32[], which logs "callbox-probe:" followed by
+;; its input, the name of the case to try.
 (module
   (import "callbox" "log" (func $log (param i32 i32 i32)))
   (memory (export "memory") 2)
@@ -13,6 +15,7 @@
   (data (i32.const 192) "callbox-probe:hang")
   (data (i32.const 224) "callbox-probe:crash")
   (data (i32.const 256) "hello from the worker")
+  (data (i32.const 512) "callbox-probe:")
 
   (func (export "callbox_abi_version") (result i32) (i32.const 1))
   (func (export "callbox_alloc") (param $size i32) (param $align i32) (result i32)
@@ -37,6 +40,15 @@
     (call $log (i32.const 1) (i32.const 192) (i32.const 18)) (call $out (local.get $f)))
   (func (export "crash") (param $f i32) (result i32)
     (call $log (i32.const 1) (i32.const 224) (i32.const 19)) (call $out (local.get $f)))
+  (func (export "named") (param $f i32) (result i32)
+    (local $in i32) (local $len i32)
+    (local.set $in (i32.load offset=16 (local.get $f)))
+    (local.set $len (i32.load offset=20 (local.get $in)))
+    (if (i32.gt_u (local.get $len) (i32.const 256)) (then (return (i32.const 3))))
+    (memory.copy (i32.const 526) (i32.load offset=16 (local.get $in)) (local.get $len))
+    (call $log (i32.const 1) (i32.const 512) (i32.add (i32.const 14) (local.get $len)))
+    (i32.store (i32.load offset=16 (i32.add (local.get $in) (i32.const 32))) (i32.const 7))
+    (i32.const 0))
   (func (export "ok") (param $f i32) (result i32)
     (call $log (i32.const 1) (i32.const 256) (i32.const 21)) (call $out (local.get $f)))
 )

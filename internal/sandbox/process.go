@@ -32,8 +32,10 @@ const WorkerName = "callbox-worker"
 const WorkerEnv = "CALLBOX_WORKER"
 
 // NewProcess starts the named engine behind process isolation, with
-// worker the path of the worker executable ("" for FindWorker's search).
-func NewProcess(ctx context.Context, name, worker string) (Engine, error) {
+// worker the path of the worker executable ("" for FindWorker's search)
+// and user who its workers run as when this process is root (config's
+// worker_user; "" for nobody).
+func NewProcess(ctx context.Context, name, worker, user string) (Engine, error) {
 	if worker == "" {
 		w, err := FindWorker()
 		if err != nil {
@@ -41,7 +43,11 @@ func NewProcess(ctx context.Context, name, worker string) (Engine, error) {
 		}
 		worker = w
 	}
-	e, err := procwall.New(ctx, procwall.Options{Engine: name, Worker: worker})
+	u, err := procwall.ResolveUser(user)
+	if err != nil {
+		return nil, err
+	}
+	e, err := procwall.New(ctx, procwall.Options{Engine: name, Worker: worker, User: u})
 	if err != nil {
 		return nil, err
 	}

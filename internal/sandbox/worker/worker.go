@@ -7,6 +7,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -40,19 +41,25 @@ const controlFD = 3
 
 // Main runs the worker with args (os.Args) and returns its exit status:
 // 0 when the host closed the control socket, 2 for bad arguments, 3 when
-// the process could not lock itself down, 1 for any other failure. The
-// arguments are the engine's name, the address-space, descriptor and
-// file-size limits, as the host passes them.
+// the process could not lock itself down, 1 for any other failure (a
+// first message that is not a compile request, a module refused, a
+// broken protocol). The arguments are the engine's name, the
+// address-space, descriptor and file-size limits, the user and group ids
+// to switch to (-1: none), and the callback's max_stack, as the host
+// passes them (procwall.Args).
 func Main(args []string) int {
-	if len(args) != 5 {
-		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE")
+	if len(args) != 8 {
+		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE UID GID MAX_STACK")
 		return 2
 	}
 	as, err1 := strconv.ParseUint(args[2], 10, 64)
 	files, err2 := strconv.ParseUint(args[3], 10, 64)
 	fsize, err3 := strconv.ParseUint(args[4], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		fmt.Fprintf(os.Stderr, "callbox-worker: bad limits %q %q %q\n", args[2], args[3], args[4])
+	uid, err4 := strconv.Atoi(args[5])
+	gid, err5 := strconv.Atoi(args[6])
+	maxStack, err6 := strconv.ParseUint(args[7], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		fmt.Fprintf(os.Stderr, "callbox-worker: bad arguments %q: %v\n", args[2:], err)
 		return 2
 	}
 	ctx := context.Background()
@@ -63,6 +70,10 @@ func Main(args []string) int {
 	// starts once per process: wasmtime's compiler thread pool sizes
 	// itself from /proc/self/cgroup, an open the filter would kill (under
 	// Landlock it merely fails, and the pool takes the CPUs it may run on).
+	// The warm-up compiles under the callback's max_stack, so that the
+	// engine the module will need exists before the filter: wasmtime
+	// makes one engine per stack size, and making one sets up its logger
+	// (an ioctl on stderr the filter would kill).
 	var eng engine.Engine
 	var engErr error
 	start := func() {
@@ -80,11 +91,11 @@ func Main(args []string) int {
 		// The one compile path, so that the validators the worker runs on
 		// every module (wazero's runtime, wasmtime's engine) start here
 		// too, before the filter.
-		if m, err := engine.Compile(ctx, eng, warmModule, engine.ModuleConfig{Name: "warm-up"}); err == nil {
+		if m, err := engine.Compile(ctx, eng, warmModule, engine.ModuleConfig{Name: "warm-up", Limits: config.Limits{MaxStack: maxStack}}); err == nil {
 			_ = m.Close(ctx)
 		}
 	}
-	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files, FileSize: fsize}, controlFD, start)
+	report, err := lockdown.Apply(lockdown.Limits{AddressSpace: as, Files: files, FileSize: fsize}, lockdown.User{UID: uid, GID: gid}, controlFD, start)
 	if engErr != nil {
 		fmt.Fprintln(os.Stderr, "callbox-worker:", engErr)
 		return 1

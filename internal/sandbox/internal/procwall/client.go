@@ -39,6 +39,9 @@ type Options struct {
 	// KillGrace is how long past a call's deadline the host waits for a
 	// worker's reply before it kills the worker; 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// User is who the workers run as when the host runs as root (UID <
+	// 0: the host's own user); see ResolveUser.
+	User User
 }
 
 // DefaultKillGrace: the engines stop a guest within about a millisecond
@@ -179,7 +182,12 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 		return nil, fmt.Errorf("worker socket: %w", err)
 	}
 	files := uint64(64 + 4*max(m.cfg.Instances, 1))
-	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()))
+	user := m.e.o.User
+	if os.Geteuid() != 0 {
+		user = User{UID: -1, GID: -1} // the worker is already unprivileged
+	}
+	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()),
+		fmt.Sprint(user.UID), fmt.Sprint(user.GID), fmt.Sprint(m.cfg.Limits.MaxStack))
 	// The worker starts with one variable, which it clears: glibc's
 	// malloc opens two files the seccomp allowlist forbids, each the
 	// first time it needs it: /sys/devices/system/cpu/online to bound its

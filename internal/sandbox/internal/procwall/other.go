@@ -22,6 +22,7 @@ type Options struct {
 	Engine    string
 	Worker    string
 	KillGrace time.Duration
+	User      User
 }
 
 // Engine is unavailable here.

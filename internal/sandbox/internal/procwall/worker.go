@@ -53,7 +53,7 @@ func Serve(eng engine.Engine, ctl int, report any, o ServeOptions) error {
 	e.reset(opCompiled)
 	e.err(cerr)
 	if err := send(ctl, e.b, -1); err != nil || cerr != nil {
-		return err
+		return errors.Join(err, cerr) // a refused module ends the worker with status 1
 	}
 	s.mod = mod
 	var buf []byte

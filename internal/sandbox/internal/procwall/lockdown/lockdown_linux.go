@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -23,34 +22,49 @@ import (
 // goes first also because, before Landlock ABI 8, it reaches every thread
 // by signalling each (libpsx): before settle there are only the Go
 // runtime's few, where wasmtime's epoch thread took 40-140 ms to answer.
-func Apply(lim Limits, keep int, settle func()) (Report, error) {
+//
+// Between Landlock and settle the worker gives up its privileges
+// (dropPrivileges: not dumpable, user's ids when the host is root, no
+// capability in any set), on every thread.
+func Apply(lim Limits, user User, keep int, settle func()) (Report, error) {
 	var r Report
 	r.Add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
+	// The privileges go before the engine starts its threads, all but
+	// CAP_SYS_NICE, which goes once it has (dropPrivileges says why).
+	finish := dropPrivileges(&r, user)
 	if settle != nil {
 		settle()
 	}
+	finish()
 	r.Add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
 	r.Add("environment", clearEnv(), "empty")
 	r.Add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")
 	r.Add("rlimit_nofile", setLimit(unix.RLIMIT_NOFILE, lim.Files), fmt.Sprintf("%d descriptors", lim.Files))
 	r.Add("rlimit_fsize", setLimit(unix.RLIMIT_FSIZE, lim.FileSize), fmt.Sprintf("%d bytes per file (guest memory files)", lim.FileSize))
+	r.Add("rlimit_memlock", setLimit(unix.RLIMIT_MEMLOCK, memlock), fmt.Sprintf("%d bytes of locked memory (mlock)", memlock))
 	if lim.AddressSpace > 0 {
 		r.Add("rlimit_as", setLimit(unix.RLIMIT_AS, lim.AddressSpace), fmt.Sprintf("%d bytes of address space", lim.AddressSpace))
 	} else {
 		r.Add("rlimit_as", errors.New("not set: the engine reserves memory without a bound (max_memory unset)"), "")
 	}
-	if err := seccomp.SetNoNewPrivs(); err != nil {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		r.Add("no_new_privs", err, "")
 		return r, fmt.Errorf("no_new_privs: %w", err)
 	}
 	r.Add("no_new_privs", nil, "set")
-	if err := seccomp.LoadFilter(seccomp.Filter{Flag: seccomp.FilterFlagTSync, Policy: policy()}); err != nil {
+	if err := policy().install(); err != nil {
 		r.Add("seccomp", err, "")
 		return r, fmt.Errorf("seccomp: %w", err)
 	}
-	r.Add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own; %d scheduling calls fail with EPERM), on every thread; any other kills the process (SIGSYS)", len(allowed)+2, len(refused)))
+	r.Add("seccomp", nil, fmt.Sprintf("allowlist of %d system calls (clone only for threads, tgkill only to its own, prlimit64 only on itself, prctl only %d options; %d scheduling calls and every other prctl fail with EPERM), on every thread; any other kills the process (SIGSYS)",
+		len(allowed)+4, len(prctlOptions), len(refused)))
 	return r, nil
 }
+
+// memlock is the worker's RLIMIT_MEMLOCK: nothing it runs locks memory
+// (Go does, for signal stacks, only on Linux 5.2-5.4), and without
+// CAP_IPC_LOCK no mlock passes it.
+const memlock = 64 << 10
 
 // closeInherited closes every descriptor above 2 but keep.
 func closeInherited(keep int) error {
