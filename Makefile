@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate cover-ffi soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+.PHONY: chaos nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate cover-ffi soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
@@ -72,6 +72,13 @@ cover-ffi: guests
 # soak section of docs/SECURITY.md from the run.
 soak:
 	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 20m ./host/ $(if $(SOAK_DOC),-args -security-doc)
+
+# Workers killed under load, at full size: 60 s, 8 processes burning CPU,
+# a worker killed every ~100 ms while callers check every result and one
+# caller ends its own calls with short deadlines (TestProcessChaos; make
+# test runs it for 4 s with 2 burners).
+chaos:
+	CALLBOX_CHAOS=60s CALLBOX_CHAOS_BURNERS=8 $(GO) test -count=1 -run '^TestProcessChaos$$' -v -timeout 15m ./host/
 
 # max_cpu under load: 100,000 healthy calls held to max_cpu 2ms while 8
 # other processes spin, on both engines; none may fail (a tagged test: it

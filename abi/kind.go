@@ -38,9 +38,11 @@ const (
 	IntegerOverflow
 	// InvalidConversion: a float-to-int truncation of NaN.
 	InvalidConversion
-	// TableOutOfBounds: an indirect call or table access past the table.
+	// TableOutOfBounds: an indirect call or table access past the table,
+	// or a call_indirect through a null entry (both engines report that
+	// so; wazero cannot tell the two apart).
 	TableOutOfBounds
-	// IndirectCallMismatch: call_indirect to a null entry or wrong type.
+	// IndirectCallMismatch: call_indirect to a function of the wrong type.
 	IndirectCallMismatch
 	// GuestError: the callback returned a non-zero ABI status.
 	GuestError

@@ -77,7 +77,7 @@ func Keys() []Key {
 		sizeKey("max_log", func(cb *Callback) *uint64 { return &cb.Limits.MaxLog },
 			sizeRule{lo: 0, hi: MaxLogLimit}),
 		maxWaitKey(),
-		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh, IsolationProcess),
+		enumKey("isolation", func(cb *Callback) *string { return &cb.Isolation }, IsolationPooled, IsolationFresh, IsolationProcess, IsolationProcessFresh),
 		maxInstancesKey(),
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
 		batchingKey(),

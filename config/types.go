@@ -29,6 +29,10 @@ const (
 	// worker process of their own, locked down with seccomp, so that an
 	// engine bug reaches that worker and not the caller's process.
 	IsolationProcess = "process"
+	// IsolationProcessFresh is both walls: every call on a new instance
+	// (no state from one call reaches the next, as fresh), in a worker
+	// process (as process).
+	IsolationProcessFresh = "process-fresh"
 
 	WASINone    = "none"
 	WASIMinimal = "minimal"
@@ -90,7 +94,7 @@ type Callback struct {
 	Export       string // export name; defaults to Name
 	Signature    string // signature text; "" to take it from the module
 	Engine       string // EngineWazero or EngineWasmtime
-	Isolation    string // IsolationPooled, IsolationFresh or IsolationProcess
+	Isolation    string // IsolationPooled, IsolationFresh, IsolationProcess or IsolationProcessFresh
 	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
 	WASI         string // WASINone or WASIMinimal
 	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll, BatchingParallel; "" means sequential
@@ -237,3 +241,15 @@ const (
 	MaxLogLimit     = 64 << 20
 	MaxInstancesCap = 1024
 )
+
+// InWorker reports whether the callback runs in a worker process
+// (isolation: process or process-fresh).
+func (cb *Callback) InWorker() bool {
+	return cb.Isolation == IsolationProcess || cb.Isolation == IsolationProcessFresh
+}
+
+// FreshInstances reports whether every call of the callback gets a new
+// instance (isolation: fresh or process-fresh).
+func (cb *Callback) FreshInstances() bool {
+	return cb.Isolation == IsolationFresh || cb.Isolation == IsolationProcessFresh
+}

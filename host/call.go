@@ -241,9 +241,10 @@ type call struct {
 	kept bool
 	// ok: the guest ran and every check passed; outputs may be read.
 	ok bool
-	// byCaller: the call's deadline is its caller's: its context's, or
-	// began plus budget (pool.get).
-	byCaller bool
+	// callerDeadline is the call's deadline when it is its caller's (its
+	// context's, or began plus budget: pool.get), zero when it is the
+	// callback's own timeout.
+	callerDeadline time.Time
 	// budget: the caller's limit on the call from began (0: none).
 	budget time.Duration
 }
@@ -255,8 +256,8 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 	if cl.began.IsZero() {
 		cl.began = c.h.clock.now()
 	}
-	g, created, byCaller, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, cl.budget, true)
-	cl.byCaller = byCaller
+	g, created, callerDeadline, err := c.pool.get(ctx, cl.began, c.spec.Limits.Timeout, cl.budget, true)
+	cl.callerDeadline = callerDeadline
 	cl.st.Wait = c.sinceUnlessUntimed(cl.began)
 	if err != nil {
 		return cl.callerTimeout(c.acquireError(ctx, err))
@@ -266,15 +267,17 @@ func (cl *call) start(ctx context.Context, c *Callback, p *callPlan) *CallbackEr
 }
 
 // callerTimeout words a Timeout of a call whose deadline was its
-// context's (earlier than the callback's timeout) as the caller's, and
-// makes it wrap context.DeadlineExceeded, as when the engine saw the
-// context end first; other errors pass unchanged.
+// caller's (earlier than the callback's timeout) as the caller's, naming
+// when it fell, whichever engine or wall saw it first, and makes it wrap
+// context.DeadlineExceeded; other errors pass unchanged.
 func (cl *call) callerTimeout(e *CallbackError) *CallbackError {
-	if e == nil || !cl.byCaller || e.kind != Timeout || errors.Is(e.Err, context.DeadlineExceeded) {
+	if e == nil || cl.callerDeadline.IsZero() || e.kind != Timeout {
 		return e
 	}
-	e.Message = "timeout: the caller's deadline passed"
-	e.Err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, e.Err)
+	e.Message = fmt.Sprintf("timeout: the caller's deadline passed (%v after the call began)", cl.callerDeadline.Sub(cl.began).Round(time.Microsecond))
+	if !errors.Is(e.Err, context.DeadlineExceeded) {
+		e.Err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, e.Err)
+	}
 	return e
 }
 
@@ -344,16 +347,32 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	base := g.scratch.Off
 	g.stack[0] = uint64(base)
 	var callErr error
-	if c.h.untimed {
-		callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
-	} else {
-		callStart := time.Since(cl.began)
-		callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
-		cl.st.Guest = time.Since(cl.began) - callStart
+	for try := 1; ; try++ {
+		if c.h.untimed {
+			callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
+		} else {
+			callStart := time.Since(cl.began)
+			callErr = g.inst.Call(ctx, g.fn, g.stack[:1])
+			cl.st.Guest = time.Since(cl.began) - callStart
+		}
+		if try == renewTries || !errors.Is(callErr, sandbox.ErrNotStarted) || !cl.inputsInFrame() {
+			break
+		}
+		// Its worker had died before the call reached it (isolation:
+		// process): nothing ran, so the call runs on a new instance,
+		// its inputs copied over from the old frame.
+		if e := cl.renew(ctx); e != nil {
+			return e
+		}
+		g = cl.g
+		base = g.scratch.Off
+		g.stack[0] = uint64(base)
 	}
 	mem := g.inst.Memory()
 	cl.st.PeakMemory = uint64(len(mem))
-	cl.st.Fuel, cl.st.FuelKnown = g.inst.FuelConsumed()
+	if c.spec.Limits.Fuel > 0 { // fuel is measured, alike on both engines, where it is budgeted
+		cl.st.Fuel, cl.st.FuelKnown = g.inst.FuelConsumed()
+	}
 	state := g.inst.State()
 	if callErr != nil {
 		cl.kept = false
@@ -398,6 +417,42 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 		c.logDroppedError(ctx, state.ErrorMessage)
 	}
 	cl.ok = true
+	return nil
+}
+
+// renewTries bounds the runs of one call whose worker died before the
+// call reached it.
+const renewTries = 3
+
+// inputsInFrame reports whether every input lives in the call frame (none
+// in guest memory outside it, as a session's do): only then can the call
+// move to another instance.
+func (cl *call) inputsInFrame() bool {
+	for _, reg := range cl.p.layout.Inputs {
+		if reg.Abs {
+			return false
+		}
+	}
+	return true
+}
+
+// renew moves the call to a new instance (pool.renew): the frame is
+// prepared there and the staged inputs copied from the old frame.
+func (cl *call) renew(ctx context.Context) *CallbackError {
+	c := cl.c
+	saved := append([]byte(nil), cl.frame...)
+	g, err := c.pool.renew(ctx, cl.g)
+	if err != nil {
+		cl.g, cl.kept = nil, false // renew released the slot
+		return cl.callerTimeout(c.callError(err, "instantiate"))
+	}
+	cl.g, cl.kept, cl.st.NewInstance = g, true, true
+	if e := cl.prepare(ctx); e != nil {
+		return cl.callerTimeout(e)
+	}
+	for _, reg := range cl.p.layout.Inputs {
+		copy(cl.frame[reg.Off:reg.End()], saved[reg.Off:reg.End()])
+	}
 	return nil
 }
 

@@ -163,9 +163,28 @@ func (e *ChainError) Unwrap() error { return e.First }
 // Is matches ErrChainFailed.
 func (e *ChainError) Is(target error) bool { return target == ErrChainFailed }
 
-// asCallbackError turns any error from the call path into a CallbackError.
+// fail makes the CallbackError of a failure of kind, caused by cause.
+// A failure has one kind: errors.Is(err, k) holds for kind and for no
+// other k (soleKind).
 func (c *Callback) fail(kind Kind, msg string, cause error) *CallbackError {
-	return &CallbackError{Callback: c.name, ID: c.id, kind: kind, Message: msg, Err: cause}
+	return &CallbackError{Callback: c.name, ID: c.id, kind: kind, Message: msg, Err: soleKind(cause, kind)}
+}
+
+// soleKind is cause with no kind in its chain but kind: a trap of that
+// kind stays (its own causes kindless), anything else keeps its text and
+// loses its kind (sandbox.Kindless). The engines' internal causes (the
+// abort under a timeout, what a guest did after its memory limit) would
+// otherwise make one failure match several kinds.
+func soleKind(cause error, kind Kind) error {
+	if t, ok := cause.(*sandbox.Trap); ok && t.Class == kind {
+		sole := *t
+		sole.Cause = sandbox.Kindless(t.Cause)
+		return &sole
+	}
+	if k, ok := cause.(abi.Kinder); ok && k.Kind() == kind {
+		return cause // a kinded sentinel of its own kind (ErrUnknownCallback)
+	}
+	return sandbox.Kindless(cause)
 }
 
 // trapError converts a sandbox trap.
@@ -178,16 +197,18 @@ func (c *Callback) trapError(t *sandbox.Trap) *CallbackError {
 }
 
 // LoadError is a callback the host refused to load. Kind says why, in the
-// taxonomy calls use: ABIViolation for a module that breaks ABI v1's
-// load-time rules (malformed or invalid module, a missing or mistyped
-// export, an import the host does not provide or WASI without the grant,
-// the wrong ABI version, a malformed signature table); MemoryLimit for a
-// declared memory above max_memory; InvalidArgument for a problem in the
-// callback's config (sha256 mismatch, a signature that disagrees with the
-// module's, a limit the engine cannot enforce); and the trap's own kind
-// (Timeout, Unreachable, MemoryLimit, ...) when the module's start
+// taxonomy calls use: InvalidArgument for a module that is not valid
+// WebAssembly as its author built it (malformed, invalid, or beyond
+// callbox's features: the validators' reason in the message) and for a
+// problem in the callback's config (sha256 mismatch, a signature that
+// disagrees with the module's, a limit the engine cannot enforce);
+// ABIViolation for a valid module that breaks ABI v1's load-time rules (a
+// missing or mistyped export, an import the host does not provide or WASI
+// without the grant, the wrong ABI version, a malformed signature table);
+// MemoryLimit for a declared memory above max_memory; and the trap's own
+// kind (Timeout, Unreachable, MemoryLimit, ...) when the module's start
 // function, _initialize, callbox_abi_version or callbox_signatures failed
-// on the load-time probe instance.
+// on the load-time probe instance. It matches exactly one kind.
 type LoadError struct {
 	Callback string
 	kind     Kind

@@ -13,13 +13,15 @@ import (
 
 // Stats describe one call.
 type Stats struct {
-	Wall        time.Duration // whole call, waiting for an instance included
-	Wait        time.Duration // waiting for an instance, creating one included
-	Guest       time.Duration // time inside the callback export
-	BytesIn     uint64        // input bytes copied into guest memory
-	BytesOut    uint64        // output bytes copied out of guest memory
-	PeakMemory  uint64        // guest linear memory after the call, in bytes
-	Fuel        uint64        // fuel consumed, when FuelKnown
+	Wall       time.Duration // whole call, waiting for an instance included
+	Wait       time.Duration // waiting for an instance, creating one included
+	Guest      time.Duration // time inside the callback export
+	BytesIn    uint64        // input bytes copied into guest memory
+	BytesOut   uint64        // output bytes copied out of guest memory
+	PeakMemory uint64        // guest linear memory after the call, in bytes
+	Fuel       uint64        // fuel consumed, when FuelKnown
+	// FuelKnown: the callback has a fuel budget, so both engines metered
+	// the call and Fuel is what it used (a floor after a timeout).
 	FuelKnown   bool
 	NewInstance bool // the call instantiated the module
 }

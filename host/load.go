@@ -91,7 +91,8 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	}
 	c, err := h.load(ctx, cb, wasm)
 	if err != nil {
-		return &LoadError{Callback: cb.Name, kind: loadKind(err), Err: err}
+		kind := loadKind(err)
+		return &LoadError{Callback: cb.Name, kind: kind, Err: soleKind(err, kind)}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -115,7 +116,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		return nil, withKind(InvalidArgument, fmt.Errorf("module %s has sha256 %s, but the config expects %s; refusing to load it", cb.Module, sha, cb.SHA256))
 	}
 	h.mu.Lock()
-	eng, err := h.engine(ctx, cb.Engine, cb.Isolation == config.IsolationProcess)
+	eng, err := h.engine(ctx, cb.Engine, cb.InWorker())
 	h.mu.Unlock()
 	if err != nil {
 		return nil, withKind(InvalidArgument, err)
@@ -163,6 +164,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		SHA256: sum,
 		// a process-isolated engine sizes its worker's limits by it
 		Instances: cb.MaxInstances,
+		Workers:   newWorkerEvents(h.tel, cb.Name, eng.Name()),
 	})
 	if err != nil {
 		// The engine refused the module (ABIViolation; InvalidArgument
@@ -208,7 +210,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 	c.sig = sig
 	c.id = abi.CallbackID(sum, cb.Export, sig)
 	c.tel = newCallbackTelemetry(cb.Name, eng.Name(), c.id)
-	if cb.Isolation != config.IsolationFresh {
+	if !cb.FreshInstances() {
 		c.pool.put(probe)
 	} else {
 		probe.close(ctx)

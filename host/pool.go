@@ -40,6 +40,9 @@ type guest struct {
 	stack  [4]uint64
 	// stable: the instance's memory never moves (sandbox.MemoryStable).
 	stable bool
+	// deadline is the deadline of the host call the instance serves now
+	// (Instance.SetDeadline's).
+	deadline time.Time
 }
 
 // newGuest instantiates the module, runs _initialize and resolves the
@@ -52,7 +55,7 @@ func (c *Callback) newGuest(ctx context.Context, deadline time.Time, probe bool)
 	if err != nil {
 		return nil, err
 	}
-	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose, stable: sandbox.MemoryStable(c.engine, inst)}
+	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose, stable: sandbox.MemoryStable(c.engine, inst), deadline: deadline}
 	fail := func(err error) (*guest, error) {
 		_ = inst.Close(ctx)
 		return nil, err
@@ -224,7 +227,7 @@ func newPool(c *Callback, max int) *pool {
 	if max <= 0 {
 		max = 1
 	}
-	return &pool{c: c, fresh: c.spec.Isolation == config.IsolationFresh, slots: make(chan struct{}, max)}
+	return &pool{c: c, fresh: c.spec.FreshInstances(), slots: make(chan struct{}, max)}
 }
 
 // get returns an instance for one host call, waiting for a free slot until
@@ -240,12 +243,20 @@ func newPool(c *Callback, max int) *pool {
 //
 // budget, when not 0, is a limit of the caller's counted from now: when
 // it ends before the callback's timeout, now plus budget is the call's
-// deadline (byCaller reports it), and it bounds the wait for a slot. With
-// bounded set (a call, not a session), ctx's deadline, when it is
-// earlier, is the call's deadline instead, the same way: the engines
-// enforce it as they enforce timeouts.
-func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Duration, bounded bool) (g *guest, created, byCaller bool, err error) {
-	var deadline time.Time
+// deadline (returned as callerDeadline; zero when the deadline is the
+// callback's own), and it bounds the wait for a slot. With bounded set (a
+// call, not a session), ctx's deadline, when it is earlier, is the call's
+// deadline instead, the same way: the engines enforce it as they enforce
+// timeouts.
+func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Duration, bounded bool) (g *guest, created bool, callerDeadline time.Time, err error) {
+	g, created, byCaller, deadline, err := p.acquire(ctx, now, timeout, budget, bounded)
+	if byCaller {
+		callerDeadline = deadline
+	}
+	return g, created, callerDeadline, err
+}
+
+func (p *pool) acquire(ctx context.Context, now time.Time, timeout, budget time.Duration, bounded bool) (g *guest, created, byCaller bool, deadline time.Time, err error) {
 	select {
 	case p.slots <- struct{}{}:
 		limit := timeout
@@ -259,7 +270,7 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 			budgetEnd = now.Add(budget)
 		}
 		if err := p.waitSlot(ctx, now, budgetEnd, bounded); err != nil {
-			return nil, false, false, err
+			return nil, false, false, deadline, err
 		}
 		now = p.c.h.clock.now()
 		deadline = sandbox.Deadline(now, timeout)
@@ -279,7 +290,8 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 		if sandbox.InstanceAlive(g.inst) {
 			p.mu.Unlock()
 			g.inst.SetDeadline(deadline)
-			return g, false, byCaller, nil
+			g.deadline = deadline
+			return g, false, byCaller, deadline, nil
 		}
 		// Its worker process died (isolation: process) while it sat
 		// idle: it is discarded, and the call takes another or a new one.
@@ -291,18 +303,58 @@ func (p *pool) get(ctx context.Context, now time.Time, timeout, budget time.Dura
 	}
 	p.live++
 	p.mu.Unlock()
-	t0 := p.c.h.clock.now()
-	g, err = p.c.newGuest(ctx, deadline, false)
-	p.c.recordInstantiate(ctx, time.Since(t0))
+	g, err = p.instantiate(ctx, deadline)
 	if err != nil {
 		p.mu.Lock()
 		p.live--
 		p.mu.Unlock()
 		<-p.slots
-		return nil, false, byCaller, err
+		return nil, false, byCaller, deadline, err
 	}
 	p.created.Add(1)
-	return g, true, byCaller, nil
+	return g, true, byCaller, deadline, nil
+}
+
+// instantiate makes a new instance against deadline. An instantiation
+// whose worker died (isolation: process: a worker killed from outside,
+// say) is tried again on the worker that replaces it, up to
+// instantiateTries in all and while the deadline allows: no guest code of
+// the call's has run. A module whose every worker dies is held back by
+// the restart backoff, which fails such tries at once.
+func (p *pool) instantiate(ctx context.Context, deadline time.Time) (*guest, error) {
+	for try := 1; ; try++ {
+		t0 := p.c.h.clock.now()
+		g, err := p.c.newGuest(ctx, deadline, false)
+		p.c.recordInstantiate(ctx, time.Since(t0))
+		if err == nil || try == instantiateTries || !errors.Is(err, WorkerDied) || ctx.Err() != nil ||
+			!deadline.IsZero() && !p.c.h.clock.now().Before(deadline) {
+			return g, err
+		}
+		p.c.logger.DebugContext(ctx, "callbox: instantiation lost its worker; trying a new one", "try", try, "error", err)
+	}
+}
+
+// instantiateTries bounds instantiate's tries.
+const instantiateTries = 3
+
+// renew replaces, in the same slot, an instance whose worker died before
+// a call reached it (sandbox.ErrNotStarted), with one on the worker that
+// replaces it, against the same deadline. On failure the slot is
+// released.
+func (p *pool) renew(ctx context.Context, old *guest) (*guest, error) {
+	deadline := old.deadline
+	p.discarded.Add(1)
+	old.close(ctx)
+	g, err := p.instantiate(ctx, deadline)
+	if err != nil {
+		p.mu.Lock()
+		p.live--
+		p.mu.Unlock()
+		<-p.slots
+		return nil, err
+	}
+	p.created.Add(1)
+	return g, nil
 }
 
 // errWaitBound is a wait for a slot that outlasted the callback's

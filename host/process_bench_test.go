@@ -164,3 +164,55 @@ func BenchmarkProcessThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProcessFresh: a 1 KiB call under isolation: process-fresh (a new
+// instance in the worker for every call) beside process (a pooled one),
+// alternating blocks; ratio is process-fresh / process.
+func BenchmarkProcessFresh(b *testing.B) {
+	for _, engine := range engineNames() {
+		b.Run(engine, func(b *testing.B) {
+			ctx := context.Background()
+			h, err := host.New(ctx, nil, host.WithWorker(workerPath(b, false)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = h.Close(ctx) })
+			isos := []string{config.IsolationProcess, config.IsolationProcessFresh}
+			for _, iso := range isos {
+				cb := config.DefaultCallback()
+				cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = iso, "scale", testkitSigs["scale"], engine, iso
+				cb.Limits.Timeout, cb.MaxInstances = 10*time.Second, 1
+				if err := h.LoadModule(ctx, cb, testkitWasm(b)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			x, f, out := abi.From(make([]float32, 256)), abi.Scalar[float32](2), abi.From(make([]float32, 256))
+			call := func(name string) {
+				if _, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, iso := range isos {
+				call(iso)
+			}
+			var spent [2]time.Duration
+			block := max(1, b.N/10)
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				k := min(block, b.N-done)
+				for j, iso := range isos {
+					t0 := time.Now()
+					for range k {
+						call(iso)
+					}
+					spent[j] += time.Since(t0)
+				}
+				done += k
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "process-ns/op")
+			b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "fresh-ns/op")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "ratio")
+		})
+	}
+}

@@ -372,12 +372,12 @@ func TestProcessDeadlineKill(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorIs(t, err, abi.Timeout, "%v", err)
 			assert.Contains(t, err.Error(), "timeout after 300ms")
-			assert.Contains(t, err.Error(), "did not stop at its deadline, so its worker was killed")
+			assert.Regexp(t, `its worker did not answer within \S+, so it was killed`, err.Error())
 			assert.GreaterOrEqual(t, elapsed, timeout)
 			// The guest never returns on its own, so any end proves the
 			// kill; the bound only keeps a broken kill from hanging the
-			// test, far above the 100 ms grace on a loaded machine.
-			assert.Less(t, elapsed, timeout+10*time.Second, "ended by the kill after the deadline")
+			// test, far above the grace (1 s on an idle machine).
+			assert.Less(t, elapsed, timeout+40*time.Second, "ended by the kill after the deadline")
 			assert.Equal(t, []int32{-1}, abi.MustView[int32](out))
 			_, err = h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{out})
 			require.NoError(t, err)
@@ -444,7 +444,7 @@ func TestProcessRestartBackoff(t *testing.T) {
 		require.ErrorIs(t, err, abi.WorkerDied)
 	}
 	require.ErrorIs(t, err, abi.WorkerDied)
-	assert.Regexp(t, `died \d+ times in a row; the next start is in \d+ms, past this call's deadline`, err.Error())
+	assert.Regexp(t, `died \d+ times in a row, each time before it had answered 2 calls; the next start is in \d+ms, past this call's deadline`, err.Error())
 	assert.Zero(t, workerOf(t, h, "probe-crash").PID, "a restart past the deadline is not waited for: no worker was started")
 	var ce *host.CallbackError
 	require.True(t, errors.As(err, &ce))
@@ -539,6 +539,56 @@ func TestProcessEverySettingLoads(t *testing.T) {
 			outs, err := h.Invoke(ctx, "double", abi.From([]float32{1, 2, 3, 4}))
 			require.NoError(t, err)
 			assert.Equal(t, []float32{2, 4, 6, 8}, abi.MustView[float32](outs[0]))
+		})
+	}
+}
+
+// counter's count export adds one to its instance's count and returns it:
+// 1, 2, 3 on a pooled instance, 1 every time on a fresh one.
+const counter = `(module
+  (memory (export "memory") 1)
+  (global $n (mut i32) (i32.const 0))
+  (func (export "callbox_abi_version") (result i32) (i32.const 1))
+  (func (export "callbox_alloc") (param i32 i32) (result i32) (i32.const 1024))
+  (func (export "count") (param $f i32) (result i32)
+    (global.set $n (i32.add (global.get $n) (i32.const 1)))
+    (i32.store (i32.load offset=16 (i32.load offset=16 (local.get $f))) (global.get $n))
+    (i32.const 0)))`
+
+// TestProcessFreshHasNoState: isolation: process-fresh is both walls:
+// each call on a new instance, as fresh (no state from one call reaches
+// the next), in a worker process, as process (the worker itself is
+// reused); process alone keeps its instances' state.
+func TestProcessFreshHasNoState(t *testing.T) {
+	wasm := wat.Must(counter)
+	for _, engine := range engineNames() {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			h, err := host.New(ctx, nil, host.WithWorker(workerPath(t, false)), host.WithLogger(slog.New(slog.DiscardHandler)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Close(ctx) })
+			counts := map[string][]int32{}
+			for _, iso := range []string{config.IsolationProcess, config.IsolationProcessFresh} {
+				cb := config.DefaultCallback()
+				cb.Name, cb.Export, cb.Signature, cb.Engine, cb.Isolation = iso, "count", "() -> s32[]", engine, iso
+				cb.Limits.Timeout, cb.MaxInstances = 10*time.Second, 1
+				require.NoError(t, h.LoadModule(ctx, cb, wasm))
+				pid := workerOf(t, h, iso).PID
+				require.NotZero(t, pid)
+				for range 3 {
+					out := abi.Scalar[int32](0)
+					_, err := h.InvokeInto(ctx, iso, nil, []host.Tensor{out})
+					require.NoError(t, err)
+					counts[iso] = append(counts[iso], abi.MustView[int32](out)[0])
+				}
+				assert.Equal(t, pid, workerOf(t, h, iso).PID, "%s: one worker serves every call", iso)
+				st, _ := h.PoolStats(iso)
+				if iso == config.IsolationProcessFresh {
+					assert.Equal(t, 0, st.Live, "no instance outlives its call")
+				}
+			}
+			assert.Equal(t, []int32{1, 2, 3}, counts[config.IsolationProcess], "a pooled instance keeps its state")
+			assert.Equal(t, []int32{1, 1, 1}, counts[config.IsolationProcessFresh], "every call starts from a new instance")
 		})
 	}
 }

@@ -88,7 +88,8 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		}
 		c, err := h.load(ctx, spec, wasm)
 		if err != nil {
-			return fail(&LoadError{Callback: spec.Name, kind: loadKind(err), Err: err})
+			kind := loadKind(err)
+			return fail(&LoadError{Callback: spec.Name, kind: kind, Err: soleKind(err, kind)})
 		}
 		built = append(built, c)
 		next[spec.Name] = c

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -22,23 +23,38 @@ import (
 // Metrics (instrumentation scope ScopeName), each call counted once,
 // whichever way it was made:
 //
-//	callbox.calls                     counter    {call}  callback, engine, path, result
-//	callbox.call.duration             histogram  s       callback, engine, result
-//	callbox.call.guest.duration       histogram  s       callback, engine, result
-//	callbox.call.wait.duration        histogram  s       callback, engine, result
+//	callbox.calls                     counter    {call}  callback, engine, path, result[, error.type]
+//	callbox.call.duration             histogram  s       callback, engine, result[, error.type]
+//	callbox.call.guest.duration       histogram  s       callback, engine, result[, error.type]
+//	callbox.call.wait.duration        histogram  s       callback, engine, result[, error.type]
+//	callbox.call.memory               histogram  By      callback, engine, result[, error.type]
 //	callbox.instance.create.duration  histogram  s       callback, engine
 //	callbox.call.io                   counter    By      callback, engine, direction (in, out)
 //	callbox.call.fuel                 counter    {fuel}  callback, engine
 //	callbox.instances                 gauge      {instance} callback, engine, state (idle, busy)
+//	callbox.instances.max             gauge      {instance} callback, engine
 //	callbox.instances.created         counter    {instance} callback, engine
 //	callbox.instances.discarded       counter    {instance} callback, engine
+//	callbox.worker.starts             counter    {worker} callback, engine
+//	callbox.worker.deaths             counter    {worker} callback, engine, cause
 //
-// result is "ok" or the failure's kind (Kind.Ident: "Timeout", ...);
-// path is how the call was made: call (Invoke and its variants), chain,
-// tap, batch (one per element), session, step (Callback.Start, as the GPU
-// path and the XLA handlers do). Durations need the call's timing: a host
-// opened WithoutCallTiming (the C API's and the XLA handlers') records
-// counts, bytes and fuel, not durations.
+// result is "ok" or the failure's kind (Kind.Ident: "Timeout", ...); a
+// failure also carries error.type, OpenTelemetry's attribute for the class
+// of an error, set to the same kind (absent on success, as the convention
+// says); path is how the call was made: call (Invoke and its variants),
+// chain, tap, batch (one per element), session, step (Callback.Start, as
+// the GPU path and the XLA handlers do). callbox.call.memory is the guest's
+// linear memory after the call (Stats.PeakMemory: memory only grows).
+// callbox.instances.max is the pool's bound (max_instances). Fuel is
+// counted for callbacks with a fuel budget, on both engines alike (both
+// meter it then), and for no other. The worker counters exist for
+// callbacks under isolation: process: each worker started (at load, and
+// every restart) and each death, by cause (a signal's name such as
+// "SIGKILL" or "SIGSYS", "exit_2", "killed_unresponsive" when the host
+// killed it because a call would not end, "killed_start",
+// "killed_protocol", "start_failed"). Durations need the call's timing: a
+// host opened WithoutCallTiming (the C API's and the XLA handlers')
+// records counts, bytes, memory and fuel, not durations.
 //
 // Traces: a call made with a context that carries a span (the caller is
 // being traced) gets a child span "callbox.call" with the callback, its
@@ -60,6 +76,9 @@ const (
 	AttrState     = attribute.Key("callbox.instance.state")
 	AttrChain     = attribute.Key("callbox.chain")
 	AttrSeq       = attribute.Key("callbox.chain.seq")
+	// AttrErrorType is OpenTelemetry's error.type: a failure's kind.
+	AttrErrorType = attribute.Key("error.type")
+	AttrCause     = attribute.Key("callbox.worker.cause")
 )
 
 // WithMeterProvider sets the OpenTelemetry meter provider the host's
@@ -93,14 +112,20 @@ var pathNames = [numPaths]string{"call", "chain", "tap", "batch", "session", "st
 // to a ten-second one.
 var histogramBounds = []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
+// memoryBounds are the guest memory buckets, in bytes: powers of four
+// from one page (64 KiB) to 4 GiB, all a 32-bit guest can have.
+var memoryBounds = []float64{1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28, 1 << 30, 1 << 32}
+
 // telemetry is the host's instruments.
 type telemetry struct {
-	tracer                             trace.Tracer
-	calls, io, fuel                    metric.Int64Counter
-	duration, guest, wait, instantiate metric.Float64Histogram
-	instances, created, discarded      metric.Int64Observable
-	registration                       metric.Registration
-	meterErr                           error
+	tracer                               trace.Tracer
+	calls, io, fuel                      metric.Int64Counter
+	workerStarts, workerDeaths           metric.Int64Counter
+	duration, guest, wait, instantiate   metric.Float64Histogram
+	memory                               metric.Int64Histogram
+	instances, bound, created, discarded metric.Int64Observable
+	registration                         metric.Registration
+	meterErr                             error
 }
 
 // newTelemetry makes the host's instruments. A provider that refuses one
@@ -141,8 +166,21 @@ func newTelemetry(h *Host) *telemetry {
 	t.guest = hist("callbox.call.guest.duration", "Time inside the callback's export.")
 	t.wait = hist("callbox.call.wait.duration", "Time a call waited for an instance, creating one included.")
 	t.instantiate = hist("callbox.instance.create.duration", "Time to create an instance.")
+	t.memory, err = m.Int64Histogram("callbox.call.memory", metric.WithUnit("By"),
+		metric.WithDescription("The guest's linear memory after a call: its peak, since memory only grows."),
+		metric.WithExplicitBucketBoundaries(memoryBounds...))
+	keep(err)
+	t.workerStarts, err = m.Int64Counter("callbox.worker.starts", metric.WithUnit("{worker}"),
+		metric.WithDescription("Worker processes started for a callback under isolation: process, at load and at every restart."))
+	keep(err)
+	t.workerDeaths, err = m.Int64Counter("callbox.worker.deaths", metric.WithUnit("{worker}"),
+		metric.WithDescription("Worker processes of a callback under isolation: process that died, by cause."))
+	keep(err)
 	inst, err := m.Int64ObservableUpDownCounter("callbox.instances", metric.WithUnit("{instance}"),
 		metric.WithDescription("Instances alive, idle or busy."))
+	keep(err)
+	bound, err := m.Int64ObservableGauge("callbox.instances.max", metric.WithUnit("{instance}"),
+		metric.WithDescription("The most instances a callback may have alive at once (max_instances)."))
 	keep(err)
 	created, err := m.Int64ObservableCounter("callbox.instances.created", metric.WithUnit("{instance}"),
 		metric.WithDescription("Instances created since the callback was loaded."))
@@ -150,18 +188,19 @@ func newTelemetry(h *Host) *telemetry {
 	discarded, err := m.Int64ObservableCounter("callbox.instances.discarded", metric.WithUnit("{instance}"),
 		metric.WithDescription("Instances closed after a call instead of reused: failed calls, and every call of a fresh callback."))
 	keep(err)
-	t.instances, t.created, t.discarded = inst, created, discarded
+	t.instances, t.bound, t.created, t.discarded = inst, bound, created, discarded
 	t.registration, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, c := range h.loaded() {
 			ct := c.tel
 			st := c.pool.stats()
 			o.ObserveInt64(inst, int64(st.Idle), ct.idle...)
 			o.ObserveInt64(inst, int64(st.Live-st.Idle), ct.busy...)
+			o.ObserveInt64(bound, int64(st.Max), ct.baseObs...)
 			o.ObserveInt64(created, int64(st.Created), ct.baseObs...)
 			o.ObserveInt64(discarded, int64(st.Discarded), ct.baseObs...)
 		}
 		return nil
-	}, inst, created, discarded)
+	}, inst, bound, created, discarded)
 	keep(err)
 	return t
 }
@@ -184,7 +223,8 @@ type callbackTelemetry struct {
 	in, out    []metric.AddOption      // base + direction
 	byResult   [][]metric.RecordOption // base + result, by Kind (0: ok)
 	calls      [numPaths][][]metric.AddOption
-	span       []attribute.KeyValue // callback, engine, id
+	byResultN  [][]metric.RecordOption // as byResult, for the int64 memory histogram
+	span       []attribute.KeyValue    // callback, engine, id
 }
 
 func resultName(k abi.Kind) string {
@@ -211,15 +251,58 @@ func newCallbackTelemetry(name, engine, id string) *callbackTelemetry {
 	n := len(abi.Kinds()) + 1
 	ct.byResult = make([][]metric.RecordOption, n)
 	for k := range n {
-		ct.byResult[k] = rec(AttrResult.String(resultName(abi.Kind(k))))
+		ct.byResult[k] = rec(resultAttrs(abi.Kind(k))...)
 	}
+	ct.byResultN = ct.byResult
 	for p := range numPaths {
 		ct.calls[p] = make([][]metric.AddOption, n)
 		for k := range n {
-			ct.calls[p][k] = add(AttrPath.String(pathNames[p]), AttrResult.String(resultName(abi.Kind(k))))
+			ct.calls[p][k] = add(append(resultAttrs(abi.Kind(k)), AttrPath.String(pathNames[p]))...)
 		}
 	}
 	return ct
+}
+
+// resultAttrs are a call's result attributes: result, and on a failure
+// error.type (OpenTelemetry's convention: present only when it failed).
+func resultAttrs(k abi.Kind) []attribute.KeyValue {
+	if k == abi.KindNone {
+		return []attribute.KeyValue{AttrResult.String("ok")}
+	}
+	return []attribute.KeyValue{AttrResult.String(k.Ident()), AttrErrorType.String(k.Ident())}
+}
+
+// workerEvents counts a process-isolated callback's worker starts and
+// deaths (sandbox.WorkerEvents). Its attribute sets are its own: the
+// first worker starts at load, before the callback's telemetry exists.
+type workerEvents struct {
+	tel      *telemetry
+	callback attribute.KeyValue
+	engine   attribute.KeyValue
+	base     []metric.AddOption
+	mu       sync.Mutex
+	causes   map[string][]metric.AddOption // by cause, made on first use
+}
+
+func newWorkerEvents(tel *telemetry, callback, engine string) *workerEvents {
+	w := &workerEvents{tel: tel, callback: AttrCallback.String(callback), engine: AttrEngine.String(engine), causes: map[string][]metric.AddOption{}}
+	w.base = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(w.callback, w.engine))}
+	return w
+}
+
+func (w *workerEvents) WorkerStarted() {
+	w.tel.workerStarts.Add(context.Background(), 1, w.base...)
+}
+
+func (w *workerEvents) WorkerDied(cause string) {
+	w.mu.Lock()
+	opts, ok := w.causes[cause]
+	if !ok {
+		opts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(w.callback, w.engine, AttrCause.String(cause)))}
+		w.causes[cause] = opts
+	}
+	w.mu.Unlock()
+	w.tel.workerDeaths.Add(context.Background(), 1, opts...)
 }
 
 // startSpan starts the call's span when the caller is being traced; the
@@ -257,6 +340,9 @@ func (c *Callback) record(ctx context.Context, path callPath, st *Stats, err *Ca
 	if st.FuelKnown && st.Fuel > 0 {
 		t.fuel.Add(ctx, int64(st.Fuel), ct.base...)
 	}
+	if st.PeakMemory > 0 {
+		t.memory.Record(ctx, int64(st.PeakMemory), ct.byResultN[r]...)
+	}
 	if st.Wall > 0 {
 		res := ct.byResult[r]
 		t.duration.Record(ctx, st.Wall.Seconds(), res...)
@@ -290,7 +376,7 @@ func endSpan(span trace.Span, st *Stats, err *CallbackError) {
 		span.SetAttributes(attribute.Int64("callbox.call.fuel", int64(st.Fuel)))
 	}
 	if err != nil {
-		span.SetAttributes(AttrResult.String(err.kind.Ident()))
+		span.SetAttributes(AttrResult.String(err.kind.Ident()), AttrErrorType.String(err.kind.Ident()))
 		if err.Chain != "" {
 			span.SetAttributes(AttrChain.String(err.Chain), AttrSeq.Int64(int64(err.Seq)))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // A hand-written OpenTelemetry meter and tracer that keep what the host
@@ -99,6 +101,21 @@ func (h fakeHistogram) Record(_ context.Context, v float64, opts ...metric.Recor
 	h.m.add(h.name, v, metric.NewRecordConfig(opts).Attributes())
 }
 
+type fakeIntHistogram struct {
+	metricnoop.Int64Histogram
+	m    *fakeMeter
+	name string
+}
+
+func (h fakeIntHistogram) Record(_ context.Context, v int64, opts ...metric.RecordOption) {
+	h.m.add(h.name, float64(v), metric.NewRecordConfig(opts).Attributes())
+}
+
+type fakeGauge struct {
+	metricnoop.Int64ObservableGauge
+	name string
+}
+
 type fakeUpDown struct {
 	metricnoop.Int64ObservableUpDownCounter
 	name string
@@ -118,6 +135,14 @@ func (m *fakeMeter) Int64Counter(name string, _ ...metric.Int64CounterOption) (m
 
 func (m *fakeMeter) Float64Histogram(name string, _ ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
 	return fakeHistogram{m: m, name: name}, nil
+}
+
+func (m *fakeMeter) Int64Histogram(name string, _ ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
+	return fakeIntHistogram{m: m, name: name}, nil
+}
+
+func (m *fakeMeter) Int64ObservableGauge(name string, _ ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
+	return fakeGauge{name: name}, nil
 }
 
 func (m *fakeMeter) Int64ObservableUpDownCounter(name string, _ ...metric.Int64ObservableUpDownCounterOption) (metric.Int64ObservableUpDownCounter, error) {
@@ -169,6 +194,8 @@ func (o fakeObserver) ObserveInt64(obs metric.Int64Observable, v int64, opts ...
 	case fakeUpDown:
 		name = x.name
 	case fakeObsCounter:
+		name = x.name
+	case fakeGauge:
 		name = x.name
 	}
 	o.m.add(name, float64(v), metric.NewObserveConfig(opts).Attributes())
@@ -358,4 +385,78 @@ func TestTelemetryRecordsNoZeros(t *testing.T) {
 	_, hasChain := tracer.spans[0].attrs[host.AttrChain]
 	assert.False(t, hasChain, "an unordered call's span names no chain")
 	assert.Equal(t, "Timeout", tracer.spans[0].attrs[host.AttrResult].AsString())
+}
+
+// What an operator watches besides calls: the guest's memory after each
+// call, the pool's bound, a failure's error.type (OpenTelemetry's
+// convention: only on failures), fuel on both engines when the callback
+// has a budget and on neither when it has none, and, under isolation:
+// process, every worker started and every death with its cause.
+func TestTelemetryOperatorView(t *testing.T) {
+	meter := newFakeMeter()
+	ctx := context.Background()
+	opts := []host.Option{host.WithLogger(slog.New(slog.DiscardHandler)), host.WithMeterProvider(fakeMeterProvider{m: meter})}
+	process := sandbox.ProcessIsolationAvailable
+	if process {
+		opts = append(opts, host.WithWorker(workerPath(t, false)))
+	}
+	h, err := host.New(ctx, nil, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	load := func(name, export, engine string, tweak func(*config.Callback)) {
+		cb := config.DefaultCallback()
+		cb.Name, cb.Export, cb.Signature, cb.Engine = name, export, testkitSigs[export], engine
+		cb.Limits.Timeout, cb.MaxInstances = 100*time.Millisecond, 3
+		if tweak != nil {
+			tweak(&cb)
+		}
+		require.NoError(t, h.LoadModule(ctx, cb, testkitWasm(t)))
+	}
+	for _, e := range engineNames() {
+		load("plain_"+e, "scale", e, nil)
+		load("fueled_"+e, "scale", e, func(cb *config.Callback) { cb.Limits.Fuel = 1 << 40 })
+		_, err := h.Invoke(ctx, "plain_"+e, abi.From([]float32{1}), abi.Scalar[float32](2))
+		require.NoError(t, err)
+		_, err = h.Invoke(ctx, "fueled_"+e, abi.From([]float32{1}), abi.Scalar[float32](2))
+		require.NoError(t, err)
+		assert.Empty(t, meter.with("callbox.call.fuel", host.AttrCallback.String("plain_"+e)), "no budget, no fuel, on %s", e)
+		assert.Len(t, meter.with("callbox.call.fuel", host.AttrCallback.String("fueled_"+e)), 1, "a budget: fuel, on %s", e)
+		mem := meter.with("callbox.call.memory", host.AttrCallback.String("plain_"+e), host.AttrResult.String("ok"))
+		require.Len(t, mem, 1)
+		assert.Positive(t, mem[0])
+		assert.Zero(t, int64(mem[0])%(64<<10), "whole pages")
+	}
+	load("spin", "spin", config.EngineWazero, nil)
+	_, err = h.Invoke(ctx, "spin", abi.From([]float32{1}))
+	require.ErrorIs(t, err, host.Timeout)
+	spin := host.AttrCallback.String("spin")
+	assert.Equal(t, []float64{1}, meter.with("callbox.calls", spin, host.AttrErrorType.String("Timeout")))
+	for _, m := range meter.got["callbox.calls"] {
+		r, _ := m.attrs.Value(host.AttrResult)
+		_, hasType := m.attrs.Value(host.AttrErrorType)
+		assert.Equal(t, r.AsString() != "ok", hasType, "error.type only on failures: %v", m.attrs)
+	}
+	meter.collect(t)
+	assert.Contains(t, meter.with("callbox.instances.max", spin), float64(3), "the pool's bound")
+
+	if !process {
+		return
+	}
+	for _, e := range engineNames() {
+		name := "walled_" + e
+		load(name, "scale", e, func(cb *config.Callback) {
+			// The call after the kill waits for a new worker, within its
+			// timeout: room for that on a loaded machine.
+			cb.Isolation, cb.Limits.Timeout = config.IsolationProcess, 20*time.Second
+		})
+		cbAttr := host.AttrCallback.String(name)
+		assert.Equal(t, []float64{1}, meter.with("callbox.worker.starts", cbAttr), "the worker started at load")
+		w := workerOf(t, h, name)
+		require.NoError(t, syscall.Kill(w.PID, syscall.SIGKILL))
+		require.Eventually(t, func() bool { return processEnded(w.PID) }, 10*time.Second, time.Millisecond)
+		_, err := h.Invoke(ctx, name, abi.From([]float32{1}), abi.Scalar[float32](2))
+		require.NoError(t, err, "the next call runs on a new worker")
+		assert.Equal(t, []float64{1}, meter.with("callbox.worker.deaths", cbAttr, host.AttrCause.String("SIGKILL")))
+		assert.Equal(t, []float64{1, 1}, meter.with("callbox.worker.starts", cbAttr), "and a new one started")
+	}
 }

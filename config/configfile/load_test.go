@@ -612,7 +612,7 @@ func TestLoadErrors(t *testing.T) {
 		// enums
 		{"bad engine", "defaults:\n  engine: v8\n", nil, "defaults.engine", `bad engine "v8" (allowed: wazero or wasmtime)`},
 		{"engine case matters", "defaults:\n  engine: Wazero\n", nil, "defaults.engine", `bad engine "Wazero"`},
-		{"bad isolation", "defaults:\n  isolation: shared\n", nil, "defaults.isolation", `bad isolation "shared" (allowed: pooled or fresh or process)`},
+		{"bad isolation", "defaults:\n  isolation: shared\n", nil, "defaults.isolation", `bad isolation "shared" (allowed: pooled or fresh or process or process-fresh)`},
 		{"bad wasi", "defaults:\n  wasi: full\n", nil, "defaults.wasi", `bad wasi "full" (allowed: none or minimal)`},
 		// per-callback strings
 		{"short sha256", "callbacks:\n  s:\n    module: a.wasm\n    sha256: abc\n", nil, "callbacks.s.sha256", `"abc" has 3 characters (allowed: 64 hex digits)`},

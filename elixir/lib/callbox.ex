@@ -509,6 +509,28 @@ defmodule Callbox do
         {:error, e} -> {:error, Error.from_native(e)}
       end
     end)
+  rescue
+    # As in sync_call: a term the NIF cannot read is the documented
+    # {:error, %Callbox.Error{}} naming it, never a bare ArgumentError.
+    ArgumentError ->
+      if host_ref?(ref),
+        do: {:error, Error.invalid_argument(to_string_safe(callback), explain_natives(natives))},
+        else: {:error, not_a_host(%Host{ref: ref}, callback)}
+  end
+
+  # Why the NIF could not read the native inputs ({data, type, shape}).
+  defp explain_natives(natives) do
+    natives
+    |> Enum.with_index()
+    |> Enum.find_value("the call's arguments could not be read", fn
+      {{data, _, _}, i} when not is_binary(data) -> "input #{i}: data #{inspect(data, limit: 5)} is not a binary"
+      {{_, _, shape}, i} when not is_tuple(shape) -> "input #{i}: shape #{inspect(shape)} is not a tuple"
+      {{_, _, shape}, i} ->
+        case explain_dims(shape) do
+          :ok -> nil
+          why -> "input #{i}: #{why}"
+        end
+    end)
   end
 
   @doc """

@@ -285,6 +285,16 @@ defmodule CallboxTest do
     assert m6 =~ "NUL"
     assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x]), "an atom names a callback"
     assert {:ok, [_]} = Callbox.call(host, :copy_f32, [x], async: true)
+
+    # The same through the threaded route (async: true, inline_us: 0).
+    for opts <- [[async: true], [inline_us: 0]] do
+      assert {:error, %Error{kind: :invalid_argument, message: m7}} =
+               Callbox.call(host, "copy_f32", [%Tensor{x | data: [1, 2]}], opts)
+      assert m7 =~ "input 0: data"
+      assert {:error, %Error{kind: :invalid_argument, message: m8}} =
+               Callbox.call(host, "copy_f32", [%Tensor{x | shape: {1.5}}], opts)
+      assert m8 =~ "dimension 1.5"
+    end
   end
 
   test "a host that is not one (forged, a cancel token, nil) is {:error, %Callbox.Error{}} in every host function" do

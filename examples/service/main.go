@@ -146,7 +146,9 @@ func Start(ctx context.Context, addr, configPath string) (*Server, error) {
 }
 
 // loadExamples loads the example callbacks scale (Rust) and tap_print
-// (AssemblyScript), prebuilt, with parallel batching.
+// (AssemblyScript), prebuilt, with parallel batching and the fuel budget
+// callbox.yaml gives them (fuel is metered, and counted, only where it is
+// budgeted).
 func loadExamples(ctx context.Context, h *host.Host) error {
 	for _, m := range []struct{ name, lang string }{{"scale", "rust"}, {"tap_print", "assemblyscript"}} {
 		wasm, err := prebuilt.Module(m.lang, m.name)
@@ -156,6 +158,7 @@ func loadExamples(ctx context.Context, h *host.Host) error {
 		cb := config.DefaultCallback()
 		cb.Name = m.name
 		cb.Limits.Timeout = time.Second
+		cb.Limits.Fuel = 50_000_000
 		cb.Batching = config.BatchingParallel
 		if err := h.LoadModule(ctx, cb, wasm); err != nil {
 			return err

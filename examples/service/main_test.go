@@ -122,7 +122,7 @@ func TestPrometheusScrape(t *testing.T) {
 	// the stepped call copies its own inputs (the host counts no bytes for it).
 	assert.Equal(t, float64(rounds*(3*20+4*20)), in)
 	fuel, ok := value(m, "callbox_call_fuel_total", map[string]string{"callbox_callback": "scale"})
-	assert.True(t, ok && fuel > 0, "wazero meters fuel: %v", fuel)
+	assert.True(t, ok && fuel > 0, "a callback with a fuel budget counts its fuel: %v", fuel)
 	live, _ := value(m, "callbox_instances", map[string]string{"callbox_callback": "scale", "callbox_instance_state": "idle"})
 	assert.GreaterOrEqual(t, live, 1.0, "the pool's idle instances")
 	created, _ := value(m, "callbox_instances_created_total", map[string]string{"callbox_callback": "scale"})

@@ -50,6 +50,13 @@ def kind_of(call):
     try:
         return 0, call()
     except callbox.CallbackError as e:
+        # One failure, one kind: the exception is an instance of its own
+        # kind's class and of no other's (UnknownCallback and
+        # FailedPrecondition are InvalidArgument's subclasses by design;
+        # the hostile cases raise neither).
+        classes = [cls for cls in callbox.errors.KINDS.values() if isinstance(e, cls)]
+        if classes != [callbox.errors.KINDS.get(e.kind_number)]:
+            fail("%s matches the kind classes %s" % (e, [c.__name__ for c in classes]))
         return e.kind_number, e
 
 

@@ -149,6 +149,14 @@ type (
 	InvalidModuleError = engine.InvalidModuleError
 )
 
+// Kindless returns err with every kind in its chain turned into plain
+// text (engine.Detail): what keeps one failure to one kind.
+func Kindless(err error) error { return engine.Kindless(err) }
+
+// ErrNotStarted is the cause of a WorkerDied failure whose call never
+// reached its worker: nothing ran, so the host may run it again.
+var ErrNotStarted = engine.ErrNotStarted
+
 // Value types the ABI uses.
 const (
 	I32 = engine.I32

@@ -130,7 +130,7 @@ func (g *GuestState) Classify(ctx context.Context, interrupted bool, trap *Trap,
 	case interrupted:
 		t = InterruptTrap(ctx, g.limits.Timeout)
 		if trap != nil && t.Cause == nil {
-			t.Cause = trap
+			t.Cause = Kindless(trap) // the engine's abort: its text, not its kind
 		}
 	case trap != nil:
 		t = trap
@@ -176,6 +176,6 @@ func MemoryLimitTrap(t *Trap, g *GuestState, memBytes uint64) *Trap {
 		Class:   abi.MemoryLimit,
 		Message: MemoryLimitMessage(g.limits.MaxMemory, "guest then failed: "+t.Error()),
 		Frames:  t.Frames,
-		Cause:   t,
+		Cause:   Kindless(t), // what the guest did then: its text, not its kind
 	}
 }

@@ -39,6 +39,21 @@ type ModuleConfig struct {
 	// callback's max_instances); a process-isolated engine sizes its
 	// worker's resource limits from it. Zero means one.
 	Instances int
+	// Workers, when set, hears of a process-isolated module's worker
+	// starts and deaths (the host's metrics); other engines ignore it.
+	Workers WorkerEvents
+}
+
+// WorkerEvents hears of a process-isolated module's workers. The calls
+// are made with the module's lock held: they must be quick and must not
+// call back into the module.
+type WorkerEvents interface {
+	// WorkerStarted: a worker started (its module compiled in it).
+	WorkerStarted()
+	// WorkerDied: a worker died; cause is one of a few words (a signal's
+	// name as "SIGKILL", "exit_2", "killed_unresponsive", "killed_start",
+	// "killed_protocol", "start_failed", "unknown").
+	WorkerDied(cause string)
 }
 
 // ModuleSum returns cfg.SHA256, or computes it.

@@ -90,3 +90,67 @@ func (e *InvalidModuleError) Error() string {
 }
 
 func (e *InvalidModuleError) Unwrap() error { return e.Err }
+
+// ErrNotStarted is the cause of a WorkerDied trap whose call never
+// reached its worker (the worker had died first): nothing of the call
+// ran, so the host may run it again on a new worker.
+var ErrNotStarted = errors.New("the call did not start")
+
+// Detail keeps an error's text in a chain without its kind: a trap that
+// is the cause of another kind's trap (the engine's abort under a
+// timeout, the trap after a refused memory.grow under MemoryLimit) is
+// kept as a Detail, so that errors.Is matches the outer trap's kind and
+// no other. errors.Is and errors.As still reach what the detail wraps,
+// past every kind (a context's error, an engine's own error).
+type Detail struct {
+	text string
+	next error
+}
+
+func (d *Detail) Error() string { return d.text }
+
+// Unwrap is what the kindless error wrapped, itself kept kindless.
+func (d *Detail) Unwrap() error { return d.next }
+
+// Kindless returns err with every kind in its chain turned into a Detail
+// (its text kept, its kind gone); err itself when nothing in its chain
+// has a kind.
+func Kindless(err error) error {
+	if err == nil || !hasKind(err) {
+		return err
+	}
+	var next error
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		next = Kindless(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		var errs []error
+		for _, e := range u.Unwrap() {
+			errs = append(errs, Kindless(e))
+		}
+		next = errors.Join(errs...)
+	}
+	return &Detail{text: err.Error(), next: next}
+}
+
+// hasKind reports whether err or anything it wraps carries a kind.
+func hasKind(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch err.(type) {
+	case abi.Kinder, abi.Kind:
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return hasKind(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if hasKind(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -36,23 +36,22 @@ type Options struct {
 	Engine string
 	// Worker is the path of the worker executable (cmd/callbox-worker).
 	Worker string
-	// KillGrace is how long past a call's deadline the host waits for a
-	// worker's reply before it kills the worker; 0 means DefaultKillGrace.
+	// KillGrace, when set, fixes how long past a call's deadline the host
+	// waits for a worker's reply before it kills the worker; 0 means the
+	// grace follows the machine (grace.go).
 	KillGrace time.Duration
 	// User is who the workers run as when the host runs as root (UID <
 	// 0: the host's own user); see ResolveUser.
 	User User
 }
 
-// DefaultKillGrace: the engines stop a guest within about a millisecond
-// of its deadline; a worker that has not answered this long after it is
-// stuck where neither epoch nor fuel reaches, and is killed.
-const DefaultKillGrace = 100 * time.Millisecond
-
 // Engine runs each compiled module in a worker process of its own.
 type Engine struct {
 	o  Options
 	id atomic.Uint64 // instance ids
+	// late tracks how late timed-out calls reply: the kill grace follows
+	// it (grace.go).
+	late lateness
 	// validator checks modules in the host before any worker starts, so
 	// that a refusal is the same InvalidArgument, with the same reason,
 	// under every isolation; the worker validates again as it compiles.
@@ -76,9 +75,6 @@ func New(_ context.Context, o Options) (*Engine, error) {
 	if st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("isolation: process: the worker %s is not an executable file", o.Worker)
 	}
-	if o.KillGrace <= 0 {
-		o.KillGrace = DefaultKillGrace
-	}
 	return &Engine{o: o, validator: validate.New()}, nil
 }
 
@@ -91,6 +87,14 @@ func (e *Engine) Version() string {
 		return wasmtime.Version
 	}
 	return wazero.Version
+}
+
+// killGrace is how long past a deadline the host waits for a reply now.
+func (e *Engine) killGrace() time.Duration {
+	if e.o.KillGrace > 0 {
+		return e.o.KillGrace
+	}
+	return e.late.grace()
 }
 
 // Supports implements engine.Engine: both engines enforce fuel and stack
@@ -115,6 +119,9 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg engine.ModuleConf
 		return nil, err
 	}
 	m.w = w
+	if ev := cfg.Workers; ev != nil {
+		ev.WorkerStarted()
+	}
 	return m, nil
 }
 
@@ -130,9 +137,12 @@ type worker struct {
 	state   *os.ProcessState
 	waitErr error       // Wait's error, when state is nil
 	dead    atomic.Bool // the process exited, or is being killed
-	// deadlineKill records that the host killed it at a call's deadline.
-	deadlineKill atomic.Bool
-	closing      atomic.Bool // the host closed it on purpose
+	// killed says why the host killed the worker, when it did (nil: it
+	// did not, or not yet), so that each call on it is told its own part.
+	killed  atomic.Pointer[killReason]
+	closing atomic.Bool // the host closed it on purpose
+	// answered counts the calls the worker answered (module.died).
+	answered atomic.Int32
 }
 
 // Report is the worker's account of its lockdown.
@@ -147,9 +157,14 @@ type module struct {
 
 	mu      sync.Mutex
 	w       *worker
-	crashes int       // quick worker deaths in a row (died)
+	crashes int       // deaths in a row of workers that never served (died)
 	nextTry time.Time // the earliest restart after a crash
 	closed  bool
+	// starting is closed when the restart in progress ends (nil: none);
+	// startErr is how the last one failed.
+	starting    chan struct{}
+	startErr    error
+	cancelStart context.CancelFunc // ends the restart in progress
 }
 
 // fileSize is the largest a guest memory file of the module may grow:
@@ -175,7 +190,51 @@ func (m *module) addressSpace() uint64 {
 	return base + n*per
 }
 
+// killReason is why the host killed a worker.
+type killReason struct {
+	// culprit is the instance whose call would not end (0: none): its
+	// call fails for its own deadline or cancellation.
+	culprit uint64
+	// what the other calls on the worker are told.
+	what string
+	// cause is the death's word for the metrics (WorkerEvents).
+	cause string
+}
+
+// cause is why w died, in one of WorkerEvents' words.
+func (w *worker) cause() string {
+	if r := w.killed.Load(); r != nil {
+		return r.cause
+	}
+	if w.state == nil {
+		return "unknown"
+	}
+	ws, ok := w.state.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return "unknown"
+	case ws.Signaled():
+		return signalName(ws.Signal())
+	default:
+		return fmt.Sprintf("exit_%d", ws.ExitStatus())
+	}
+}
+
+// killFor kills the worker for r (the first reason given stands).
+func (w *worker) killFor(r *killReason) {
+	w.killed.CompareAndSwap(nil, r)
+	w.kill()
+}
+
+// startTimeout bounds a worker's start (exec, lock-down and the module's
+// compile) when no caller waits for it alone: a restart serves every
+// caller of the module, so none of their deadlines or cancellations ends
+// it.
+const startTimeout = 5 * time.Minute
+
 // start spawns a worker, reads its hello and has it compile the module.
+// ctx, when it can end, is the one caller the start is for (the load):
+// its end kills the start; a restart passes context.Background().
 func (m *module) start(ctx context.Context) (*worker, error) {
 	host, child, err := socketPair()
 	if err != nil {
@@ -218,12 +277,24 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 		<-w.exited
 		w.closeControl()
 		if errors.Is(err, errPeerGone) {
-			return nil, &engine.Trap{Class: abi.WorkerDied, Message: "the worker died while starting: " + w.exitText()}
+			why := ""
+			if r := w.killed.Load(); r != nil {
+				why = r.what + ": "
+			}
+			return nil, &engine.Trap{Class: abi.WorkerDied, Message: "the worker died while starting: " + why + w.exitText()}
 		}
 		return nil, err
 	}
-	stop := w.killAt(ctx, time.Time{})
-	defer stop()
+	timer := time.AfterFunc(startTimeout, func() {
+		w.killFor(&killReason{what: fmt.Sprintf("it did not finish starting within %v", startTimeout), cause: "killed_start"})
+	})
+	defer timer.Stop()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			w.killFor(&killReason{what: "the load (or the module) it was starting for ended", cause: "killed_start"})
+		})
+		defer stop()
+	}
 	msg, fd, err := recv(host, nil, maxMessage, false)
 	closeFD(fd)
 	if err != nil {
@@ -300,27 +371,6 @@ func socketPair() (int, int, error) {
 func (w *worker) kill() {
 	w.dead.Store(true)
 	_ = w.cmd.Process.Kill()
-}
-
-// killAt kills the worker at deadline (none when zero) or when ctx ends
-// without the operation having returned; stop disarms it.
-func (w *worker) killAt(ctx context.Context, deadline time.Time) (stop func()) {
-	var t *time.Timer
-	if !deadline.IsZero() {
-		t = time.AfterFunc(time.Until(deadline), func() { w.deadlineKill.Store(true); w.kill() })
-	}
-	var cancel func() bool
-	if ctx.Done() != nil {
-		cancel = context.AfterFunc(ctx, w.kill)
-	}
-	return func() {
-		if t != nil {
-			t.Stop()
-		}
-		if cancel != nil {
-			cancel()
-		}
-	}
 }
 
 // exitText says how the worker ended, once it has (it waits a moment for

@@ -15,79 +15,136 @@ import (
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 )
 
-// Restart backoff: after a worker dies, the next one starts at once;
-// after more deaths, each of a worker that lived less than stableAfter,
-// each restart waits twice as long as the one before, up to maxBackoff. An
-// instantiation that comes sooner waits for the restart when its deadline
-// allows (asleep, not spinning), and otherwise fails at once as
-// WorkerDied without starting anything, so a module that crashes every
-// worker costs the host one process start per backoff period. A worker
-// that lived stableAfter or longer starts the count again.
+// Restart backoff: a worker that dies before it answered madeProgress
+// calls (it crashed while starting, instantiating, or in the first call a
+// new instance takes after its callbox_alloc) counts towards a crash loop;
+// one that answered more does not, however soon it died after (a kill -9
+// from outside, the OOM killer): it was making progress. After the first crash of a
+// loop the next worker starts at once; after more, each start waits
+// twice as long as the one before, up to maxBackoff. An instantiation
+// that comes sooner waits for the restart when its deadline allows
+// (asleep, not spinning), and otherwise fails at once as WorkerDied
+// without starting anything, so a module that crashes every worker costs
+// the host one process start per backoff period.
 const (
 	firstBackoff = 10 * time.Millisecond
 	maxBackoff   = 2 * time.Second
-	stableAfter  = time.Second
+	madeProgress = 2
 )
 
 // liveWorker returns the module's worker, starting a new one when the
-// last has died (and the backoff allows: see above). deadline is the
-// instantiation's (zero: none).
+// last has died. One start serves every caller: it runs on a goroutine of
+// its own, bounded by startTimeout, and each caller waits for it only as
+// long as its own deadline (the instantiation's; zero: none) and context
+// allow, so no caller's end kills a start the others wait for.
 func (m *module) liveWorker(ctx context.Context, deadline time.Time) (*worker, error) {
+	if cd, ok := ctx.Deadline(); ok && (deadline.IsZero() || cd.Before(deadline)) {
+		deadline = cd
+	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for {
 		if m.closed {
+			m.mu.Unlock()
 			return nil, errors.New("the module is closed")
 		}
 		if m.w != nil && m.w.alive() {
-			return m.w, nil
+			w := m.w
+			m.mu.Unlock()
+			return w, nil
 		}
 		if m.w != nil && !m.w.closing.Load() {
-			m.died(m.w) // it died between calls
-			m.w.close()
+			m.w.close() // it died between calls
+			m.died(m.w)
 			m.w = nil
 		}
-		now := time.Now()
-		if !now.Before(m.nextTry) {
-			break
+		if m.starting == nil {
+			now := time.Now()
+			if !deadline.IsZero() && deadline.Before(m.nextTry) {
+				m.mu.Unlock()
+				return nil, &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf(
+					"its worker died %d times in a row, each time before it had answered %d calls; the next start is in %v, past this call's deadline", m.crashes, madeProgress, m.nextTry.Sub(now).Round(time.Millisecond))}
+			}
+			m.starting = make(chan struct{})
+			ctx, cancel := context.WithCancel(context.Background())
+			m.cancelStart = cancel
+			go m.restart(ctx, m.starting, m.nextTry)
 		}
-		if cd, ok := ctx.Deadline(); ok && (deadline.IsZero() || cd.Before(deadline)) {
-			deadline = cd
-		}
-		if !deadline.IsZero() && deadline.Before(m.nextTry) {
-			return nil, &engine.Trap{Class: abi.WorkerDied, Message: fmt.Sprintf(
-				"its worker died %d times in a row; the next start is in %v, past this call's deadline", m.crashes, m.nextTry.Sub(now).Round(time.Millisecond))}
-		}
-		wait := time.NewTimer(m.nextTry.Sub(now))
+		started := m.starting
 		m.mu.Unlock()
 		select {
-		case <-wait.C:
+		case <-started:
 		case <-ctx.Done():
+			t := engine.InterruptTrap(ctx, m.cfg.Limits.Timeout)
+			t.Message += " (waiting for its worker to start)"
+			return nil, t
+		case <-expired:
+			return nil, engine.TimeoutTrap(m.cfg.Limits.Timeout, "waiting for its worker to start")
 		}
-		wait.Stop()
 		m.mu.Lock()
-		if err := ctx.Err(); err != nil {
-			return nil, engine.InterruptTrap(ctx, m.cfg.Limits.Timeout)
+		if m.startErr != nil && (m.w == nil || !m.w.alive()) {
+			err := m.startErr
+			m.mu.Unlock()
+			return nil, err
 		}
 	}
-	if m.w != nil {
-		m.w.close()
+}
+
+// restart starts a worker for the module at notBefore (the backoff's
+// earliest start), on its own goroutine, and hands it to the waiters
+// (closing started). ctx ends only when the module closes.
+func (m *module) restart(ctx context.Context, started chan struct{}, notBefore time.Time) {
+	var w *worker
+	err := ctx.Err()
+	if wait := time.Until(notBefore); wait > 0 && err == nil {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		t.Stop()
 	}
-	m.w = nil
-	w, err := m.start(ctx)
-	if err != nil {
+	if err == nil {
+		w, err = m.start(ctx)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cancelStart()
+	m.starting, m.startErr = nil, err
+	switch {
+	case err != nil:
 		m.died(nil)
-		return nil, err
+	case m.closed:
+		w.close()
+	default:
+		m.w = w
+		if ev := m.cfg.Workers; ev != nil {
+			ev.WorkerStarted()
+		}
 	}
-	m.w = w
-	return w, nil
+	close(started)
 }
 
 // died counts the death of w (nil: one that never started) against the
-// backoff (m.mu held).
+// backoff (m.mu held): a worker that served resets the count instead. The
+// module's WorkerEvents hears of it.
 func (m *module) died(w *worker) {
-	if w != nil && time.Since(w.started) >= stableAfter {
-		m.crashes = 0
+	if ev := m.cfg.Workers; ev != nil {
+		cause := "start_failed"
+		if w != nil {
+			cause = w.cause() // it has been reaped: close waited for it
+		}
+		ev.WorkerDied(cause)
+	}
+	if w != nil && w.answered.Load() >= madeProgress {
+		m.crashes, m.nextTry = 0, time.Time{}
+		return
 	}
 	m.crashes++
 	if m.crashes > 1 {
@@ -100,20 +157,27 @@ func (m *module) workerDied(w *worker) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.w == w && !w.closing.Load() {
-		m.died(w)
 		m.w.close()
+		m.died(w)
 		m.w = nil
 	}
 }
 
 // Close implements engine.Module: it ends the worker.
+// A restart in progress is stopped (its worker killed) and waited for,
+// so that no worker outlives its module.
 func (m *module) Close(context.Context) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed = true
 	if m.w != nil {
 		m.w.close()
 		m.w = nil
+	}
+	started, cancel := m.starting, m.cancelStart
+	m.mu.Unlock()
+	if started != nil {
+		cancel()
+		<-started
 	}
 	return nil
 }
@@ -157,7 +221,7 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (engine.In
 	err = w.control(e.b, child)
 	closeFD(child)
 	if err != nil {
-		return nil, i.lost(ctx, err)
+		return nil, i.lost(ctx, fmt.Errorf("%w: %w", errNotSent, err))
 	}
 	msg, fd, err := i.roundTrip(ctx, deadline, nil)
 	if err != nil {
@@ -205,9 +269,12 @@ type instance struct {
 	fuel     uint64
 	fuelOK   bool
 	gone     atomic.Bool // the socket is closed: the instance is dead
-	kill     *time.Timer // kills the worker at a deadline (armKill)
-	e        enc
-	rbuf     []byte
+	kill     *time.Timer // kills the worker past a deadline (armKill)
+	// grace is the kill grace of the exchange in progress (for its
+	// error's words).
+	grace time.Duration
+	e     enc
+	rbuf  []byte
 }
 
 var (
@@ -217,33 +284,39 @@ var (
 )
 
 // roundTrip sends e (nil: nothing, just read) and reads the reply. The
-// worker is killed when the reply has not come by deadline plus the kill
-// grace; a canceled ctx is passed on to the worker (opCancel), which
-// stops the guest, and kills it if it still has not answered after the
-// grace.
+// worker stops a guest at its deadline by itself; the host kills the
+// worker only when no reply has come by deadline plus the kill grace
+// (grace.go), naming this instance as the culprit. A canceled ctx is
+// passed on to the worker (opCancel), which stops the guest, and the
+// worker is killed the same way if it has still not answered after the
+// grace. A failed send (the worker is gone) is the errNotSent error: the
+// worker never saw the request.
 func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([]byte, int, error) {
+	i.grace = i.m.e.killGrace()
 	if !deadline.IsZero() {
-		i.armKill(deadline.Add(i.m.e.o.KillGrace))
+		i.armKill(deadline.Add(i.grace))
 	}
 	var cancelStop func() bool
 	if ctx.Done() != nil {
-		seq := i.seq.Load()
+		seq, grace := i.seq.Load(), i.grace
 		cancelStop = context.AfterFunc(ctx, func() {
 			var c enc
 			c.reset(opCancel)
 			c.u64(i.id)
 			c.u64(seq)
 			_ = i.w.control(c.b, -1)
-			time.AfterFunc(i.m.e.o.KillGrace, func() {
+			time.AfterFunc(grace, func() {
 				if i.seq.Load() == seq && !i.gone.Load() {
-					i.w.kill()
+					i.w.killFor(i.culprit())
 				}
 			})
 		})
 	}
 	var err error
 	if e != nil {
-		err = send(i.sock, e.b, -1)
+		if err = send(i.sock, e.b, -1); err != nil {
+			err = fmt.Errorf("%w: %w", errNotSent, err)
+		}
 	}
 	var msg []byte
 	fd := -1
@@ -267,34 +340,66 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 
 // armKill arms the instance's one kill timer (made on first use, reset
 // for every later exchange: no allocation per call) to kill the worker at
-// when, as a deadline kill.
+// when, naming this instance as the culprit.
 func (i *instance) armKill(when time.Time) {
 	if i.kill == nil {
-		w := i.w
-		i.kill = time.AfterFunc(time.Until(when), func() { w.deadlineKill.Store(true); w.kill() })
+		i.kill = time.AfterFunc(time.Until(when), func() { i.w.killFor(i.culprit()) })
 		return
 	}
 	i.kill.Reset(time.Until(when))
 }
 
+// culprit is the kill reason of a worker killed because this instance's
+// exchange did not end within the grace: what every other call on the
+// worker is told.
+func (i *instance) culprit() *killReason {
+	return &killReason{culprit: i.id, cause: "killed_unresponsive", what: fmt.Sprintf(
+		"the host killed it because another call of callback %q did not end within %v of its deadline or cancellation", i.m.cfg.Name, i.grace)}
+}
+
+// errNotSent marks a request the worker never received (the send
+// failed): nothing of the call ran.
+var errNotSent = errors.New("the request was not sent")
+
 // lost turns a failed exchange into the call's error: the worker died.
+// A call fails for its own reasons only: when the host killed the worker
+// because this very exchange would not end, the call is its own Timeout
+// (or Canceled); when it killed it because of another call, this call is
+// WorkerDied naming that cause; any other death is WorkerDied naming the
+// signal or status. A request that never reached the worker is marked
+// engine.ErrNotStarted, so the host may run the call on a new worker.
 func (i *instance) lost(ctx context.Context, err error) error {
 	i.close()
-	if !errors.Is(err, errPeerGone) {
-		i.w.kill()
+	if !errors.Is(err, errPeerGone) && !errors.Is(err, errNotSent) {
+		i.w.killFor(&killReason{what: "the host lost its connection to it (" + err.Error() + ")", cause: "killed_protocol"})
 	}
 	text := i.w.exitText()
 	i.m.workerDied(i.w)
-	if i.w.deadlineKill.Load() {
-		t := engine.TimeoutTrap(i.state.Limits().Timeout, "the guest did not stop at its deadline, so its worker was killed: "+text)
-		return t
+	if r := i.w.killed.Load(); r != nil {
+		if r.culprit == i.id {
+			t := i.stopped(ctx)
+			t.Message += fmt.Sprintf(" (its worker did not answer within %v, so it was killed: %s)", i.grace, text)
+			return t
+		}
+		return &engine.Trap{Class: abi.WorkerDied, Message: "worker died: " + r.what + ": " + text}
 	}
-	if cerr := ctx.Err(); cerr != nil {
-		t := engine.InterruptTrap(ctx, i.state.Limits().Timeout)
-		t.Message += " (the guest did not stop, so its worker was killed: " + text + ")"
-		return t
+	t := &engine.Trap{Class: abi.WorkerDied, Message: "worker died: " + text}
+	if errors.Is(err, errNotSent) {
+		t.Message = "worker died before the call reached it: " + text
+		t.Cause = engine.ErrNotStarted
 	}
-	return &engine.Trap{Class: abi.WorkerDied, Message: "worker died: " + text}
+	return t
+}
+
+// stopped is the trap of an exchange this instance's own deadline or its
+// caller's context ended: the caller's context decides when it is done
+// (a deadline is a Timeout, a cancellation Canceled), else the callback's
+// timeout.
+func (i *instance) stopped(ctx context.Context) *engine.Trap {
+	if ctx.Err() != nil {
+		return engine.InterruptTrap(ctx, i.state.Limits().Timeout)
+	}
+	return engine.TimeoutTrap(i.state.Limits().Timeout, "")
 }
 
 // broken fails an instance whose worker broke the protocol: the worker
@@ -374,7 +479,7 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		return fmt.Errorf("not a function of this instance: %T", fn)
 	}
 	if !i.Alive() {
-		return &engine.Trap{Class: abi.WorkerDied, Message: "worker died: the instance's worker is gone"}
+		return &engine.Trap{Class: abi.WorkerDied, Message: "worker died before the call reached it: the instance's worker is gone", Cause: engine.ErrNotStarted}
 	}
 	seq := i.seq.Add(1)
 	now := time.Now()
@@ -397,6 +502,7 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 	if err != nil {
 		return err
 	}
+	i.w.answered.Add(1)
 	d := dec{b: msg}
 	if d.u8() != opReturned {
 		return i.broken("call", errors.New("unexpected reply"))
@@ -409,8 +515,18 @@ func (i *instance) Call(ctx context.Context, fn engine.Function, stack []uint64)
 		return i.broken("call", err)
 	}
 	if callErr != nil {
-		if t, ok := engine.AsTrap(callErr); ok && (t.Class == abi.Timeout || t.Class == abi.Canceled) && ctx.Err() != nil {
-			t.Cause = ctx.Err() // the caller's context ended it, as in process
+		if t, ok := engine.AsTrap(callErr); ok && (t.Class == abi.Timeout || t.Class == abi.Canceled) {
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				i.m.e.late.observe(time.Since(deadline))
+			}
+			if ctx.Err() != nil {
+				// The caller's context ended it, as in process: a
+				// deadline is a Timeout (the worker may have seen the
+				// host's cancel first), a cancellation Canceled.
+				st := i.stopped(ctx)
+				st.Frames = t.Frames
+				return st
+			}
 		}
 		return callErr
 	}
