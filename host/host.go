@@ -79,10 +79,30 @@ func WithCacheDir(dir string) Option { return func(h *Host) { h.cacheDir = dir }
 
 // WithWorker names the callbox-worker executable that isolation: process
 // starts (overriding the config's worker key). Without either, the host
-// looks at the CALLBOX_WORKER variable, then for callbox-worker beside the
-// file this code runs from (the program, or libcallbox.so inside a Python
-// or BEAM process), then beside the running program.
+// looks at the CALLBOX_WORKER variable, then uses the program itself when
+// it called WorkerMain, then looks for callbox-worker beside the file this
+// code runs from (the program, or libcallbox.so inside a Python or BEAM
+// process), then beside the running program.
 func WithWorker(path string) Option { return func(h *Host) { h.worker = path } }
+
+// WorkerMain makes the program its own worker for isolation: process, so
+// that it needs no callbox-worker executable beside it. Call it first
+// thing in main, before anything else runs:
+//
+//	func main() {
+//		host.WorkerMain()
+//		...
+//	}
+//
+// When a host started the program as its worker, WorkerMain serves that
+// host and exits the process (it never returns); otherwise it returns at
+// once, and the program's hosts start their workers by running the
+// program again. The worker runs the program's package initializers before
+// WorkerMain locks it down: one that starts a goroutine making system
+// calls later (a background flusher, a file watcher) gets the worker
+// killed by its seccomp filter; such a program ships callbox-worker
+// instead (docs/SECURITY.md, "A second wall").
+func WorkerMain() { sandbox.WorkerMain() }
 
 // WithWorkerUser says who a host running as root starts its workers as (a
 // user name, "UID" or "UID:GID"; overriding the config's worker_user

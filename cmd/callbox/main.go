@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/host"
 	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
 )
 
@@ -60,6 +61,8 @@ func callbackErr(err error) error {
 }
 
 func main() {
+	// The CLI is its own worker for isolation: process: one binary.
+	host.WorkerMain()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -134,7 +137,7 @@ func newRoot() *cobra.Command {
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newNpyCmd(), newLowerCmd(), newExecCmd())
+	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newNpyCmd(), newLowerCmd(), newExecCmd(), newVersionCmd())
 	return root
 }
 

@@ -53,6 +53,9 @@ import (
 )
 
 func main() {
+	// The service is its own worker for callbacks under isolation:
+	// process (no callbox-worker executable to ship beside it).
+	host.WorkerMain()
 	addr := flag.String("addr", "127.0.0.1:9464", "where /metrics is served")
 	workers := flag.Int("workers", 8, "goroutines calling callbacks")
 	configPath := flag.String("config", "", "callbacks config file (YAML, TOML or JSON); SIGHUP reloads it")

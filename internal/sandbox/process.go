@@ -8,24 +8,29 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/engine"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/procwall"
 	"github.com/seed4b3e0ccb/callbox/internal/sandbox/internal/procwall/hardening"
+	"github.com/seed4b3e0ccb/callbox/internal/sandbox/worker"
 )
 
 // Process isolation (isolation: process): the named engine runs in a
-// worker process per compiled module (cmd/callbox-worker), locked down
+// worker process per compiled module (cmd/callbox-worker, or a program
+// that serves as its own through WorkerMain, as the callbox CLI does), locked down
 // with seccomp, so an engine bug reaches the worker and not this process.
 
 // ProcessIsolationAvailable reports whether this platform can run
 // isolation: process (Linux).
 const ProcessIsolationAvailable = procwall.Available
 
-// WorkerName is the worker executable's file name.
-const WorkerName = "callbox-worker"
+// WorkerName is the worker executable's file name, and the name every
+// worker runs under.
+const WorkerName = procwall.WorkerName
 
 // WorkerEnv names the environment variable that locates the worker when
 // neither the host nor its config does.
@@ -54,30 +59,66 @@ func NewProcess(ctx context.Context, name, worker, user string) (Engine, error) 
 	return e, nil
 }
 
-// FindWorker locates the worker executable when nothing names it: the
-// CALLBOX_WORKER variable, then callbox-worker beside the file this code
-// runs from (the program, or libcallbox.so inside a Python or BEAM
-// process), then beside the running program.
+// selfWorker records that this program serves as its own worker: it
+// called WorkerMain, so running it again under the worker's name serves a
+// host. One fact about the whole process, as os.Args is, set once, before
+// any host starts a worker.
+var selfWorker atomic.Bool
+
+// WorkerMain makes the running program its own worker. Called first thing
+// in main: when a host started this program as its worker (under the name
+// WorkerName, with the control socket on descriptor 3), it serves that
+// host and exits the process; otherwise it returns at once, and hosts in
+// this program start their workers by running the program again, so no
+// separate callbox-worker executable is needed.
+func WorkerMain() {
+	selfWorker.Store(true)
+	if filepath.Base(os.Args[0]) != WorkerName {
+		return
+	}
+	os.Exit(worker.Main(os.Args))
+}
+
+// FindWorker locates the worker when nothing names it: the CALLBOX_WORKER
+// variable; then this program itself, when it called WorkerMain; then
+// callbox-worker beside the file this code runs from (the program, or
+// libcallbox.so inside a Python or BEAM process), or in libexec/callbox
+// beside that file's directory (where make install puts it: PREFIX/lib
+// and PREFIX/libexec/callbox), then beside the running program.
 func FindWorker() (string, error) {
 	if w := os.Getenv(WorkerEnv); w != "" {
 		return w, nil
 	}
+	exe, exeErr := os.Executable()
+	if selfWorker.Load() && exeErr == nil {
+		return exe, nil
+	}
 	var tried []string
+	look := func(dir string) (string, bool) {
+		p := filepath.Join(dir, WorkerName)
+		if slices.Contains(tried, p) {
+			return "", false
+		}
+		tried = append(tried, p)
+		return p, isExecutable(p)
+	}
 	if self, err := codeFile(); err == nil {
-		p := filepath.Join(filepath.Dir(self), WorkerName)
-		if isExecutable(p) {
+		dir := filepath.Dir(self)
+		if p, ok := look(dir); ok {
 			return p, nil
 		}
-		tried = append(tried, p)
-	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), WorkerName)
-		if isExecutable(p) {
+		// make install's layout: PREFIX/lib/libcallbox.so.N with
+		// PREFIX/libexec/callbox/callbox-worker.
+		if p, ok := look(filepath.Join(filepath.Dir(dir), "libexec", "callbox")); ok {
 			return p, nil
 		}
-		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("isolation: process needs the %s executable: set the config's worker key or %s (looked in %s)", WorkerName, WorkerEnv, strings.Join(tried, ", "))
+	if exeErr == nil {
+		if p, ok := look(filepath.Dir(exe)); ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("isolation: process needs a worker: call host.WorkerMain first thing in main (the program serves as its own), or install the %s executable, or set the config's worker key or %s (looked in %s)", WorkerName, WorkerEnv, strings.Join(tried, ", "))
 }
 
 func isExecutable(p string) bool {

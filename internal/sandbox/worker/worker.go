@@ -29,13 +29,6 @@ var warmModule = []byte{
 	0x0a, 0x06, 0x01, 0x04, 0x00, 0x41, 0x00, 0x0b, // code: i32.const 0
 }
 
-// The main goroutine keeps the process's first thread to itself, so no
-// guest runs there: glibc answers pthread_getattr_np (which the wasmtime
-// glue asks, to find the room left on a thread's stack) for the first
-// thread by reading /proc/self/maps, which the locked-down worker cannot
-// open; for every other thread it reads its own records.
-func init() { runtime.LockOSThread() }
-
 // controlFD is the descriptor the host passes the control socket on.
 const controlFD = 3
 
@@ -47,7 +40,19 @@ const controlFD = 3
 // address-space, descriptor and file-size limits, the user and group ids
 // to switch to (-1: none), and the callback's max_stack, as the host
 // passes them (procwall.Args).
+//
+// Main must run on the process's first thread, as main does when it calls
+// Main first: it keeps that thread to itself, so no guest runs there.
+// glibc answers pthread_getattr_np (which the wasmtime glue asks, to find
+// the room left on a thread's stack) for the first thread by reading
+// /proc/self/maps, which the locked-down worker cannot open; for every
+// other thread it reads its own records.
 func Main(args []string) int {
+	runtime.LockOSThread()
+	if !onFirstThread() {
+		fmt.Fprintln(os.Stderr, "callbox-worker: the worker must start on the program's first thread: call it (host.WorkerMain) first thing in main")
+		return 1
+	}
 	if len(args) != 8 {
 		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE UID GID MAX_STACK")
 		return 2

@@ -247,13 +247,23 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	}
 	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()),
 		fmt.Sprint(user.UID), fmt.Sprint(user.GID), fmt.Sprint(m.cfg.Limits.MaxStack))
-	// The worker starts with one variable, which it clears: glibc's
-	// malloc opens two files the seccomp allowlist forbids, each the
-	// first time it needs it: /sys/devices/system/cpu/online to bound its
-	// arenas (a fixed arena_max skips it) and
-	// /proc/sys/vm/overcommit_memory when it shrinks a thread arena's heap
-	// (a trim threshold no heap reaches means it never does).
-	cmd.Env = []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=8:glibc.malloc.trim_threshold=4611686018427387904"}
+	// Its name is the worker's, whatever the file: a program that serves
+	// as its own worker (WorkerMain) knows it was started as one by it.
+	cmd.Args[0] = WorkerName
+	// The worker starts with two variables, which it clears; both are
+	// read before. glibc's malloc opens two files the seccomp allowlist
+	// forbids, each the first time it needs it:
+	// /sys/devices/system/cpu/online to bound its arenas (a fixed
+	// arena_max skips it) and /proc/sys/vm/overcommit_memory when it
+	// shrinks a thread arena's heap (a trim threshold no heap reaches
+	// means it never does). The Go runtime's periodic GOMAXPROCS update
+	// reads /proc/self/cgroup, an open the allowlist forbids too:
+	// updatemaxprocs=0, read once at the runtime's start, turns it off in
+	// any program serving as a worker.
+	cmd.Env = []string{
+		"GLIBC_TUNABLES=glibc.malloc.arena_max=8:glibc.malloc.trim_threshold=4611686018427387904",
+		"GODEBUG=updatemaxprocs=0",
+	}
 	cmd.ExtraFiles = []*os.File{os.NewFile(uintptr(child), "callbox-worker-control")}
 	if os.Getenv("CALLBOX_WORKER_STDERR") != "" {
 		cmd.Stderr = os.Stderr // a worker's own crash report, for debugging

@@ -22,3 +22,8 @@
 // the signal, and is replaced on the next instantiation, with a backoff so
 // that a module that crashes every worker cannot make the host spin.
 package procwall
+
+// WorkerName is the name a worker runs under (its argv[0]), whichever
+// file it was started from: cmd/callbox-worker, or a program serving as
+// its own worker, which tells by it that a host started it.
+const WorkerName = "callbox-worker"
