@@ -51,7 +51,11 @@ func cError(err error) *C.callbox_error {
 	if err == nil {
 		return nil
 	}
-	in := describe(err)
+	return cErrorInfo(describe(err))
+}
+
+// cErrorInfo allocates the callbox_error of a described failure.
+func cErrorInfo(in errInfo) *C.callbox_error {
 	e := (*C.callbox_error)(C.calloc(1, C.sizeof_callbox_error))
 	e.struct_size = C.uint32_t(C.sizeof_callbox_error)
 	e.kind = C.int32_t(in.kind)

@@ -379,10 +379,16 @@ func TestDoorConformance(t *testing.T) {
 			got, ok := r.xla["door_x_"+c.ID]
 			if assert.True(t, ok, "%s: no XLA result", c.ID) {
 				// An XLA error carries a code and a message, "callbox <kind>:
-				// <the Go error's text>".
+				// <the Go error's text> [callbox error <tag>-<n>]", and the
+				// token gives back (callbox_xla_failure) the error the C API
+				// gives: every field.
 				assert.Equal(t, w.Code, got.code, "%s: XLA code (%s)", c.ID, got.text)
 				if w.Kind != "OK" {
-					assert.Equal(t, "callbox "+w.Kind+": "+w.Message, got.text, "%s: XLA message", c.ID)
+					assert.Equal(t, "callbox "+w.Kind+": "+w.Message+" "+tokenOf(t, got.text), got.text, "%s: XLA message", c.ID)
+					failure, found := r.errs["door_xf_"+c.ID]
+					if assert.True(t, found, "%s: callbox_xla_failure gave no failure (%s)", c.ID, r.vals["door_xf_"+c.ID]) {
+						assert.Equal(t, r.errs["door_c_"+c.ID], failure, "%s: the XLA failure is the C API's error", c.ID)
+					}
 				}
 				assert.Equal(t, w.Outputs, r.vals["door_x_"+c.ID], "%s: XLA output bytes", c.ID)
 				ran['x']++

@@ -148,10 +148,13 @@ func panicError(where string, p any) error {
 }
 
 // xlaMessage is the code and message of a failed XLA call, either
-// handler: the message names the kind and the callback, e.g.
+// handler (and of callbox_cuda_call_dlpack): the message names the kind
+// and the callback, and ends with the token under which the library keeps
+// the whole failure for callbox_xla_failure (xlafailure.go), e.g.
 //
-//	callbox Timeout: callback "spin" failed: timeout after 250ms
+//	callbox Timeout: callback "spin" failed: timeout after 250ms [callbox error 5f2c9a1e-17]
 func xlaMessage(err error) (abi.Code, string) {
 	in := describe(err)
-	return in.code, "callbox " + in.kind.Ident() + ": " + err.Error()
+	id := recordXLAFailure(in)
+	return in.code, "callbox " + in.kind.Ident() + ": " + err.Error() + " " + xlaToken(id)
 }

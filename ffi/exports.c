@@ -161,6 +161,8 @@ extern callbox_error *cbxgo_async_prepare(callbox_host, callbox_cancel_token, co
                                           const callbox_tensor *, size_t, callbox_tensor *, size_t, uintptr_t *);
 extern callbox_error *cbxgo_async_run(uintptr_t);
 extern void cbxgo_async_drop(uintptr_t);
+extern callbox_error *cbxgo_xla_failure(const char *, callbox_error **);
+extern callbox_error *cbxgo_xla_host_attr(callbox_host, char *, size_t);
 extern size_t cbxgo_dtypes(callbox_dtype_info *, size_t);
 extern int cbxgo_cuda_call_dlpack(const char *, uintptr_t, callbox_tensor *const *, size_t, callbox_tensor *const *,
                                   size_t, char *, size_t);
@@ -516,6 +518,18 @@ callbox_error *callbox_cancel_on_signal(callbox_cancel_token cancel, int signum)
 callbox_error *callbox_set_log_callback(callbox_log_fn fn, void *user, int32_t min_level) {
   CBX_GUARD("callbox_set_log_callback");
   return cbxgo_set_log_callback(fn, user, min_level);
+}
+
+callbox_error *callbox_xla_failure(const char *xla_message, callbox_error **failure) {
+  if (failure != NULL && cbx_in_fork_child()) *failure = NULL;
+  CBX_GUARD("callbox_xla_failure");
+  return cbxgo_xla_failure(xla_message, failure);
+}
+
+callbox_error *callbox_xla_host_attr(callbox_host host, char *buf, size_t cap) {
+  if (buf != NULL && cap > 0 && cbx_in_fork_child()) buf[0] = 0;
+  CBX_GUARD("callbox_xla_host_attr");
+  return cbxgo_xla_host_attr(host, buf, cap);
 }
 
 size_t callbox_kinds(callbox_kind_info *out, size_t capacity) {

@@ -354,7 +354,7 @@ func (r *harnessRun) xfails(t *testing.T, label string, code abi.Code, parts ...
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.10.0 11000", r.vals["version"])
+	assert.Equal(t, "1.11.0 11100", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")
@@ -532,7 +532,14 @@ func TestHarnessCUDA(t *testing.T) {
 		assert.Contains(t, dl, "CUDA runtime not available")
 	}
 	r.xfails(t, "cuda_unknown", abi.CodeNotFound, `callback "nope"`, "unknown callback")
-	assert.Equal(t, "3 callbox InvalidArgument: callback: NULL", r.vals["cuda_dlpack_null"])
+	assert.Regexp(t, `^3 callbox InvalidArgument: callback: NULL \[callbox error [0-9a-f]{8}-\d+\]$`, r.vals["cuda_dlpack_null"])
+	// Its message's token gives the whole failure back, as the XLA
+	// handlers' do.
+	dlFailure, found := r.errs["cuda_dlpack_failure"]
+	if assert.True(t, found, "callbox_xla_failure gave no failure for %q", dl) {
+		assert.Equal(t, "copy_f32", dlFailure.callback)
+		assert.Contains(t, dl, "callbox "+dlFailure.text, "the failure's text is the message's")
+	}
 	assert.Equal(t, "3", r.vals["cuda_dlpack_no_msg"], "a NULL input list with no message buffer")
 
 	// The plain C API refuses CUDA tensors and names the GPU entry.
@@ -576,6 +583,9 @@ func TestHarnessBothHandlers(t *testing.T) {
 		cpu, gpu := r.xla["both_"+c.label+"_cpu"], r.xla["both_"+c.label+"_cuda"]
 		r.xfails(t, "both_"+c.label+"_cpu", c.code, c.part)
 		r.xfails(t, "both_"+c.label+"_cuda", c.code, c.part)
+		// Alike but for the failure's token: each failure has its own.
+		cpu.text = strings.TrimSuffix(cpu.text, tokenOf(t, cpu.text))
+		gpu.text = strings.TrimSuffix(gpu.text, tokenOf(t, gpu.text))
 		assert.Equal(t, cpu, gpu, "%s: the two handlers answer alike", c.label)
 	}
 }
@@ -634,9 +644,80 @@ func TestHarnessHostile(t *testing.T) {
 				assert.Equal(t, name, line.callback)
 			}
 			r.xfails(t, "xla_"+name, code, fmt.Sprintf("callbox %s: callback %q", hc.kind.Ident(), name))
+			// The XLA error's token gives back the failure the C API
+			// gives for the same call: kind, code, callback, guest
+			// message and text.
+			failure, found := r.errs["xlaf_"+name]
+			if assert.True(t, found, "%s: callbox_xla_failure gave no failure (%s)", name, r.vals["xlaf_"+name]) {
+				assert.Equal(t, line.kind, failure.kind, name)
+				assert.Equal(t, line.code, failure.code, name)
+				assert.Equal(t, name, failure.callback, name)
+				assert.Equal(t, line.guest, failure.guest, name)
+				assert.Equal(t, line.text, failure.text, name)
+			}
 		}
 	}
 	r.ok(t, "hostile_survived")
+}
+
+// TestHarnessXLAHost: the XLA handler's attribute host runs a call on the
+// host it names (callbox_xla_host_attr) instead of the default host, and
+// refuses, naming the attribute and the callback, a malformed value, an
+// unknown handle, another load's tag and a closed host; callbox_xla_failure
+// finds a failure by its token in any surrounding text, as often as asked,
+// and no failure for text without one of this library's tokens.
+func TestHarnessXLAHost(t *testing.T) {
+	r := harnessGroups(t, false, nil, "xlahost")
+	r.ok(t, "xh_open", "xh_attr", "xh_attr_self", "xh_close", "xh_bump_capi")
+	assert.Regexp(t, `^\d+@[0-9a-f]{8}$`, r.vals["xh_attr"])
+	assert.Regexp(t, `^\d+@[0-9a-f]{8}$`, r.vals["xh_attr_self"])
+	assert.NotEqual(t, r.vals["xh_attr"], r.vals["xh_attr_self"])
+	r.fails(t, "xh_attr_small", abi.InvalidArgument, "cap: 4 bytes, the value needs", "CALLBOX_XLA_HOST_ATTR_SIZE is 64")
+	r.fails(t, "xh_attr_null", abi.InvalidArgument, "buf: NULL")
+	r.fails(t, "xh_attr_unknown", abi.InvalidArgument, "unknown host handle 987654")
+	r.fails(t, "xh_attr_closed", abi.FailedPrecondition, "host is closed")
+
+	// Three calls on the other host, one on the default host named, one
+	// on the default host, then the C API on the other host: each host
+	// counts its own.
+	r.xok(t, "xh_bump_0", "xh_bump_1", "xh_bump_2", "xh_bump_3", "xh_bump_4")
+	assert.Equal(t, "1 2 3 1 2 4", r.vals["xh_counts"])
+
+	for _, c := range []struct {
+		label string
+		kind  abi.Kind
+		part  string
+	}{
+		{"xh_garbage", abi.InvalidArgument, `attribute host: "garbage" is not a host (want HANDLE@TAG`},
+		{"xh_zero", abi.InvalidArgument, `attribute host: "0@abc" is not a host`},
+		{"xh_unknown", abi.InvalidArgument, "attribute host: unknown host handle 987654"},
+		{"xh_other_tag", abi.FailedPrecondition, "names a host of another process"},
+		{"xh_closed", abi.FailedPrecondition, `callback "bump": the host that attribute host names (handle `},
+	} {
+		r.xfails(t, c.label, c.kind.Code(abi.StatusOK), "callbox "+c.kind.Ident()+": ", c.part)
+		failure := r.fails(t, c.label+"_failure", c.kind, c.part)
+		assert.Equal(t, "bump", failure.callback, c.label)
+		assert.Equal(t, r.xla[c.label].text, "callbox "+failure.text+" "+tokenOf(t, r.xla[c.label].text), c.label)
+	}
+	assert.Equal(t, "-1", r.vals["xh_closed_count"], "a refused call writes nothing")
+
+	closed := r.errs["xh_closed_failure"]
+	for _, label := range []string{"xh_failure_around", "xh_failure_again"} {
+		assert.Equal(t, closed, r.errs[label], label)
+	}
+	for _, label := range []string{"xh_failure_plain", "xh_failure_foreign", "xh_failure_unterminated"} {
+		assert.Equal(t, "none", r.vals[label], label)
+	}
+	r.fails(t, "xh_failure_null_message", abi.InvalidArgument, "xla_message: NULL")
+	r.fails(t, "xh_failure_null_out", abi.InvalidArgument, "failure: NULL")
+}
+
+// tokenOf is the failure token that ends an XLA message.
+func tokenOf(t *testing.T, msg string) string {
+	t.Helper()
+	m := regexp.MustCompile(`\[callbox error [0-9a-f]{8}-\d+\]$`).FindString(msg)
+	assert.NotEmpty(t, m, "no token at the end of %q", msg)
+	return m
 }
 
 // TestHarnessSmallStack calls wasmtime guests from a C thread whose
@@ -684,44 +765,38 @@ func TestHarnessSmallStack(t *testing.T) {
 	}
 }
 
-// TestReadmeCExample compiles and runs the C example of README.md's "C
-// API" section, as written, against a callbox.yaml with the Rust scale
-// guest.
+// TestReadmeCExample compiles and runs examples/c/scale.c, the program
+// README.md's "C API" section shows whole, against a callbox.yaml with the
+// Rust scale guest: its result, and a failure's line and exit status.
 func TestReadmeCExample(t *testing.T) {
 	bin := buildHarness(t)
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## C API\n")
-	require.True(t, found, "README.md has no C API section")
-	_, code, found := strings.Cut(section, "```c\n")
-	require.True(t, found, "the C API section has no C example")
-	code, _, _ = strings.Cut(code, "```")
-	scale, err := filepath.Abs("../guests/build/rust/scale.wasm")
-	require.NoError(t, err)
-	if _, err := os.Stat(scale); err != nil {
-		t.Skip("guests/build/rust/scale.wasm is missing: make guests builds it")
-	}
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "callbox.yaml"), []byte("callbacks:\n  scale:\n    module: "+scale+"\n"), 0o644))
-	var includes, body strings.Builder
-	for _, line := range strings.Split(code, "\n") {
-		if strings.HasPrefix(line, "#include") {
-			includes.WriteString(line + "\n")
-		} else {
-			body.WriteString(line + "\n")
-		}
-	}
-	src := "#include <stdio.h>\n" + includes.String() + "int main(void) {\n" + body.String() +
-		"  printf(\"%g %g %g %g\\n\", y[0], y[1], y[2], y[3]);\n  return err != NULL;\n}\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "example.c"), []byte(src), 0o644))
+	scale, err := filepath.Abs("../guests/prebuilt/rust-scale.wasm")
+	require.NoError(t, err)
+	// examples/c/callbox.yaml, but in process: this test's library has no
+	// worker beside it (make install-test runs the example as installed,
+	// worker and all).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "callbox.yaml"), []byte("callbacks:\n  scale:\n    module: "+scale+"\n    export: scale\n"), 0o644))
 	out, err := exec.Command("cc", "-std=gnu11", "-Wall", "-Werror", "-Iinclude", "-o", filepath.Join(dir, "example"),
-		filepath.Join(dir, "example.c"), "-L"+bin, "-lcallbox", "-Wl,-rpath,"+bin).CombinedOutput()
-	require.NoError(t, err, "%s\n%s", out, src)
+		"../examples/c/scale.c", "-L"+bin, "-lcallbox", "-Wl,-rpath,"+bin).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 	cmd := exec.Command(filepath.Join(dir, "example"))
 	cmd.Dir = dir
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Equal(t, "2 4 6 8\n", string(out))
+
+	// A failure: the program prints the error's one line and its code, and
+	// exits 3.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "callbox.yaml"), []byte("callbacks:\n  scale:\n    module: "+scale+"\n    export: scale\n    max_output: 8B\n"), 0o644))
+	cmd = exec.Command(filepath.Join(dir, "example"))
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, string(out))
+	assert.Equal(t, 3, exit.ExitCode())
+	assert.Contains(t, string(out), `callback "scale"`)
+	assert.Contains(t, string(out), "(code ")
 }
 
 // TestHarnessHostileLoad opens hosts whose module attacks at load time,

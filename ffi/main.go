@@ -14,7 +14,10 @@
 //	xla.c        the XLA FFI handlers, CPU and CUDA: one frame decoder
 //	xla.go       its Go side: a call without a stream goes to the host, one
 //	             with a stream to the GPU path (gpu.go, package cuda);
-//	             xlaexport.go the entry xla.c calls, with layout checks
+//	             xlaexport.go the entry xla.c calls, with layout checks;
+//	             xlafailure.go the failures they report, kept under the
+//	             token that ends each message (callbox_xla_failure), and
+//	             the attribute host (callbox_xla_host_attr)
 //	gpu.go       callbox_cuda_call_dlpack (CUDA DLPack tensors checked by
 //	             internal/dlpack, refused as the host refuses) and
 //	             callbox_cuda_stats
@@ -30,7 +33,8 @@
 // The process-wide state a C ABI needs: in bridge.go the tables of open
 // hosts and cancel tokens (handles are numbers), the default host (XLA's
 // handler ABI carries no user data) and the scratch pool of tensor slices;
-// in log.go the log callback; in signal.go the signal watcher; in
+// in xlafailure.go the bounded table of XLA failures and the library's
+// tag; in log.go the log callback; in signal.go the signal watcher; in
 // exports.c the fork flag and the async workers' queue; in signals.c the
 // signal pipe and the handlers it replaced. The Go packages below it
 // (host, cuda, the engines) have no process-wide state of their own beyond

@@ -1,6 +1,6 @@
 // The version functions of include/callbox.h. (Go's build cache hashes only
 // the files of this directory, not include/: a version bump edits this
-// comment too, so cached builds pick it up. Version 1.10.)
+// comment too, so cached builds pick it up. Version 1.11.)
 #include "include/callbox.h"
 
 #define CBX_STR2(x) #x

@@ -166,10 +166,12 @@ static int cbx_string(cbx_call *call, const cbx_xla_attrs *attrs, int64_t i, con
   return 0;
 }
 
-// cbx_attrs reads the attributes: callback (required), chain, and
-// batched ("true": every buffer has a leading batch dimension and the call
-// is the host's batched call; "false": a plain call); any other is
-// refused, so that a misspelt "chian" never runs unordered.
+// cbx_attrs reads the attributes: callback (required), chain, batched
+// ("true": every buffer has a leading batch dimension and the call is the
+// host's batched call; "false": a plain call), and host (the host to call
+// instead of the default host, as callbox_xla_host_attr names it; Go
+// checks it); any other is refused, so that a misspelt "chian" never runs
+// unordered.
 static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
   if (attrs->size < 0 || (attrs->size > 0 && (attrs->types == NULL || attrs->names == NULL || attrs->attrs == NULL)))
     return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "malformed attributes (%lld)", (long long)attrs->size);
@@ -179,6 +181,8 @@ static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
       if (cbx_string(call, attrs, i, "callback", &call->callback, &call->callback_len) < 0) return -1;
     } else if (cbx_name_is(name, "chain")) {
       if (cbx_string(call, attrs, i, "chain", &call->chain, &call->chain_len) < 0) return -1;
+    } else if (cbx_name_is(name, "host")) {
+      if (cbx_string(call, attrs, i, "host", &call->host, &call->host_len) < 0) return -1;
     } else if (cbx_name_is(name, "batched")) {
       const char *v;
       size_t n;
@@ -192,7 +196,8 @@ static int cbx_attrs(cbx_call *call, const cbx_xla_attrs *attrs) {
     } else if (name == NULL || name->ptr == NULL) {
       return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "attribute %lld has no name", (long long)i);
     } else {
-      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT, "unknown attribute %.*s (callbox takes callback, chain and batched)",
+      return cbx_refuse(call, CBX_KIND_INVALID_ARGUMENT,
+                        "unknown attribute %.*s (callbox takes callback, chain, batched and host)",
                         (int)(name->len > 64 ? 64 : name->len), name->ptr);
     }
   }

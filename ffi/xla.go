@@ -36,6 +36,8 @@ type xlaCall struct {
 	CallbackLen uintptr
 	Chain       *byte // nil: no chain attribute
 	ChainLen    uintptr
+	Host        *byte // nil: no host attribute (the default host)
+	HostLen     uintptr
 	NumArgs     int64
 	NumRets     int64
 	Message     unsafe.Pointer // out: C string on failure (xlaexport.go)
@@ -109,9 +111,31 @@ func xlaDeviceBuffers(role string, bufs []xlaBuf) ([]cuda.Buffer, error) {
 	return out, nil
 }
 
-// xlaExecute runs one decoded XLA call on the default host: on the host
-// when it has no stream, on the host's GPU path on its stream otherwise.
-// It returns the callback name (for messages) and the error.
+// xlaCallHost is the open host a call of callback runs on: the one its
+// attribute host names (xlaHost), else the default host.
+func xlaCallHost(ctx context.Context, c *xlaCall, callback string) (*bridgeHost, error) {
+	if c.Host != nil {
+		return xlaHost(unsafe.String(c.Host, c.HostLen), callback)
+	}
+	bh, err := getDefault(ctx)
+	if err != nil {
+		var be *bridgeError
+		if errors.As(err, &be) && be.callback == "" {
+			// No host to ask: the handler's own error names the callback
+			// the custom call named.
+			return nil, &bridgeError{kind: be.kind, callback: callback, msg: be.msg}
+		}
+		return nil, err
+	}
+	if err := bh.open(); err != nil {
+		return nil, err
+	}
+	return bh, nil
+}
+
+// xlaExecute runs one decoded XLA call on its host (xlaCallHost): on the
+// host when it has no stream, on the host's GPU path on its stream
+// otherwise. It returns the callback name (for messages) and the error.
 func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	if c.RefusalKind != 0 {
 		n := 0
@@ -137,17 +161,8 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	if c.NumArgs < 0 || c.NumArgs > xlaMaxBuffers || c.NumRets < 0 || c.NumRets > xlaMaxBuffers {
 		return callback, badArg(arg("call"), "%d arguments and %d results (at most %d each)", c.NumArgs, c.NumRets, xlaMaxBuffers)
 	}
-	bh, err := getDefault(ctx)
+	bh, err := xlaCallHost(ctx, c, callback)
 	if err != nil {
-		var be *bridgeError
-		if errors.As(err, &be) && be.callback == "" {
-			// No host to ask: the handler's own error names the callback
-			// the custom call named.
-			return callback, &bridgeError{kind: be.kind, callback: callback, msg: be.msg}
-		}
-		return callback, err
-	}
-	if err := bh.open(); err != nil {
 		return callback, err
 	}
 	ci, err := bh.resolve(callback)

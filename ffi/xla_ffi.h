@@ -178,6 +178,8 @@ typedef struct cbx_call {
   size_t callback_len;
   const char *chain; /* NULL: no chain attribute */
   size_t chain_len;
+  const char *host; /* NULL: no host attribute (the default host) */
+  size_t host_len;
   int64_t num_args;
   int64_t num_rets;
   char *message;          /* out: malloc'd by the Go side on failure */

@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.4.
+ * callbox.h - the C API of libcallbox, version 1.11.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -145,9 +145,15 @@ extern "C" {
  *        on the thread's own stack, a thread's switched-to stack is
  *        unmapped when the thread ends, and where there is no switch a
  *        call from a thread short of stack is refused (STACK_OVERFLOW)
- *        instead of faulting */
+ *        instead of faulting
+ *   1.11 the XLA handlers' errors (and callbox_cuda_call_dlpack's
+ *        messages) end with a token "[callbox error TAG-N]" under which the
+ *        library keeps the whole failure, and callbox_xla_failure gives it
+ *        back as the callbox_error the C API gives; the XLA handlers'
+ *        attribute host (callbox_xla_host_attr) runs a call on that host
+ *        instead of the default host */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 10
+#define CALLBOX_VERSION_MINOR 11
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -713,21 +719,62 @@ callbox_error *callbox_chain_reset(callbox_host host, const char *chain);
  *             call (callbox_call_batch: every buffer has a leading batch
  *             dimension; elements run in parallel for a callback whose
  *             batching is "parallel"); "false" or absent, a plain call
+ *   host      string, optional (since 1.11): the host to call, as
+ *             callbox_xla_host_attr names it, instead of the default host
+ *             (below). It names a host of this process only: a program
+ *             made elsewhere (exported, or from a compilation cache) that
+ *             carries one is refused (FAILED_PRECONDITION), as is a call
+ *             once that host is closed.
  * and no other (an unknown attribute is refused, so a misspelt chain never
  * runs unordered). Arguments are the callback's inputs and results its
  * outputs, in order, dense row-major; buffers of dtype TOKEN are skipped.
  * Errors carry the code of the failure kind (the table under Errors) and
- * a message "callbox <Kind>: ..." naming the callback.
+ * a message "callbox <Kind>: ..." naming the callback, which ends (since
+ * 1.11) with the token of the failure, " [callbox error TAG-N]": TAG
+ * names this load of the library (8 hex digits, drawn at random when it
+ * loads), N numbers its failures from 1. callbox_xla_failure gives back
+ * the failure a token names.
  *
  * The handlers declare XLA FFI API version 0.2 in the metadata handshake,
  * or 0.1 to a framework at 0.1 (jaxlib 0.7 refuses a newer handler); XLA
  * accepts a handler whose version is at most its own. Tested under jaxlib
  * 0.7.2 and 0.10.2 by make test; layouts validated with jaxlib 0.11.2.
  *
- * The host it calls is the default host: the one set with
- * callbox_set_default_host, else one opened on first use from the file
- * named by the CALLBOX_CONFIG environment variable. */
+ * The host it calls is the one attribute host names, else the default
+ * host: the one set with callbox_set_default_host, else one opened on
+ * first use from the file named by the CALLBOX_CONFIG environment
+ * variable. */
 struct callbox_xla_error *callbox_xla_ffi(struct callbox_xla_call_frame *call_frame);
+
+/* The failure an XLA error reports (since 1.11): xla_message is the
+ * error's message, or any text around it (a framework's exception text,
+ * "INTERNAL: callbox Timeout: ... [callbox error 5f2c9a1e-17]"). When it
+ * holds the token of a failure this library reported and still keeps,
+ * *failure is set to that failure as a callbox_error (the caller frees
+ * it), with every field a callbox_error of the same failure through the
+ * C API has (kind, code, callback, chain, seq, message, guest_message,
+ * text, the failed_* fields of a chain step refused after an earlier one
+ * failed, batch_size and batch_element); else *failure is NULL: no token
+ * (an error XLA or another library made, or a handler's error in a fork()
+ * child, where no failure can be kept), a token of another process or of
+ * an earlier load of the library, or a failure no longer kept. The
+ * library keeps the last 1024 failures of its XLA handlers and of
+ * callbox_cuda_call_dlpack, fewer when their text passes 4 MiB (the
+ * oldest go first; the newest is always kept), and gives a failure back
+ * as often as it is asked. The return value is an error only for a NULL
+ * argument (and in a fork() child, as every entry's). */
+callbox_error *callbox_xla_failure(const char *xla_message, callbox_error **failure);
+
+/* The size of a buffer that holds any value callbox_xla_host_attr writes. */
+#define CALLBOX_XLA_HOST_ATTR_SIZE 64
+
+/* Writes into buf (cap bytes, NUL-terminated) the value of the XLA
+ * handlers' attribute host that names host (since 1.11): "HANDLE@TAG",
+ * valid in this process only, until the host is closed. A custom call
+ * with it runs on that host, not on the default host. Refuses a closed or
+ * unknown host, and a cap too small for the value (CALLBOX_XLA_HOST_ATTR_SIZE
+ * always suffices). */
+callbox_error *callbox_xla_host_attr(callbox_host host, char *buf, size_t cap);
 
 /* Makes host the default host (0 clears it), for both XLA handlers and
  * callbox_cuda_call_dlpack. Calls through those entries on a closed default
@@ -753,7 +800,9 @@ callbox_error *callbox_default_host(callbox_host *out);
  * callbox_cuda_call_dlpack reports failures as an absl status code (0:
  * success; the code of the table under Errors) and a NUL-terminated message
  * written into the caller's buffer (truncated to its capacity), not as
- * callbox_error objects. */
+ * callbox_error objects; the message ends with the failure's token, as the
+ * XLA handlers' do, so callbox_xla_failure gives the whole failure back
+ * (since 1.11; a buffer too short for the whole message loses it). */
 
 /* The XLA FFI handler for platform "CUDA": register it, e.g. from JAX,
  * with jax.ffi.register_ffi_target("callbox", jax.ffi.pycapsule(fn),

@@ -118,7 +118,7 @@ static callbox_tensor f32(float *data, int32_t ndim, int64_t *shape) {
 
 typedef struct {
   int32_t code;
-  char message[4096];
+  char message[1 << 16];  // whole, so that its token is kept (XLA copies it whole)
 } fake_error;
 
 // The fake XLA api table: 88 bytes, Error_Create in slot 0 (offset 48).
@@ -222,10 +222,23 @@ static void xbuild(xframe *f, int stage, const xbuf *args, int nargs, const xbuf
 
 typedef struct callbox_xla_error *(*xhandler)(struct callbox_xla_call_frame *);
 
+// xla_last is the message of this thread's last failed XLA call ("" after
+// a success), for xfailure: on the heap, since a thread's TLS takes room
+// from its stack (the small-stack group's threads have 32 KiB).
+#define XLA_LAST_CAP (1 << 16)
+static __thread char *xla_last_buf;
+
+static char *xla_last(void) {
+  if (xla_last_buf == NULL) xla_last_buf = calloc(1, XLA_LAST_CAP);
+  return xla_last_buf;
+}
+
 // xrun_with calls handler and reports under label; returns the code.
 static int xrun_with(const char *label, xframe *f, xhandler handler) {
   fake_error *e = (fake_error *)handler((struct callbox_xla_call_frame *)f->frame);
   char m[4096];
+  char *last = xla_last();
+  if (last != NULL) last[0] = 0;
   pthread_mutex_lock(&out_mu);
   if (e == NULL) {
     printf("XLA\t%s\t0\t\n", label);
@@ -233,11 +246,30 @@ static int xrun_with(const char *label, xframe *f, xhandler handler) {
     return 0;
   }
   int code = e->code;
+  if (last != NULL) snprintf(last, XLA_LAST_CAP, "%s", e->message);
   printf("XLA\t%s\t%d\t%s\n", label, e->code, clean(e->message, m, sizeof m));
   pthread_mutex_unlock(&out_mu);
   free(e);
   return code;
 }
+
+// xfailure_of reports under label the failure text names
+// (callbox_xla_failure), or, as value label, "none" when the library gives
+// none.
+static void xfailure_of(const char *label, const char *text) {
+  callbox_error *failure = (callbox_error *)0x1;
+  callbox_error *e = callbox_xla_failure(text, &failure);
+  CHECK(e == NULL, "%s: callbox_xla_failure: %s", label, e != NULL ? e->text : "");
+  callbox_error_free(e);
+  if (failure == NULL) {
+    val(label, "none");
+    return;
+  }
+  report(label, failure);
+}
+
+// xfailure reports the failure of this thread's last failed XLA call.
+static void xfailure(const char *label) { xfailure_of(label, xla_last() != NULL ? xla_last() : ""); }
 
 // xrun calls the CPU handler.
 static int xrun(const char *label, xframe *f) { return xrun_with(label, f, callbox_xla_ffi); }
@@ -790,6 +822,8 @@ static void group_hostile(void) {
     xbuf a = {11, x, 1, &len, 0}, r = {11, y, 1, &len, 0};
     snprintf(label, sizeof label, "xla_%s", info.name);
     xcall(label, info.name, &a, 1, &r, 1);
+    snprintf(label, sizeof label, "xlaf_%s", info.name);
+    xfailure(label);
   }
   // The process survives and still serves.
   float x[2] = {5, 6}, y[2] = {0};
@@ -973,6 +1007,7 @@ static void group_cuda(void) {
   msg[0] = 0;
   int code = callbox_cuda_call_dlpack("copy_f32", 0x5eed, ins, 1, outs, 1, msg, sizeof msg);
   val("cuda_dlpack", "%d %s", code, clean(msg, json, sizeof json));
+  xfailure_of("cuda_dlpack_failure", msg);
   CHECK(y[0] == 0 && y[3] == 0, "a failed DLPack call wrote its output");
   msg[0] = 0;
   code = callbox_cuda_call_dlpack(NULL, 0x5eed, ins, 1, outs, 1, msg, sizeof msg);
@@ -1261,6 +1296,12 @@ static void group_fork(const char *cfg) {
     report("fork_entry_callbox_cancel_token_free", callbox_cancel_token_free(1));
     report("fork_entry_callbox_cancel_on_signal", callbox_cancel_on_signal(1, SIGUSR1));
     report("fork_entry_callbox_set_log_callback", callbox_set_log_callback(NULL, NULL, 0));
+    callbox_error *failure = (callbox_error *)0x1;
+    report("fork_entry_callbox_xla_failure", callbox_xla_failure("[callbox error 0-1]", &failure));
+    CHECK(failure == NULL, "a fork child's callbox_xla_failure gave a failure");
+    char attr[CALLBOX_XLA_HOST_ATTR_SIZE] = "x";
+    report("fork_entry_callbox_xla_host_attr", callbox_xla_host_attr(host, attr, sizeof attr));
+    CHECK(attr[0] == 0, "a fork child's callbox_xla_host_attr wrote %s", attr);
     report("fork_entry_callbox_close", callbox_close(host));
     val("fork_child_cancel_token", "%llu", (unsigned long long)tok);
     val("fork_child_default_host", "%llu", (unsigned long long)dh);
@@ -1970,8 +2011,12 @@ static void group_doors(const char *cfg) {
       xframe fr;
       xbuild(&fr, 3, xa, nin, xr, nout, attrs, na);
       snprintf(label, sizeof label, "door_x_%s", id);
-      xrun(label, &fr);
+      int code = xrun(label, &fr);
       val(label, "%016llx", (unsigned long long)door_hash(outs, nout));
+      if (code != 0) {
+        snprintf(label, sizeof label, "door_xf_%s", id);
+        xfailure(label);
+      }
     }
     for (int i = 0; i < nin; i++) free(ins[i].data);
     for (int i = 0; i < nout; i++) free(outs[i].data);
@@ -2020,6 +2065,92 @@ static void group_batch(void) {
     callbox_error_free(e);
   }
   report("batch_bad_cancel", callbox_call_batch(host, 424242, NULL, "nonneg_par", &ti, 1, &to, 1));
+}
+
+// group_xlahost runs XLA calls with the attribute host
+// (callbox_xla_host_attr): on a second host, on the default host named
+// explicitly, and refused (a malformed value, an unknown handle, another
+// load's tag, a closed host), and looks failures up through
+// callbox_xla_failure, whatever text surrounds their token.
+static void group_xlahost(const char *cfg) {
+  callbox_host other = 0;
+  report("xh_open", callbox_open(cfg, &other));
+  char attr[CALLBOX_XLA_HOST_ATTR_SIZE], self[CALLBOX_XLA_HOST_ATTR_SIZE];
+  report("xh_attr", callbox_xla_host_attr(other, attr, sizeof attr));
+  report("xh_attr_self", callbox_xla_host_attr(host, self, sizeof self));
+  val("xh_attr", "%s", attr);
+  val("xh_attr_self", "%s", self);
+  report("xh_attr_small", callbox_xla_host_attr(host, self, 4));
+  report("xh_attr_null", callbox_xla_host_attr(host, NULL, 64));
+  char scratch[CALLBOX_XLA_HOST_ATTR_SIZE];
+  report("xh_attr_unknown", callbox_xla_host_attr(987654, scratch, sizeof scratch));
+
+  // bump counts its calls, per host (max_instances 1): three on the other
+  // host, then one on the default host named explicitly and one on the
+  // default host, then one more on the other host through the C API.
+  float x[2] = {1, 1};
+  int64_t n = 2;
+  int32_t count = 0;
+  xbuf a = {11, x, 1, &n, 0}, r = {4, &count, 0, NULL, 0};  // S32[]
+  int counts[5];
+  for (int i = 0; i < 5; i++) {
+    xattr attrs[2] = {{"callback", 4, "bump", 0}, {"host", 4, i < 3 ? attr : self, 0}};
+    xframe f;
+    xbuild(&f, 3, &a, 1, &r, 1, attrs, i < 4 ? 2 : 1);
+    char label[32];
+    snprintf(label, sizeof label, "xh_bump_%d", i);
+    count = -1;
+    xrun(label, &f);
+    counts[i] = count;
+  }
+  callbox_tensor ti = f32(x, 1, &n), to = tensor(&count, CALLBOX_DL_INT, 32, 0, NULL);
+  report("xh_bump_capi", callbox_call(other, "bump", &ti, 1, &to, 1));
+  val("xh_counts", "%d %d %d %d %d %d", counts[0], counts[1], counts[2], counts[3], counts[4], count);
+
+  // Refused values, each failure kept for callbox_xla_failure.
+  char other_tag[CALLBOX_XLA_HOST_ATTR_SIZE];
+  snprintf(other_tag, sizeof other_tag, "%s", attr);
+  char *at = strchr(other_tag, '@');
+  if (at != NULL) at[1] = at[1] == '0' ? '1' : '0';  // the same handle, another tag
+  char unknown[CALLBOX_XLA_HOST_ATTR_SIZE];
+  snprintf(unknown, sizeof unknown, "987654%s", at != NULL ? strchr(attr, '@') : "@x");
+  const char *bad[][2] = {{"xh_garbage", "garbage"}, {"xh_zero", "0@abc"}, {"xh_unknown", unknown},
+                          {"xh_other_tag", other_tag}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    xattr attrs[2] = {{"callback", 4, "bump", 0}, {"host", 4, bad[i][1], 0}};
+    xframe f;
+    xbuild(&f, 3, &a, 1, &r, 1, attrs, 2);
+    xrun(bad[i][0], &f);
+    char label[64];
+    snprintf(label, sizeof label, "%s_failure", bad[i][0]);
+    xfailure(label);
+  }
+
+  report("xh_close", callbox_close(other));
+  xattr attrs[2] = {{"callback", 4, "bump", 0}, {"host", 4, attr, 0}};
+  xframe f;
+  xbuild(&f, 3, &a, 1, &r, 1, attrs, 2);
+  count = -1;
+  xrun("xh_closed", &f);
+  val("xh_closed_count", "%d", count);
+  xfailure("xh_closed_failure");
+  report("xh_attr_closed", callbox_xla_host_attr(other, scratch, sizeof scratch));
+
+  // The token, whatever surrounds it, as long as the library keeps it.
+  static char around[(1 << 16) + 64];
+  snprintf(around, sizeof around, "INTERNAL: %s\n(more text)", xla_last() != NULL ? xla_last() : "");
+  xfailure_of("xh_failure_around", around);
+  xfailure_of("xh_failure_again", around);
+  xfailure_of("xh_failure_plain", "callbox GuestError: no token here");
+  char foreign[128];
+  const char *tag = strchr(attr, '@');
+  snprintf(foreign, sizeof foreign, "[callbox error %s-1]", tag != NULL && tag[1] == '0' ? "10000000" : "00000000");
+  xfailure_of("xh_failure_foreign", foreign);
+  xfailure_of("xh_failure_unterminated", "[callbox error ");
+  callbox_error *failure = NULL;
+  report("xh_failure_null_message", callbox_xla_failure(NULL, &failure));
+  CHECK(failure == NULL, "no failure for a NULL message");
+  report("xh_failure_null_out", callbox_xla_failure("text", NULL));
 }
 
 int main(int argc, char **argv) {
@@ -2071,6 +2202,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(g, "kinds")) group_kinds();
     else if (!strcmp(g, "params")) group_params();
     else if (!strcmp(g, "limits")) group_limits();
+    else if (!strcmp(g, "xlahost")) group_xlahost(argv[1]);
     else {
       fprintf(stderr, "unknown group %s\n", g);
       return 2;

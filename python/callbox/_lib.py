@@ -8,6 +8,7 @@ import pathlib
 from typing import Any, Dict, Iterator, List, Optional
 
 MAX_RANK = 32
+XLA_HOST_ATTR_SIZE = 64  # CALLBOX_XLA_HOST_ATTR_SIZE
 
 
 class Device(ctypes.Structure):
@@ -197,6 +198,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_default_host", ctypes.POINTER(Host))
     lib.callbox_xla_ffi.argtypes = [ctypes.c_void_p]
     lib.callbox_xla_ffi.restype = ctypes.c_void_p
+    if hasattr(lib, "callbox_xla_failure"):  # 1.11: XLA failures by token, attribute host
+        fn("callbox_xla_failure", ctypes.c_char_p, ctypes.POINTER(ErrorP))
+        fn("callbox_xla_host_attr", Host, ctypes.c_char_p, ctypes.c_size_t)
     if hasattr(lib, "callbox_xla_ffi_cuda"):  # 1.1: the GPU entries
         lib.callbox_xla_ffi_cuda.argtypes = [ctypes.c_void_p]
         lib.callbox_xla_ffi_cuda.restype = ctypes.c_void_p

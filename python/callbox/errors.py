@@ -169,6 +169,11 @@ def check(lib: Any, err: Any) -> None:
     """Raise the exception for a callbox_error* (and free it); None is success."""
     if not err:
         return
+    raise exception(lib, err)
+
+
+def exception(lib: Any, err: Any) -> CallbackError:
+    """The exception for a (non-NULL) callbox_error*, which it frees."""
     try:
         e = err.contents
         cls = KINDS.get(e.kind, CallbackError)
@@ -194,4 +199,4 @@ def check(lib: Any, err: Any) -> None:
             exc.batch_size, exc.batch_element = e.batch_size, e.batch_element
     finally:
         lib.callbox_error_free(err)
-    raise exc
+    return exc

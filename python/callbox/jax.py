@@ -3,12 +3,29 @@
     import callbox, callbox.jax
     host = callbox.Host("callbox.yaml")
     callbox.jax.register(host)          # the XLA handler calls this host
-    f = jax.jit(lambda x: callbox.jax.call("scale", x, jnp.float32(2)))
+    f = jax.jit(lambda x: callbox.jax.call("scale", x, 2))
+    with callbox.jax.typed_errors():    # callbox.Timeout, not JaxRuntimeError
+        y = f(x).block_until_ready()
 
 call() lowers to jax.ffi.ffi_call on the target "callbox" (the C handler
 callbox_xla_ffi), with result shapes from the C API and the callback's
 content id as the attribute, so an exported program names the exact
 module. Under vmap it follows the callback's `batching` config key.
+Python scalars and weakly typed JAX values take their parameter's dtype
+as JAX's type promotion would give them (see call()). call(..., host=h)
+runs on h at execution too (the custom call names it: library 1.11).
+
+A callback's failure inside a program reaches Python as XLA's error,
+jax.errors.JaxRuntimeError ("DEADLINE_EXCEEDED: callbox Timeout: ...
+[callbox error 5f2c9a1e-17]"; jaxlib 0.7 and 0.10 raise ValueError for
+code FAILED_PRECONDITION). typed_errors() (a context manager and a
+decorator) raises instead the exception host.call raises for the same
+failure (callbox.Timeout, callbox.GuestError, callbox.ChainError, ...),
+with every field (kind, code, callback, chain, seq, message,
+guest_message), and XLA's error as its __cause__: the library keeps each
+failure under the token that ends XLA's message, and gives it back
+(callbox_xla_failure). failure(e) gives that exception without raising
+it.
 
 call(..., ordered=True) and tap() are ordered the way
 io_callback(ordered=True) is: a primitive with an ordered effect whose
@@ -24,9 +41,13 @@ Programs lowered by `callbox lower` (lowering/) name the same target,
 "callbox": they run in any process where register() was called.
 """
 
+import contextlib
+import ctypes
 import functools
 import inspect
-from typing import Any, Optional
+from typing import Any, Callable, List, Optional, TypeVar, Union, overload
+
+import numpy as np
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +69,8 @@ from jax._src.sharding_impls import ShardingContext as _ShardingContext
 from jax._src.sharding_impls import SdyArrayList as _SdyArrayList
 
 from . import _lib
-from .errors import InvalidArgument
-from .host import Host
+from .errors import CallbackError, InvalidArgument, check, exception
+from .host import Host, Param, _argname, _is_python_scalar, _lib_name
 
 TARGET = "callbox"
 
@@ -131,15 +152,34 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
     host-side chain: its first failure fails every later call on it, in
     this and later executions, until the chain is reset.
 
-    host is where the result shapes and the content id come from (default:
-    the registered host). The XLA handler always runs the process's
-    default host (register(host) sets it) and finds the callback there by
-    content id, so a host that is not the default must hold the same
-    module."""
+    Arguments are JAX arrays (or anything jnp.asarray takes). A weakly
+    typed one (a Python int, float or complex, or a JAX value marked
+    weak_type, such as jnp.asarray(2)) takes its parameter's dtype D (from
+    the callback's signature; as JAX has it, so f32 for f64 unless
+    jax_enable_x64 is set) wherever JAX's type promotion of the two gives
+    D, as in x * 2 for an x of dtype D: an int for any numeric D, a float
+    for a floating or complex D, a complex for a complex D. Any other (a
+    float for an integer parameter, a complex for a real one, an int for
+    pred), and a Python int D cannot hold (JAX's OverflowError), is
+    refused with InvalidArgument naming the callback and the argument. A
+    strongly typed value (a NumPy array or scalar, jnp.float32(2), a
+    Python bool, the result of a computation on strong values) must have
+    dtype D: the host refuses another ("expected f32[], got s32[]").
+
+    host is the host that runs the call: its result shapes and the content
+    id come from it at trace time, and (library 1.11) the custom call names
+    it (attribute host), so it runs on it at execution, whatever the
+    default host is, without register(host). A program that names its host
+    runs only in this process, and only while that host is open: executing
+    it after host.close() raises FailedPrecondition (typed_errors()), and
+    jax.export'ed or cached programs are for the default host: make them
+    without host. Default: the registered host (register(host), else
+    CALLBOX_CONFIG's), at trace time and at execution."""
     register()
     h = _host(host)
     info = h.callback(name)
-    args = [jnp.asarray(a) for a in args]
+    args = _arguments(h, name, args)
+    hattr = _host_attr(host)
     if ordered:
         # A callback whose signature has a leading batch dimension gets one
         # of size 1, as an unordered call does; under vmap an ordered call
@@ -149,16 +189,158 @@ def call(name: str, *args: Any, ordered: bool = False, chain: Optional[str] = No
             args = [a[None] for a in args]
         types = h.output_types(name, *args)
         avals = tuple(_core.ShapedArray(s, d) for s, d in types)
-        outs = _bind_ordered(args, info.name, _key(h, info), chain or "", avals)
+        outs = _bind_ordered(args, info.name, _key(h, info), chain or "", hattr, avals)
         if lead:
             outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
     if info.batching == "parallel":
-        return _parallel(h, name, info, chain)(*args)
+        return _parallel(h, name, info, chain, hattr)(*args)
     if info.batching not in ("expand_dims", "broadcast_all"):
-        outs = _ffi(h, name, info, args, chain, "sequential")
+        outs = _ffi(h, name, info, args, chain, hattr, "sequential")
         return outs[0] if len(outs) == 1 else tuple(outs)
-    return _batched(h, name, info, chain)(*args)
+    return _batched(h, name, info, chain, hattr)(*args)
+
+
+def _host_attr(host: Optional[Host]) -> str:
+    """The custom call's attribute host for an explicit host= ("" for
+    none, and from a library before 1.11): the library's name for it
+    (callbox_xla_host_attr), valid in this process while the host is
+    open."""
+    if host is None:
+        return ""
+    lib = host._lib
+    if not hasattr(lib, "callbox_xla_host_attr"):
+        return ""
+    buf = ctypes.create_string_buffer(_lib.XLA_HOST_ATTR_SIZE)
+    check(lib, lib.callbox_xla_host_attr(host._handle, buf, len(buf)))
+    return buf.value.decode()
+
+
+def _is_weak(a: Any) -> bool:
+    """Whether JAX types a as weakly typed (Python scalars but bool;
+    values JAX marks weak_type). NumPy values are strongly typed."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return False
+    try:
+        return bool(jax.typeof(a).weak_type)
+    except TypeError:  # not a JAX type (a list, say): jnp.asarray decides
+        return False
+
+
+def _arguments(h: Host, name: str, args: Any) -> List[Any]:
+    """The arguments as JAX values: a weakly typed one (_is_weak) as its
+    parameter's dtype, by JAX's type promotion (see call()); any other as
+    jnp.asarray makes it, checked by the host at trace time."""
+    params = h._param_dtypes(name)
+    out = []
+    for i, a in enumerate(args):
+        p, target = params[i] if params is not None and i < len(params) else (None, None)
+        if target is None or not _is_weak(a):
+            out.append(jnp.asarray(a))
+            continue
+        out.append(_weak_as(h, name, a, i, p, np.dtype(target)))
+    return out
+
+
+def _weak_as(h: Host, name: str, a: Any, index: int, param: Param, target: np.dtype) -> Any:
+    """Weakly typed a as target (JAX's canonical form of it: f32 for f64
+    without jax_enable_x64), or the host's refusal of the call when JAX's
+    promotion of a with target is not target."""
+    d = np.dtype(jax.dtypes.canonicalize_dtype(target))
+    promoted = np.dtype(jnp.result_type(d, a))
+    python = _is_python_scalar(a)
+    what = "Python %s %r" % (type(a).__name__, a) if python else "a weakly typed %s JAX value" % jax.typeof(a).dtype
+    if promoted != d:
+        fix = ("pass %s(...) to convert it on purpose" % _jnp_name(d) if python
+               else "convert it with .astype(%s) on purpose" % _jnp_name(d))
+        reason = ("%s: got %s, the callback takes %s, which JAX's type promotion does not make of it (it promotes "
+                  "the two to %s): %s" % (_argname(index, param), what, _lib_name(d), _lib_name(promoted), fix))
+        raise h._refused(name, InvalidArgument(reason)) from None
+    if python:
+        try:
+            return jnp.asarray(a, dtype=d)
+        except OverflowError as e:  # JAX's own refusal of a Python int out of range
+            reason = "%s: got %s, the callback takes %s (%s)" % (_argname(index, param), what, _lib_name(d), e)
+            raise h._refused(name, InvalidArgument(reason)) from None
+    return jax.lax.convert_element_type(a, d)
+
+
+def _jnp_name(d: np.dtype) -> str:
+    """jnp's name of a dtype, for messages ("jnp.float32")."""
+    return "jnp." + ("bool_" if d == np.bool_ else d.name)
+
+
+# ---- typed errors ----
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def failure(error: BaseException) -> Optional[CallbackError]:
+    """The callbox exception for the failure an XLA error reports: the
+    exception (a CallbackError subclass per kind, ChainError for a chain
+    step refused after an earlier failure) host.call raises for the same
+    failure, with its kind, code, callback, chain, seq, message and
+    guest_message, read from the library (callbox_xla_failure), which keeps
+    each failure of its XLA handlers under the token that ends XLA's
+    message. None when error reports no failure of this library's: not a
+    callbox failure, a failure in another process, or one the library no
+    longer keeps (it keeps its last 1024, fewer when their text passes
+    4 MiB), or a library before 1.11. Not raised, and error is not set as
+    its __cause__ (typed_errors() does both)."""
+    lib = _lib.lib()
+    if not hasattr(lib, "callbox_xla_failure"):
+        return None
+    out = _lib.ErrorP()
+    check(lib, lib.callbox_xla_failure(str(error).encode("utf-8", "surrogateescape"), ctypes.byref(out)))
+    if not out:
+        return None
+    return exception(lib, out)
+
+
+class _TypedErrors(contextlib.ContextDecorator):
+    """typed_errors()'s context manager and decorator."""
+
+    def __enter__(self) -> "_TypedErrors":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        # Whatever class JAX gives XLA's error (JaxRuntimeError; ValueError
+        # for FAILED_PRECONDITION in jaxlib 0.7 and 0.10): the token decides.
+        if not isinstance(exc, Exception) or isinstance(exc, CallbackError):
+            return False
+        typed = failure(exc)
+        if typed is None:
+            return False
+        raise typed from exc
+
+
+@overload
+def typed_errors() -> _TypedErrors: ...
+
+
+@overload
+def typed_errors(fn: F) -> F: ...
+
+
+def typed_errors(fn: Optional[F] = None) -> Union[_TypedErrors, F]:
+    """Raise callbox failures out of JAX as the exceptions host.call
+    raises: a context manager (with callbox.jax.typed_errors(): ...) and a
+    decorator (@callbox.jax.typed_errors or @callbox.jax.typed_errors()).
+
+    An exception raised inside whose text reports a callbox failure
+    (failure(e): XLA's error, which JAX raises as jax.errors.JaxRuntimeError,
+    or as ValueError for code FAILED_PRECONDITION in jaxlib 0.7 and 0.10)
+    is raised as that failure's exception (callbox.Timeout,
+    callbox.GuestError, callbox.ChainError, ...), with XLA's error as its
+    __cause__; any other exception passes unchanged, as does an XLA error
+    whose failure the library no longer keeps. JAX
+    dispatches asynchronously: a failure is raised where the program's
+    results are waited for (block_until_ready, np.asarray, printing them),
+    an ordered call's or tap's at the latest by jax.effects_barrier(), so
+    put that inside the block too."""
+    if fn is None:
+        return _TypedErrors()
+    return _TypedErrors()(fn)
 
 
 def _key(h, info):
@@ -173,23 +355,25 @@ def _key(h, info):
         return info.name
 
 
-def _ffi(h, name, info, args, chain, vmap_method):
+def _ffi(h, name, info, args, chain, hattr, vmap_method):
     types = h.output_types(name, *args)
     attrs = {"callback": _key(h, info)}
     if chain:
         attrs["chain"] = chain
+    if hattr:
+        attrs["host"] = hattr
     result = [jax.ShapeDtypeStruct(s, d) for s, d in types]
     return jax.ffi.ffi_call(TARGET, result, has_side_effect=bool(chain), vmap_method=vmap_method)(*args, **attrs)
 
 
-def _batched(h, name, info, chain):
+def _batched(h, name, info, chain, hattr):
     """A function of the per-element arguments that calls a callback
     whose signature has a leading batch dimension, with a vmap rule that
     makes one call per batch."""
 
     @jax.custom_batching.custom_vmap
     def per_element(*xs):
-        outs = _ffi(h, name, info, [x[None] for x in xs], chain, "sequential")
+        outs = _ffi(h, name, info, [x[None] for x in xs], chain, hattr, "sequential")
         outs = tuple(o[0] for o in outs)
         return outs[0] if len(outs) == 1 else outs
 
@@ -203,7 +387,7 @@ def _batched(h, name, info, chain):
                 batch.append(jnp.broadcast_to(x, (axis_size,) + tuple(x.shape)))
             else:
                 batch.append(x[None])
-        outs = tuple(_ffi(h, name, info, batch, chain, "sequential"))
+        outs = tuple(_ffi(h, name, info, batch, chain, hattr, "sequential"))
         if len(outs) == 1:
             return outs[0], True
         return outs, tuple(True for _ in outs)
@@ -211,7 +395,7 @@ def _batched(h, name, info, chain):
     return per_element
 
 
-def _parallel(h, name, info, chain):
+def _parallel(h, name, info, chain, hattr):
     """A function of the per-element arguments whose vmap makes one custom
     call on the whole batch with the attribute batched="true": the handler
     splits it along the leading dimension and the host runs the elements
@@ -222,7 +406,7 @@ def _parallel(h, name, info, chain):
 
     @jax.custom_batching.custom_vmap
     def per_element(*xs):
-        outs = tuple(_ffi(h, name, info, list(xs), chain, "sequential"))
+        outs = tuple(_ffi(h, name, info, list(xs), chain, hattr, "sequential"))
         return outs[0] if len(outs) == 1 else outs
 
     @per_element.def_vmap
@@ -232,6 +416,8 @@ def _parallel(h, name, info, chain):
         attrs = {"callback": _key(h, info), "batched": "true"}
         if chain:
             attrs["chain"] = chain
+        if hattr:
+            attrs["host"] = hattr
         result = [jax.ShapeDtypeStruct((axis_size,) + tuple(s), d) for s, d in types]
         outs = tuple(jax.ffi.ffi_call(TARGET, result, has_side_effect=bool(chain), vmap_method="sequential")(
             *batch, **attrs))
@@ -334,18 +520,19 @@ _ordered_p.multiple_results = True
 _ordered_p.def_impl(functools.partial(_dispatch.apply_primitive, _ordered_p))
 
 
-def _bind_ordered(args, name, callback, chain, result_avals):
+def _bind_ordered(args, name, callback, chain, host, result_avals):
     # ffi_call inserts the casts that make its inputs agree on varying manual
     # axes (shard_map) before binding; so do we.
     # (JAX 0.9 and later; before it, ffi_call inserted none either.)
     reshard = getattr(_core, "auto_insert_reshard", None)
     if reshard is not None:
         args = reshard(*args)
-    return _ordered_p.bind(*args, name=name, callback=callback, chain=chain, result_avals=tuple(result_avals))
+    return _ordered_p.bind(*args, name=name, callback=callback, chain=chain, host=host,
+                           result_avals=tuple(result_avals))
 
 
 @_ordered_p.def_effectful_abstract_eval
-def _ordered_abstract_eval(*avals, name, callback, chain, result_avals):
+def _ordered_abstract_eval(*avals, name, callback, chain, host, result_avals):
     # ffi_call's own abstract eval rule, whatever the installed JAX makes it
     # (inputs agreeing on varying manual axes; since JAX 0.8, results without
     # a mesh taking the current mesh's sharding), with our effect instead of
@@ -394,12 +581,14 @@ def _ir_type(mctx, aval):
     return _mlir.aval_to_ir_type(mctx, aval) if _MLIR_TAKES_MODULE_CONTEXT else _mlir.aval_to_ir_type(aval)
 
 
-def _ordered_lowering(ctx, *operands, name, callback, chain, result_avals):
+def _ordered_lowering(ctx, *operands, name, callback, chain, host, result_avals):
     _check_partitioning(ctx.module_context.axis_context, name)
     token = ctx.tokens_in.get(_effect)
     attrs = {"callback": _ir.StringAttr.get(callback)}
     if chain:
         attrs["chain"] = _ir.StringAttr.get(chain)
+    if host:
+        attrs["host"] = _ir.StringAttr.get(host)
     mctx = ctx.module_context
     result_types = [_ir_type(mctx, a) for a in ctx.avals_out] + [_hlo.TokenType.get()]
     # Layouts: ffi_call always passes them (row-major, minor-to-major);
@@ -447,7 +636,7 @@ def _ordered_lowering(ctx, *operands, name, callback, chain, result_avals):
     return results[:-1]
 
 
-def _ordered_batching(args, dims, *, name, callback, chain, result_avals):
+def _ordered_batching(args, dims, *, name, callback, chain, host, result_avals):
     """vmap of an ordered call: one call per batch element, in order (index
     0 first), each an ordered call of its own, through lax.map (a scan,
     which carries the token). io_callback refuses to vmap ordered callbacks;
@@ -459,7 +648,8 @@ def _ordered_batching(args, dims, *, name, callback, chain, result_avals):
     def one(xs):
         it = iter(xs)
         merged = [next(it) if b else a for a, b in zip(moved, batched)]
-        return _ordered_p.bind(*merged, name=name, callback=callback, chain=chain, result_avals=result_avals)
+        return _ordered_p.bind(*merged, name=name, callback=callback, chain=chain, host=host,
+                               result_avals=result_avals)
 
     outs = jax.lax.map(one, [a for a, b in zip(moved, batched) if b])
     assert all(o.shape[0] == size for o in outs)

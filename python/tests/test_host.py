@@ -24,7 +24,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.10.0"
+    assert callbox.library_version() == "1.11.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 
@@ -404,7 +404,7 @@ def test_readme_examples(readme_root, monkeypatch):
     test_jax."""
     blocks = [b for b in _readme_python_blocks() if "jax" not in b]
     assert len(blocks) >= 2, "README.md has no Python examples"
-    package = _package_readme_blocks()
+    package = [b for b in _package_readme_blocks() if "jax" not in b]
     assert len(package) >= 2, "python/README.md has no examples"
     for block in blocks + package:
         assert "guests/build" not in block, "README examples use guests/prebuilt, which needs no make guests"

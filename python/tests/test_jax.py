@@ -18,8 +18,9 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.experimental import io_callback  # noqa: E402
 
+import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import ENGINES, HOSTILE, ROOT, hostile_name  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -436,23 +437,19 @@ def test_lowered_programs_run_under_xla(jhost):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_readme_jax_example(jhost, guest_dir, readme_root, tmp_path, monkeypatch):
-    """The README's JAX example runs as written, against a callbox.yaml
-    with its two callbacks."""
+def test_readme_jax_example(jhost, readme_root, monkeypatch, capsys):
+    """The README's JAX example runs as written, from the repository root,
+    on the shipped python/examples/callbox.yaml: it prints what its
+    comment says, and vmap of it works, as the README says."""
     from test_host import _readme_python_blocks
 
     blocks = [b for b in _readme_python_blocks() if "callbox.jax" in b]
     assert blocks
-    work = tmp_path / "readme-jax"
-    work.mkdir()
-    (work / "callbox.yaml").write_text(
-        "callbacks:\n  scale:\n    module: %s\n  log:\n    module: %s\n    export: copy\n"
-        "    signature: '(x: f32[n]) -> f32[n]'\n" % (pathlib.Path(readme_root) / "guests/prebuilt/rust-scale.wasm",
-                                                    guest_dir / "kit.wasm"))
-    monkeypatch.chdir(work)
+    monkeypatch.chdir(readme_root)
     env = {}
     try:
         exec(compile(blocks[0], "README.md", "exec"), env)
+        assert "[0. 1. 2. 3.]" in capsys.readouterr().out
         y = env["f"](jnp.arange(4, dtype=jnp.float32))
         np.testing.assert_allclose(np.asarray(y), np.arange(4))
         xs = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
@@ -461,3 +458,333 @@ def test_readme_jax_example(jhost, guest_dir, readme_root, tmp_path, monkeypatch
         if "host" in env:
             env["host"].close()
         cbj.register(jhost)
+
+
+# ---- typed errors: callbox's exceptions out of jitted programs ----
+
+def _direct(fn):
+    """The callbox exception fn raises."""
+    with pytest.raises(callbox.CallbackError) as e:
+        fn()
+    return e.value
+
+
+def _through_jax(fn):
+    """The exception fn raises under callbox.jax.typed_errors(): a callbox
+    exception, raised from XLA's error."""
+    with pytest.raises(callbox.CallbackError) as e:
+        with cbj.typed_errors():
+            fn()
+    return e.value
+
+
+def _same_failure(via_jax, direct):
+    """via_jax, raised out of a jitted program, is the exception host.call
+    raised for the same failure: same class, every field, and XLA's error
+    as its cause."""
+    assert type(via_jax) is type(direct), (type(via_jax), type(direct))
+    for field in ("kind", "kind_number", "code", "callback", "chain", "seq", "message", "guest_message",
+                  "guest_status", "batch_size", "batch_element"):
+        assert getattr(via_jax, field) == getattr(direct, field), field
+    assert str(via_jax) == str(direct)
+    if isinstance(direct, callbox.ChainError):  # the failure that failed the chain, too
+        assert type(via_jax.first) is type(direct.first)
+        assert vars(via_jax.first) == vars(direct.first)
+    assert isinstance(via_jax.__cause__, _XLA_ERRORS), type(via_jax.__cause__)
+    assert str(via_jax.__cause__).endswith("]") and "[callbox error " in str(via_jax.__cause__)
+
+
+# What XLA's errors reach Python as: jaxlib 0.7 and 0.10 raise ValueError
+# for FAILED_PRECONDITION, JaxRuntimeError for the codes of every other kind.
+_XLA_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("module,export,kind,code,extra", HOSTILE, ids=[h[1] + "-" + h[2] for h in HOSTILE])
+def test_every_hostile_kind_is_typed_out_of_jit(jhost, engine, module, export, kind, code, extra, ordered):
+    """Every kind of the hostile suite (conftest.HOSTILE), on both engines,
+    plain and ordered: a jitted program's failure is raised by
+    typed_errors() as the kind's class with the fields host.call gives."""
+    name = hostile_name(export, kind, engine)
+    x = np.zeros(4, np.float32)  # the hostile suite's guests expect zeros
+    direct = _direct(lambda: jhost.call(name, x))
+    assert direct.kind == kind and direct.code == code  # the suite's own check, so this test checks something
+    via_jax = _through_jax(lambda: jax.block_until_ready(jax.jit(lambda x: cbj.call(name, x, ordered=ordered))(x)))
+    _same_failure(via_jax, direct)
+    assert isinstance(via_jax, getattr(callbox, kind))
+
+
+def test_typed_errors_is_a_decorator_and_passes_other_errors(jhost):
+    x = jnp.ones(3, jnp.float32)
+    f = jax.jit(lambda x: cbj.call("fail", x))
+
+    @cbj.typed_errors
+    def bare():
+        return f(x).block_until_ready()
+
+    @cbj.typed_errors()
+    def called():
+        return f(x).block_until_ready()
+
+    direct = _direct(lambda: jhost.call("fail", np.ones(3, np.float32)))
+    for run in (bare, called):
+        _same_failure(_through_jax(run), direct)
+        assert _through_jax(run).guest_message == "bad input"
+    # Anything else passes unchanged: a trace-time refusal (already callbox's),
+    # and XLA errors that report no callbox failure.
+    with pytest.raises(callbox.UnknownCallback):
+        with cbj.typed_errors():
+            jax.jit(lambda x: cbj.call("nope", x))(x)
+    with pytest.raises(ZeroDivisionError):
+        with cbj.typed_errors():
+            1 / 0
+    with cbj.typed_errors():
+        np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: cbj.call("copy_f32", x))(x)), np.ones(3))
+    # Without typed_errors, XLA's error as before; failure() reads it.
+    with pytest.raises(jax.errors.JaxRuntimeError) as raw:
+        f(x).block_until_ready()
+    got = cbj.failure(raw.value)
+    assert type(got) is type(direct) and str(got) == str(direct) and got.__cause__ is None
+    assert cbj.failure(RuntimeError("INTERNAL: something else")) is None
+    assert cbj.failure(RuntimeError(str(raw.value).replace("[callbox error ", "[callbox error 0"))) is None
+
+
+def test_tap_and_chain_failures_are_typed(jhost):
+    """A tap's failure, raised at the effects barrier, and a chain whose
+    first failure refuses the next step (ChainError, also the failure's
+    class), as host.call raises them on a chain of its own."""
+    x = np.full(3, 2.0, np.float32)
+    with pytest.raises(callbox.GuestError) as e:
+        with cbj.typed_errors():
+            jax.jit(lambda x: cbj.tap("fail", x) * 2)(x)
+            jax.effects_barrier()
+    assert e.value.callback == "fail" and e.value.guest_message == "bad input"
+    assert isinstance(e.value.__cause__, jax.errors.JaxRuntimeError)
+
+    direct_chain = jhost.chain("typed-direct")
+    steps = ["fail", "copy_f32"]  # the second is refused: the chain failed at the first
+    direct = [_direct(lambda: direct_chain.call(cb, x)) for cb in steps]
+    assert isinstance(direct[1], callbox.ChainError)
+    via_jax = []
+    for cb in steps:
+        f = jax.jit(lambda x, cb=cb: cbj.call(cb, x, chain="typed-jax"))
+        via_jax.append(_through_jax(lambda: f(x).block_until_ready()))
+    for got, want in zip(via_jax, direct):
+        # the same failures, but on another chain: compare with the name swapped
+        assert got.chain == "typed-jax"
+        got.chain = want.chain
+        for field in ("kind", "code", "callback", "seq", "guest_message"):
+            assert getattr(got, field) == getattr(want, field), field
+        assert str(got) == str(want).replace("typed-direct", "typed-jax")
+        assert type(got) is type(want)
+    chain_error = via_jax[1]
+    assert isinstance(chain_error, callbox.ChainError) and isinstance(chain_error, callbox.GuestError)
+    assert (chain_error.first.callback, chain_error.first.seq, chain_error.seq) == ("fail", 1, 2)
+    jhost.chain("typed-direct").reset()
+    jhost.chain("typed-jax").reset()
+
+
+# The door-conformance table's requests that fail at execution, through
+# JAX (test_doors.py runs them through host.call): each on a host of its
+# own (host=), and through host.call on another host of the same config,
+# so that chains count alike.
+_DOOR_IDS = ["guest_error", "timeout", "proc_guest_error", "proc_timeout", "max_output", "chain_guest_error",
+             "chain_after_failure", "batch_element"]
+
+
+@pytest.fixture
+def door_hosts(guest_dir):
+    from test_doors import TABLE, WORKER
+
+    config = TABLE["config"].replace("{dir}", str(guest_dir)).replace(
+        "{scale}", str(ROOT / "guests" / "prebuilt" / "rust-scale.wasm")).replace("{worker}", str(WORKER))
+    if not WORKER.exists():
+        pytest.skip("%s is missing: isolation: process cannot run here (make lib builds it)" % WORKER)
+    direct, via = callbox.Host(config), callbox.Host(config)
+    yield direct, via
+    direct.close()
+    via.close()
+
+
+def test_door_table_failures_are_typed_out_of_jit(door_hosts):
+    from test_doors import TABLE, make
+
+    direct_host, jax_host = door_hosts
+    cases = {c["id"]: c for c in TABLE["cases"]}
+    kinds = set()
+    for cid in _DOOR_IDS:
+        case, want = cases[cid], TABLE["want"][cid]
+        args = [make(t) for t in case["inputs"]]
+        name, chain = case["callback"], case.get("chain") or None
+        if case.get("batch"):
+            direct = _direct(lambda: direct_host.call_batch(name, *args, chain=chain))
+            f = jax.jit(jax.vmap(lambda *a: cbj.call(name, *a, chain=chain, host=jax_host)))
+        else:
+            direct = _direct(lambda: (direct_host.chain(chain) if chain else direct_host).call(name, *args))
+            f = jax.jit(lambda *a: cbj.call(name, *a, chain=chain, host=jax_host))
+        assert (direct.kind, str(direct)) == (want["kind"], want["kind"] + ": " + want["message"]), cid
+        _same_failure(_through_jax(lambda: jax.block_until_ready(f(*args))), direct)
+        kinds.add(direct.kind)
+    assert kinds == {"GuestError", "Timeout", "InvalidArgument"}
+
+
+# ---- weak types: Python scalars take their parameter's dtype ----
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_python_scalars_take_the_parameters_dtype(jhost, demo, jit):
+    run = jax.jit if jit else (lambda f: f)
+    x = jnp.arange(4, dtype=jnp.float32)
+    for factor in (2, 2.5, jnp.asarray(2), jnp.asarray(2.5)):
+        assert jax.typeof(factor).weak_type
+        y = run(lambda x, k=factor: cbj.call("scale", x, k, host=demo))(x)
+        assert y.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(y), np.arange(4) * float(factor))
+    # a weakly typed traced argument, and under vmap
+    y = jax.jit(lambda x, k: cbj.call("scale", x, k, host=demo))(x, 3)
+    np.testing.assert_allclose(np.asarray(y), np.arange(4) * 3)
+    xs = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
+    np.testing.assert_allclose(np.asarray(run(jax.vmap(lambda x: cbj.call("scale", x, 2, host=demo)))(xs)), xs * 2)
+
+    # strongly typed values keep the strict check, as before
+    for strong in (jnp.int32(2), np.int32(2), jnp.asarray(2, dtype=jnp.int32)):
+        with pytest.raises(callbox.InvalidArgument, match=r"argument 1 \(factor\): expected f32\[\], got s32\[\]"):
+            run(lambda x, k=strong: cbj.call("scale", x, k, host=demo))(x)
+    with pytest.raises(callbox.InvalidArgument, match=r"expected f32\[\], got pred\[\]"):
+        run(lambda x: cbj.call("scale", x, True, host=demo))(x)  # a Python bool is strongly typed in JAX
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_weak_scalars_follow_jax_promotion(jhost, jit):
+    run = jax.jit if jit else (lambda f: f)
+
+    def call(name, v):
+        return run(lambda: cbj.call(name, v))()
+
+    assert call("scalar_s8", 5).dtype == jnp.int8 and int(call("scalar_s8", 5)) == 5
+    assert call("scalar_u8", 255).dtype == jnp.uint8
+    assert call("scalar_c64", 2.0).dtype == jnp.complex64 and complex(call("scalar_c64", 2)) == 2
+    assert call("scalar_f32", 3).dtype == jnp.float32
+    assert call("scalar_s8", jnp.asarray(7)).dtype == jnp.int8  # a weak JAX value
+    refusals = [
+        ("scalar_s8", 2.5, r'callback "scalar_s8" refused the call before running it: argument 0 \(x\): got Python float '
+                           r"2\.5, the callback takes s8, which JAX's type promotion does not make of it \(it promotes "
+                           r"the two to f32\): pass jnp\.int8\(\.\.\.\) to convert it on purpose"),
+        ("scalar_f32", 2j, r"argument 0 \(x\): got Python complex 2j, the callback takes f32, .*promotes the two to c64"),
+        ("scalar_s8", 300, r'callback "scalar_s8" refused the call before running it: argument 0 \(x\): got Python int '
+                           r"300, the callback takes s8 \(Python integer 300 out of bounds for int8\)"),
+        ("scalar_u8", -1, r"argument 0 \(x\): got Python int -1, the callback takes u8 \(.*out of bounds for uint8\)"),
+        ("scalar_pred", 1, r"argument 0 \(x\): got Python int 1, the callback takes pred, .*promotes the two to s32"),
+        ("scalar_s8", jnp.asarray(2.5), r"argument 0 \(x\): got a weakly typed float32 JAX value, the callback takes "
+                                        r"s8, .*: convert it with \.astype\(jnp\.int8\) on purpose"),
+    ]
+    for name, v, match in refusals:
+        with pytest.raises(callbox.InvalidArgument, match=match) as e:
+            call(name, v)
+        assert e.value.callback == name and e.value.code == 3
+    with _x64():  # f64 exists only with x64 on: then a Python float is f64
+        y = run(lambda: cbj.call("copy_scalar", 1.5))()
+        assert y.dtype == jnp.float64 and float(y) == 1.5
+
+
+# ---- host=: the call runs on that host at execution ----
+
+@pytest.fixture
+def demo():
+    """A host of the examples' config (scale, checked, ...), never the
+    default host."""
+    h = callbox.Host(str(ROOT / "python" / "examples" / "callbox.yaml"))
+    yield h
+    h.close()
+
+
+def test_host_argument_runs_on_that_host(jhost, config_path):
+    """Two hosts besides the default one, each named by host= in the same
+    jitted function: each call runs on its own host (bump counts per
+    host), the default host's counter is untouched; once one is closed
+    the compiled program fails cleanly, naming the callback."""
+    a, b = callbox.Host(str(config_path)), callbox.Host(str(config_path))
+    try:
+        x = jnp.ones(2, jnp.float32)
+
+        @jax.jit
+        def f(x):
+            return (cbj.call("bump", x, ordered=True, host=a), cbj.call("bump", x, ordered=True, host=a),
+                    cbj.call("bump", x, ordered=True, host=b), cbj.tap("bump", x, host=b),
+                    cbj.call("bump", x, ordered=True))
+
+        before = _bumps(jhost)
+        assert [int(v) for v in f(x)[:3]] == [1, 2, 1]
+        assert int(f(x)[4]) == before + 2  # the default host's bump ran once a run, the others never
+        assert _bumps(a) == 5 and _bumps(b) == 5
+        text = f.lower(x).as_text()
+        assert cbj._host_attr(a) in text and cbj._host_attr(b) in text  # the custom calls name their hosts
+
+        g = jax.jit(lambda x: cbj.call("bump", x, host=b) + cbj.call("bump", x))
+        g(x).block_until_ready()
+        b.close()
+        # A closed host cannot say the callback's name: the error names it
+        # by the content id the program calls it by.
+        bump = jhost.callback("bump").id
+        with pytest.raises(callbox.FailedPrecondition, match=r'callback "%s": the host that attribute host names '
+                                                            r"\(handle \d+\) is closed" % bump) as e:
+            with cbj.typed_errors():
+                g(x).block_until_ready()
+        assert e.value.callback == bump and e.value.code == 9 and isinstance(e.value.__cause__, _XLA_ERRORS)
+    finally:
+        a.close()
+        b.close()
+
+
+_NO_REGISTER = r"""
+import sys
+import jax, jax.numpy as jnp, numpy as np
+import callbox, callbox.jax as cbj
+
+host = callbox.Host(sys.argv[1])
+try:
+    callbox.Host.default()
+    raise SystemExit("a default host exists: the test proves nothing")
+except callbox.FailedPrecondition:
+    pass
+x = jnp.arange(4, dtype=jnp.float32)
+y = jax.jit(lambda x: cbj.call("scale", x, 2, host=host))(x)
+z = jax.jit(lambda x: cbj.call("scale", x, 0.5, host=host, ordered=True))(x)
+w = jax.jit(jax.vmap(lambda r: cbj.call("scale", r, 3, host=host)))(x.reshape(2, 2))
+print(np.asarray(y).tolist(), np.asarray(z).tolist(), np.asarray(w).tolist())
+try:
+    with cbj.typed_errors():
+        jax.jit(lambda x: cbj.call("checked", x - 2, host=host))(x).block_until_ready()
+except callbox.GuestError as e:
+    print("GuestError", e.callback, isinstance(e.__cause__, jax.errors.JaxRuntimeError))
+"""
+
+
+def test_host_argument_without_register_in_a_fresh_process(tmp_path):
+    """In a process that never called register(host) and has no
+    CALLBOX_CONFIG (so no default host), host= alone runs the program."""
+    script = tmp_path / "no_register.py"
+    script.write_text(_NO_REGISTER)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.pop("CALLBOX_CONFIG", None)
+    r = subprocess.run([sys.executable, str(script), str(ROOT / "python" / "examples" / "callbox.yaml")],
+                       capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["[0.0, 2.0, 4.0, 6.0] [0.0, 0.5, 1.0, 1.5] [[0.0, 3.0], [6.0, 9.0]]",
+                                     "GuestError checked True"]
+
+
+def test_package_readme_jax_examples(readme_root, monkeypatch):
+    """python/README.md's JAX examples run as written, from the repository
+    root, on the committed prebuilt modules, in this process (whose
+    default host they neither need nor change)."""
+    from test_host import _package_readme_blocks
+
+    blocks = [b for b in _package_readme_blocks() if "jax" in b]
+    assert blocks, "python/README.md has no JAX example"
+    monkeypatch.chdir(readme_root)
+    for block in blocks:
+        env = {}
+        exec(compile(block, "python/README.md", "exec"), env)
+        if "typed_errors" in block:
+            assert isinstance(env["error"], callbox.GuestError)
