@@ -5,12 +5,20 @@
 GO ?= go
 FUZZTIME ?= 20s
 
-.PHONY: chaos nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate cover-ffi soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-lib python-install python-wheel pyinstall-test elixir-test elixir-bench
+# Version numbers, read from their owners: the release (internal/release,
+# `callbox version --short`) and the C API (ffi/include/callbox.h), whose
+# major version is the library's soname.
+VERSION := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' internal/release/release.go)
+capi_part = $(shell sed -n 's/^\#define CALLBOX_VERSION_$(1) \([0-9]*\)$$/\1/p' ffi/include/callbox.h)
+CAPI := $(call capi_part,MAJOR).$(call capi_part,MINOR).$(call capi_part,PATCH)
+SONAME := libcallbox.so.$(call capi_part,MAJOR)
+
+.PHONY: cli install install-test chaos nested-test demo test unit race guests toolchains bench lint fmt prebuilt check-prebuilt nocgo fuzz mutate cover-ffi soak cpu-soak security-doc clean lib pytest jaxenv foreign xla-check pydeps python-install wheelenv wheel sdist wheel-test dist dist-test pyinstall-test elixir-test elixir-bench
 
 demo:
 	$(GO) run ./cmd/callbox demo
 
-test: guests lint nocgo unit nested-test race check-prebuilt fuzz pytest pyinstall-test elixir-test
+test: guests lint nocgo unit nested-test race check-prebuilt fuzz pytest pyinstall-test wheel-test install-test dist-test elixir-test
 
 # The Go modules of their own, whose dependencies stay out of the
 # library's go.mod: the metrics example (an OpenTelemetry SDK and the
@@ -119,45 +127,83 @@ clean:
 	rm -rf guests/build bin build dist python/build python/callbox.egg-info python/callbox/libcallbox.so python/callbox/callbox.h python/callbox/callbox-worker
 	rm -rf elixir/_build
 
-# libcallbox: the C ABI (ffi/) as build/libcallbox.so, with its hand-written
-# header ffi/include/callbox.h installed beside it as build/callbox.h (the
-# header cgo generates is not the contract and is removed). It exports the
-# C API and nothing else (ffi/libcallbox.map): the Go runtime's, wasmtime's
-# and our glue's symbols stay local to it.
-#
-# build/callbox-worker beside it is the worker process of isolation:
-# process (cmd/callbox-worker), which the library looks for beside itself.
+# libcallbox: the C ABI (ffi/) as build/libcallbox.so, its hand-written
+# header as build/callbox.h and the worker of isolation: process as
+# build/callbox-worker, by ffi/build.sh (the one recipe, which the Python
+# package's build and make dist run too; it says what each file is). The
+# library's soname is libcallbox.so.MAJOR, the C API's major version.
 lib:
-	@mkdir -p build
-	$(GO) build -buildmode=c-shared -ldflags="-extldflags=-Wl,--version-script=$(CURDIR)/ffi/libcallbox.map" -o build/libcallbox.so ./ffi
-	$(GO) build -ldflags="-s -w" -o build/callbox-worker ./cmd/callbox-worker
-	@rm -f build/libcallbox.h
-	cp ffi/include/callbox.h build/callbox.h
+	GO=$(GO) ffi/build.sh build
 
-# The Python package with the library inside it: build/libcallbox.so and
-# its header copied into python/callbox/, where the package looks first
-# (after CALLBOX_LIB) and which its package data ships, so that
-# `pip install ./python` installs a package that needs no CALLBOX_LIB.
-python-lib: lib
-	cp build/libcallbox.so build/callbox.h build/callbox-worker python/callbox/
+# The CLI, which is also its own worker (host.WorkerMain): one binary.
+cli:
+	@mkdir -p bin
+	$(GO) build -o bin/callbox ./cmd/callbox
 
-# Install the package, library inside, into PYTHON's environment (an
-# activated virtual environment's python3 by default), offline: no build
-# isolation (setuptools and wheel are Debian's, python3-setuptools and
-# python3-wheel) and no package index. See python/README.md.
+# Install for C programs and operators, under PREFIX (DESTDIR for staging):
+#   PREFIX/lib/libcallbox.so.$(CAPI), with the links $(SONAME) and libcallbox.so
+#   PREFIX/include/callbox.h
+#   PREFIX/lib/pkgconfig/callbox.pc     (cc main.c $$(pkg-config --cflags --libs callbox))
+#   PREFIX/libexec/callbox/callbox-worker (isolation: process; the library looks there)
+#   PREFIX/bin/callbox                  (the CLI)
+# scripts/install-test.sh (make install-test, part of make test) installs
+# into a temporary prefix and builds and runs the README's C program with
+# pkg-config alone.
+PREFIX ?= /usr/local
+install: lib cli
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/libexec/callbox $(DESTDIR)$(PREFIX)/bin
+	install -m 755 build/libcallbox.so $(DESTDIR)$(PREFIX)/lib/libcallbox.so.$(CAPI)
+	ln -sf libcallbox.so.$(CAPI) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libcallbox.so
+	install -m 644 ffi/include/callbox.h $(DESTDIR)$(PREFIX)/include/callbox.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@CAPI@|$(CAPI)|' -e 's|@VERSION@|$(VERSION)|' ffi/callbox.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/callbox.pc
+	install -m 755 build/callbox-worker $(DESTDIR)$(PREFIX)/libexec/callbox/callbox-worker
+	install -m 755 bin/callbox $(DESTDIR)$(PREFIX)/bin/callbox
+
+install-test: lib cli
+	scripts/install-test.sh
+
+# Install the package into PYTHON's environment (an activated virtual
+# environment's python3 by default), offline: no build isolation
+# (setuptools and wheel are Debian's, python3-setuptools and
+# python3-wheel) and no package index; its build runs ffi/build.sh (Go, a
+# C compiler, the Go module cache). See python/README.md.
 PYTHON ?= python3
-python-install: python-lib
+python-install:
 	$(PYTHON) -m pip install --no-build-isolation --no-index ./python
 
-# The same package as a wheel in dist/ (py3-none-<platform>: it carries the
-# native library), for `pip install --no-index dist/callbox-*.whl` in any
-# environment that has NumPy.
-python-wheel: python-lib
-	$(PYTHON) -m pip wheel --no-build-isolation --no-index --no-deps -w dist ./python
+# The package as a manylinux wheel in dist/ (scripts/wheel.sh: the tag is
+# the policy auditwheel measures the library's symbols to allow), and as an
+# sdist that carries the Go sources its build needs (setup.py).
+WHEELENV := build/venv/wheel
+wheelenv:
+	scripts/jax-env.sh python/requirements-wheel.txt $(WHEELENV) "build auditwheel"
+wheel: lib wheelenv
+	scripts/wheel.sh $(CURDIR)/$(WHEELENV)/bin/python dist
+sdist: wheelenv
+	PIP_CONFIG_FILE=/dev/null $(WHEELENV)/bin/python -m build --sdist --outdir dist python
 
-# The README's offline install from a clean venv outside the repository,
-# then a call from outside it with no CALLBOX_LIB (scripts/pyinstall-test.sh).
-pyinstall-test: python-lib
+# The wheel as a user installs it: plain pip, into a fresh venv of the
+# python3 first on PATH (not Debian's), beside the newest JAX the index
+# serves, a jitted program run from outside the repository; then `pip
+# install ./python` of a clean copy of the repository, and of the sdist,
+# with no make (scripts/wheel-test.sh).
+wheel-test: wheel
+	scripts/wheel-test.sh dist
+
+# Release files in dist/, versioned, with SHA256SUMS (scripts/dist.sh
+# says what each holds); dist-test unpacks them in an empty directory and
+# runs the demo, the CLI alone under isolation: process, and a C program
+# built with pkg-config (scripts/dist-test.sh).
+dist: wheel sdist
+	GO=$(GO) MAKE=$(MAKE) scripts/dist.sh dist
+dist-test: dist
+	scripts/dist-test.sh dist
+
+# The README's offline install (Debian's python3, no index, no build
+# isolation) from a clean venv outside the repository, then a call from
+# outside it with no CALLBOX_LIB (scripts/pyinstall-test.sh).
+pyinstall-test:
 	scripts/pyinstall-test.sh
 
 # For machines without Go (the lent GPU machines, scripts/device-check.sh):

@@ -3,35 +3,37 @@
 # a fresh virtual environment outside the repository (NumPy, setuptools and
 # wheel from Debian through --system-site-packages), the package installed
 # into it by pip from ./python with no index and no build isolation (so no
-# network), then, from a directory outside the repository and with no
-# CALLBOX_LIB or PYTHONPATH, `import callbox` finds the library installed
-# inside the package and calls callbacks from the prebuilt modules.
-# `make pyinstall-test` runs it (after `make python-lib`); part of `make test`.
+# network: its build runs ffi/build.sh with Go's module cache), then, from
+# a directory outside the repository and with no CALLBOX_LIB or
+# PYTHONPATH, `import callbox` finds the library installed inside the
+# package and calls callbacks from the prebuilt modules. `make
+# pyinstall-test`; part of `make test`. (scripts/wheel-test.sh tests the
+# online way, pip's default, with the python3 first on PATH.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 py=${PYTHON:-/usr/bin/python3}
 
-[ -f python/callbox/libcallbox.so ] || { echo "pyinstall-test: python/callbox/libcallbox.so missing; run make python-lib" >&2; exit 1; }
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/callbox-pyinstall.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 case "$tmp/" in "$root"/*) echo "pyinstall-test: temporary directory $tmp is inside the repository" >&2; exit 1 ;; esac
 
-if ! "$py" -m venv --system-site-packages "$tmp/venv" >"$tmp/venv.log" 2>&1; then
-  echo "pyinstall-test: SKIP: $py -m venv cannot create a virtual environment here (Debian: python3-venv):"
-  sed 's/^/  /' "$tmp/venv.log"
-  exit 0
-fi
-venv_py=$tmp/venv/bin/python
+# python/README.md's offline block, run as written with HOME a fresh
+# directory (so ~/.venvs/callbox is a new venv outside the repository),
+# Debian's python3 first on PATH (the block is Debian's recipe) and no pip
+# configuration of the user's (an index URL, say) changing what this
+# proves. Its build runs ffi/build.sh: go stays on PATH.
+block=$(awk '/^```sh$/ {n++} n == 2 && /^```sh$/ {grab=1; next} grab && /^```$/ {exit} grab {print}' python/README.md)
+grep -q '^python3 -m venv --system-site-packages ~/.venvs/callbox' <<<"$block" || { echo "pyinstall-test: python/README.md's second sh block is not the offline recipe: $block" >&2; exit 1; }
+echo "pyinstall-test: python/README.md's offline block, with HOME=$tmp:"
+sed 's/^/  | /' <<<"$block"
+(env -u CALLBOX_LIB -u PYTHONPATH HOME="$tmp" PATH="$(dirname "$py"):$PATH" PIP_CONFIG_FILE=/dev/null PIP_NO_CACHE_DIR=1 \
+  GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPATH="$(go env GOPATH)" \
+  bash -euo pipefail -c "$block" >"$tmp/block.log" 2>&1) || { cat "$tmp/block.log"; echo "pyinstall-test: the README block failed" >&2; exit 1; }
+venv_py=$tmp/.venvs/callbox/bin/python
 
-# The README's command, with the venv's pip. A pip configuration of the
-# user's (an index URL, say) must not change what this proves.
-echo "pyinstall-test: pip install --no-build-isolation --no-index ./python into $tmp/venv"
-PIP_CONFIG_FILE=/dev/null "$venv_py" -m pip install --no-build-isolation --no-index --no-cache-dir -q ./python
-
-# The wheel (make python-wheel builds the same): tagged for this platform,
-# since it carries the library, and carrying it.
+# The wheel pip builds: tagged for this platform, since it carries the
+# library (make wheel then gives it its manylinux tag), and carrying it.
 PIP_CONFIG_FILE=/dev/null "$venv_py" -m pip wheel --no-build-isolation --no-index --no-deps --no-cache-dir -q -w "$tmp/dist" ./python
 "$venv_py" - "$tmp/dist" <<'PY'
 import pathlib, sys, zipfile
@@ -66,7 +68,7 @@ import numpy as np
 
 import callbox
 
-venv = pathlib.Path(sys.argv[1]) / "venv"
+venv = pathlib.Path(sys.argv[1]) / ".venvs" / "callbox"
 pkg = pathlib.Path(callbox.__file__).resolve().parent
 lib = pathlib.Path(callbox.find_library()).resolve()
 assert venv.resolve() in pkg.parents, "callbox imported from %s, not the venv" % pkg

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .host import CallbackInfo, CallbackLimits, Chain, Host
 
-__version__ = "1.3.0"
+__version__ = "1.4.0"
 
 
 def library_version() -> str:
