@@ -2,9 +2,12 @@ package guests_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +16,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
+	"github.com/seed4b3e0ccb/callbox/guests"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/release"
 )
 
 // readmeBlock returns the first fenced block of language lang in a README
@@ -49,38 +54,58 @@ func loadAndScale(t *testing.T, wasm []byte) {
 }
 
 // TestRustCargoRecipe builds the Rust SDK's scale example the way
-// guests/rust/README.md tells a user to, from a crate in a temporary
-// directory outside the repository: its Cargo.toml block (the path
-// dependency pointed at this checkout) and its cargo command, with
-// Debian's cargo and rustc, offline. Skipped only when they are missing
-// (scripts/install-toolchains.sh installs them; make test runs it).
+// guests/rust/README.md tells a user to, in a temporary directory outside
+// the repository: its `cargo new` command (which must write edition 2021,
+// whatever the cargo's default), its Cargo.toml block (the path dependency
+// pointed at this checkout) and scale.rs as src/lib.rs, then each of its
+// two build commands in turn in the same project, rustup's cargo first and
+// then Debian's cargo 1.65, which reads the Cargo.lock rustup's wrote.
+// Each toolchain is skipped only when missing (scripts/install-toolchains.sh
+// installs Debian's and adds rustup's wasm32 target; make test runs it).
 func TestRustCargoRecipe(t *testing.T) {
-	for _, tool := range []string{"/usr/bin/cargo", "/usr/bin/rustc", "/usr/lib/rustlib/wasm32-unknown-unknown"} {
-		if _, err := os.Stat(tool); err != nil {
-			t.Skipf("Debian's cargo, rustc and wasm32 std are needed (apt install cargo rustc libstd-rust-dev-wasm32; scripts/install-toolchains.sh): %v", err)
-		}
-	}
+	toolchains := cargoToolchains(t)
 	sdk, err := filepath.Abs("rust/callbox")
 	require.NoError(t, err)
-	dir := t.TempDir()
-	toml := readmeBlock(t, "rust/README.md", "toml", "[dependencies]")
+	readme := "rust/README.md"
+	toml := readmeBlock(t, readme, "toml", "[dependencies]")
 	require.Contains(t, toml, `path = "../callbox/guests/rust/callbox"`)
 	toml = strings.ReplaceAll(toml, "../callbox/guests/rust/callbox", sdk)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte(toml), 0o644))
 	src, err := os.ReadFile("rust/examples/scale.rs")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "scale.rs"), src, 0o644))
+	builds := cargoBuilds(t, readmeBlock(t, readme, "sh", "cargo build"))
 
-	script := readmeBlock(t, "rust/README.md", "sh", "cargo build")
-	cmd := exec.Command("sh", "-euc", script)
-	cmd.Dir = dir
-	// A clean environment: no rustup cargo on PATH first, no user config.
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "CARGO_HOME=" + filepath.Join(dir, ".cargo")}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the README's cargo recipe failed:\n%s\n%s", script, out)
-	wasm, err := os.ReadFile(filepath.Join(dir, "target/wasm32-unknown-unknown/release/scale.wasm"))
-	require.NoError(t, err)
-	loadAndScale(t, wasm)
+	var creator *cargoToolchain
+	for i := range toolchains {
+		if toolchains[i].missing == "" {
+			creator = &toolchains[i]
+			break
+		}
+	}
+	if creator == nil {
+		t.Skipf("no cargo: %s; %s", toolchains[0].missing, toolchains[1].missing)
+	}
+	dir := t.TempDir()
+	creator.sh(t, dir, readmeBlock(t, readme, "sh", "cargo new"))
+	project := filepath.Join(dir, "scale")
+	created, err := os.ReadFile(filepath.Join(project, "Cargo.toml"))
+	require.NoError(t, err, "the README's cargo new made no scale/")
+	assert.Contains(t, string(created), `edition = "2021"`, "the README's cargo new, with %s's cargo", creator.name)
+	require.NoError(t, os.WriteFile(filepath.Join(project, "Cargo.toml"), []byte(toml), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "src", "lib.rs"), src, 0o644))
+
+	for _, tc := range toolchains {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.missing != "" {
+				t.Skip(tc.missing)
+			}
+			wasm := filepath.Join(project, "target/wasm32-unknown-unknown/release/scale.wasm")
+			require.NoError(t, os.RemoveAll(wasm))
+			tc.sh(t, project, builds[tc.name])
+			b, err := os.ReadFile(wasm)
+			require.NoError(t, err)
+			loadAndScale(t, b)
+		})
+	}
 }
 
 // TestAssemblyScriptNpmRecipe builds a callback the way
@@ -149,6 +174,21 @@ func TestAssemblyScriptNpmRecipe(t *testing.T) {
 	}
 	require.Len(t, lines, 3, "the README recipe: npm pack, npm install, npx asc")
 	sh(project, strings.Join(lines, "\n"))
+
+	// The tarball is the package as the registry would get it: the
+	// release's version, its license (the field and the file), and
+	// exactly the files `callbox new assemblyscript` embeds.
+	packed := tarFiles(t, filepath.Join(project, "callbox-guest-assemblyscript-"+release.Version+".tgz"))
+	license, err := os.ReadFile("../LICENSE")
+	require.NoError(t, err)
+	assert.Equal(t, string(license), string(packed["LICENSE"]), "the tarball's LICENSE")
+	var pkg struct{ Version, License string }
+	require.NoError(t, json.Unmarshal(packed["package.json"], &pkg))
+	assert.Equal(t, "Apache-2.0", pkg.License, "the tarball's package.json license")
+	assert.Equal(t, release.Version, pkg.Version, "the tarball's package.json version")
+	embedded, err := guests.SDKFiles("assemblyscript")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(embedded)), slices.Collect(maps.Keys(packed)), "the tarball's files and guests/sdk.go's")
 	wasm, err := os.ReadFile(filepath.Join(project, "scale.wasm"))
 	require.NoError(t, err)
 	loadAndScale(t, wasm)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the guest toolchains callbox builds its example callbacks with:
-# Debian's rustc 1.63 with the wasm32 standard library, clang + lld +
+# Debian's rustc 1.63 with the wasm32 standard library (and rustup's
+# wasm32 target where rustup is installed), clang + lld +
 # wasi-libc for C, wabt for WAT, binaryen (wasm-opt) for release builds, and
 # the AssemblyScript compiler from the committed npm lockfile; Debian's
 # python3-numpy, python3-pytest, and what installs the Python package
@@ -37,5 +38,16 @@ if [ -f guests/assemblyscript/package-lock.json ]; then
   if [ ! -x guests/assemblyscript/node_modules/.bin/asc ]; then
     echo "install-toolchains: npm ci (assemblyscript)"
     (cd guests/assemblyscript && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
+# rustup's default toolchain, where there is one (CI machines have it), builds the Rust SDK's
+# crate too (guests/packages_test.go: cargo package and publish --dry-run, user projects): give
+# it the wasm32 standard library. Debian's rustc above keeps its own; without rustup, nothing.
+rustup=$(command -v rustup || echo "${CARGO_HOME:-$HOME/.cargo}/bin/rustup")
+if [ -x "$rustup" ] && "$rustup" which rustc >/dev/null 2>&1; then
+  if ! "$rustup" target list --installed | grep -x wasm32-unknown-unknown >/dev/null; then
+    echo "install-toolchains: rustup target add wasm32-unknown-unknown"
+    "$rustup" target add wasm32-unknown-unknown
   fi
 fi
