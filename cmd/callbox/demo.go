@@ -286,7 +286,9 @@ func printDemoConfig(w io.Writer) {
 
 // demoNext tells a user where to go after the demo.
 const demoNext = `
-Next: write your own callback with an SDK, each README from a first callback to running it:
+Next: write your own callback. callbox new writes a project that builds and runs as it is:
+  callbox new rust my_scale       (or assemblyscript, c, go; its README says how to build and run it)
+The SDKs' READMEs go from a first callback to running it:
   guests/rust/README.md  guests/assemblyscript/README.md  guests/c/README.md  guests/go/README.md
 then list it in a config file and try it from the shell:
   callbox check -c config.yaml

@@ -233,6 +233,29 @@ defmodule Callbox.ReadmeExampleTest do
   end
 end
 
+defmodule Callbox.MainReadmeExampleTest do
+  # README.md's Elixir example ("Elixir and Nx"), run as written by
+  # `elixir` from the repository root (its config path is relative to it),
+  # with the compiled package on the code path: its pattern matches are
+  # its assertions.
+  use ExUnit.Case, async: true
+
+  @tag timeout: 120_000
+  test "README.md's Elixir example runs as written" do
+    root = Callbox.TestGuests.root()
+    readme = File.read!(Path.join(root, "README.md"))
+    [_, section] = String.split(readme, "\n## Elixir and Nx\n", parts: 2)
+    [section | _] = String.split(section, "\n## ", parts: 2)
+    [example] = Regex.run(~r/```elixir\n(.*?)```/s, section, capture: :all_but_first)
+    ebin = :code.lib_dir(:callbox, :ebin) |> List.to_string()
+    script = example <> "\nIO.puts(\"readme example ok\")\n"
+
+    {out, status} = System.cmd("elixir", ["-pa", ebin, "-e", script], cd: root, stderr_to_stdout: true)
+    assert status == 0, out
+    assert out =~ "readme example ok"
+  end
+end
+
 defmodule Callbox.LibraryLookupTest do
   # Where the NIF looks for libcallbox: CALLBOX_LIB first; a path that is
   # not there makes every call an error naming it (the VM keeps running).

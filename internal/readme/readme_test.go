@@ -162,8 +162,8 @@ func TestYAMLBlocksLoad(t *testing.T) {
 // shows that file's code verbatim, so it is the code
 // guests/build.sh compiles and the conformance suite runs. Other blocks of
 // these languages are whole files compiled by a test of their own (the
-// AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go; the C
-// API example, in ffi/harness_test.go); API
+// AssemblyScript npm recipe's scale.ts, in guests/recipes_test.go); a C
+// API program ("/* examples/c/scale.c") is that file whole; API
 // listings are fenced as text.
 func TestExampleBlocksAreTheExamples(t *testing.T) {
 	dirs := map[string]string{"rust": "guests/rust/examples", "c": "guests/c/examples", "ts": "guests/assemblyscript/examples"}
@@ -183,8 +183,15 @@ func TestExampleBlocksAreTheExamples(t *testing.T) {
 			if b.Lang == "ts" && strings.Contains(b.Text, `from "@callbox/guest-assemblyscript"`) {
 				continue // compiled by TestAssemblyScriptNpmRecipe
 			}
-			if b.Lang == "c" && first == `#include "callbox.h"` {
-				continue // the C API example: compiled and run by ffi's TestReadmeCExample
+			if file, ok := strings.CutPrefix(first, "/* examples/c/"); ok && b.Lang == "c" {
+				// A C API program: shown whole (ffi's TestReadmeCExample and
+				// make install-test compile and run it).
+				file, _, _ = strings.Cut(file, ":")
+				src, err := os.ReadFile(filepath.Join(root(t), "examples", "c", file))
+				require.NoError(t, err, "%s:%d names examples/c/%s", rel, b.Line, file)
+				require.Equal(t, string(src), b.Text, "%s:%d differs from examples/c/%s", rel, b.Line, file)
+				n++
+				continue
 			}
 			m := name.FindStringSubmatch(first)
 			if m == nil {
