@@ -5,11 +5,16 @@
 defmodule Mix.Tasks.Compile.CallboxNif do
   @shortdoc "Builds the NIF over libcallbox (callbox_nif.so) with cc"
   @moduledoc """
-  Builds `callbox_nif.so` from `c_src/callbox_nif.c` with `$CC` (default
-  `cc`) against the running Erlang's `erl_nif.h` and libcallbox's header:
+  Builds `callbox_nif.so` from every `c_src/*.c` (callbox_nif.c and the
+  files by topic beside it, sharing the private `c_src/nif.h`) with `$CC`
+  (default `cc`) against the running Erlang's `erl_nif.h` and libcallbox's
+  header:
   `$CALLBOX_INCLUDE/callbox.h`, else the repository's `build/callbox.h` or
   `ffi/include/callbox.h`. libcallbox itself is not linked; the NIF loads it
-  at run time (see `Callbox.Native`). Rebuilds only when a source is newer.
+  at run time (see `Callbox.Native`). Rebuilds only when a source (a `.c`
+  or `.h` in `c_src/`, or callbox.h) is newer. With `-fvisibility=hidden`
+  the NIF exports only `nif_init`: the functions its files share stay
+  inside it.
 
   The NIF goes into the build's own `priv` (`_build/<env>/lib/callbox/priv`,
   what `:code.priv_dir(:callbox)` returns), never into the source tree: a
@@ -22,7 +27,8 @@ defmodule Mix.Tasks.Compile.CallboxNif do
   @impl true
   def run(_args) do
     root = Path.expand(".", __DIR__)
-    src = Path.join(root, "c_src/callbox_nif.c")
+    srcs = Path.wildcard(Path.join(root, "c_src/*.c"))
+    headers = Path.wildcard(Path.join(root, "c_src/*.h"))
     priv = Path.join(Mix.Project.app_path(), "priv")
 
     # A checkout built before the NIF moved out of the source tree still has
@@ -44,15 +50,15 @@ defmodule Mix.Tasks.Compile.CallboxNif do
     header = Path.join(header_dir, "callbox.h")
     erts = Path.join([to_string(:code.root_dir()), "usr", "include"])
 
-    if stale?(out, [src, header]) do
+    if stale?(out, srcs ++ headers ++ [header]) do
       File.mkdir_p!(Path.dirname(out))
       cc = System.get_env("CC", "cc")
 
       args =
-        ~w(-O2 -std=gnu11 -Wall -Wextra -fPIC -shared) ++
-          ["-I", erts, "-I", header_dir, "-o", out, src, "-ldl"]
+        ~w(-O2 -std=gnu11 -Wall -Wextra -fPIC -fvisibility=hidden -shared) ++
+          ["-I", erts, "-I", header_dir, "-o", out] ++ srcs ++ ["-ldl"]
 
-      Mix.shell().info("cc #{Path.relative_to_cwd(src)} -> #{Path.relative_to_cwd(out)}")
+      Mix.shell().info("cc #{Path.relative_to_cwd(Path.join(root, "c_src"))}/*.c -> #{Path.relative_to_cwd(out)}")
 
       case System.cmd(cc, args, stderr_to_stdout: true) do
         {output, 0} ->

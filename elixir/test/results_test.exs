@@ -1,5 +1,5 @@
 defmodule Callbox.ResultsTest do
-  # Where a call's results live (callbox_nif.c, "results"): up to 64 bytes
+  # Where a call's results live (c_src/results.c): up to 64 bytes
   # a heap binary, up to 4 KiB a slice of the calling thread's 32 KiB
   # arena, larger a binary of its own. Every kind must hold its own bytes
   # for as long as it is referenced, however many calls come after it, and

@@ -1,6 +1,6 @@
 defmodule Callbox.Native do
   @moduledoc false
-  # The NIF (c_src/callbox_nif.c). Loading it also loads libcallbox, found
+  # The NIF (c_src/, its table in callbox_nif.c). Loading it also loads libcallbox, found
   # in this order: the CALLBOX_LIB environment variable, libcallbox.so in
   # the priv directory, the callbox repository's build/ (where `make lib`
   # puts it; the path is recorded when this module is compiled). When none
