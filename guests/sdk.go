@@ -4,8 +4,9 @@
 //
 // Each SDK is embedded as it ships, and no more: the Rust crate
 // (rust/callbox, the files `cargo package` packs), the AssemblyScript npm
-// package (assemblyscript, the files `npm pack` packs), the C header
-// (c/callbox.h) and the Go package (go/callbox). The tests in this
+// package (assemblyscript, the files `npm pack` packs), the C headers
+// (c/callbox.h and the c/callbox/ it includes) and the Go package
+// (go/callbox). The tests in this
 // directory check the embedded files against `cargo package --list` and
 // `npm pack`.
 package guests
@@ -18,7 +19,7 @@ import (
 
 //go:embed rust/callbox/Cargo.toml rust/callbox/README.md rust/callbox/LICENSE rust/callbox/src
 //go:embed assemblyscript/package.json assemblyscript/README.md assemblyscript/LICENSE assemblyscript/index.ts assemblyscript/asconfig.callbox.json assemblyscript/assembly
-//go:embed c/callbox.h
+//go:embed c/callbox.h c/callbox
 //go:embed go/callbox
 var sdks embed.FS
 
@@ -49,7 +50,7 @@ func Languages() []string {
 }
 
 // SDKFiles returns the source files of lang's SDK (one of Languages), by
-// path relative to the SDK's directory ("src/lib.rs", "callbox.h"), always
+// path relative to the SDK's directory ("src/lib.rs", "callbox/log.h"), always
 // with the license as "LICENSE".
 func SDKFiles(lang string) (map[string][]byte, error) {
 	dir := sdkDir(lang)
