@@ -35,15 +35,15 @@ unit:
 # the engines, the FFI bridge, and the GPU path (concurrent streams, on
 # the fake device).
 race:
-	$(GO) test -count=1 -race ./abi/... ./host/... ./internal/sandbox/... ./cuda/... ./lowering/... ./ffi/...
+	$(GO) test -count=1 -race ./abi/... ./host/... ./sandbox/... ./cuda/... ./lowering/... ./ffi/...
 
 # The wazero-only build must keep working without cgo, and its
 # validation (wazero's validator and callbox's reader, no wasmtime) must
 # still refuse every invalid module of the spec suite.
 nocgo:
 	CGO_ENABLED=0 $(GO) build ./...
-	CGO_ENABLED=0 $(GO) vet ./internal/sandbox/... ./host/... ./cuda/
-	CGO_ENABLED=0 $(GO) test -count=1 ./internal/sandbox/internal/validate/ ./internal/sandbox/internal/spectest/
+	CGO_ENABLED=0 $(GO) vet ./sandbox/... ./host/... ./cuda/
+	CGO_ENABLED=0 $(GO) test -count=1 ./sandbox/internal/validate/ ./sandbox/internal/spectest/
 
 toolchains:
 	scripts/install-toolchains.sh

@@ -11,7 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The raw engines: kernels.wasm instantiated without callbox, called
@@ -23,7 +23,7 @@ import (
 //   - wazero: a plain wazero runtime (no WithCloseOnContextDone, no
 //     load-time metering), api.Function.CallWithStack on functions resolved
 //     once, memory through the api.Memory.Read view.
-//   - wasmtime: callbox's own internal/sandbox/internal/wasmtime Instance.Call, which calls
+//   - wasmtime: callbox's own sandbox/internal/wasmtime Instance.Call, which calls
 //     wasmtime_func_call_unchecked through a cgo shim, with no limits set
 //     (no timeout, no fuel). It is the cheapest call path into wasmtime we
 //     know (wasmtime-go's Func.Call re-reads the function type through cgo
@@ -31,7 +31,7 @@ import (
 //     enabled, as every callbox wasmtime engine has, so the compiled code
 //     carries the epoch checks callbox's does.
 //   - wazero, metered (a diagnostic): the same calls through callbox's
-//     internal/sandbox/internal/wazero Instance.Call with no limits, on the module as callbox
+//     sandbox/internal/wazero Instance.Call with no limits, on the module as callbox
 //     runs it (rewritten at load for metering): the metering's own cost,
 //     without callbox's frame, checks and copies.
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // Report is one run of the whole suite: the table, the target
@@ -178,12 +178,12 @@ func ReadMachine() Machine {
 		Go:         runtime.Version(),
 		LoadBefore: readLoad(),
 		Engines: map[string]string{
-			config.EngineWazero: sandbox.Version(config.EngineWazero),
+			config.EngineWazero: engines.Version(config.EngineWazero),
 			"extism go-sdk":     moduleVersion("github.com/extism/go-sdk"),
 		},
 	}
-	if sandbox.WasmtimeAvailable {
-		m.Engines[config.EngineWasmtime] = "wasmtime-go " + sandbox.Version(config.EngineWasmtime)
+	if engines.WasmtimeAvailable() {
+		m.Engines[config.EngineWasmtime] = "wasmtime-go " + engines.Version(config.EngineWasmtime)
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.OS += ", Linux " + strings.TrimSpace(string(b))

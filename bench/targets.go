@@ -15,7 +15,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The targets that need measurements of their own: timeout accuracy under
@@ -210,7 +211,7 @@ func MeasureInstantiate(ctx context.Context, engine string, memBytes uint64) Ins
 }
 
 func newEngine(ctx context.Context, engine, cacheDir string) (sandbox.Engine, error) {
-	return sandbox.New(ctx, engine, sandbox.Options{CacheDir: cacheDir})
+	return engines.New(ctx, engine, engines.Options{CacheDir: cacheDir})
 }
 
 // CacheResult is the module cache on one engine for a generated module of

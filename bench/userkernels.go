@@ -18,7 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The users' kernels: callbacks written with an SDK the way its users
@@ -261,7 +262,7 @@ func measureUserKernel(ctx context.Context, k UserKernel, reps int, sampleTime t
 		o := &userOp{engine: e, guest: new(time.Duration)}
 		outs := []host.Tensor{k.output()}
 		o.op = func() error {
-			st, err := cb.InvokeInto(ctx, ins, outs)
+			st, err := cb.Do(ctx, &host.Request{Inputs: ins, Outputs: outs})
 			*o.guest += st.Guest
 			return err
 		}
@@ -360,11 +361,11 @@ func userRawOps(ctx context.Context, k UserKernel, cacheDir string, ins []host.T
 		closeAll()
 		return nil, func() {}, err
 	}
-	engines := []struct{ name, engine string }{{RawWazeroMetered, config.EngineWazero}}
-	if sandbox.WasmtimeAvailable {
-		engines = append(engines, struct{ name, engine string }{RawWasmtimeEpoch, config.EngineWasmtime})
+	raws := []struct{ name, engine string }{{RawWazeroMetered, config.EngineWazero}}
+	if engines.WasmtimeAvailable() {
+		raws = append(raws, struct{ name, engine string }{RawWasmtimeEpoch, config.EngineWasmtime})
 	}
-	for _, e := range engines {
+	for _, e := range raws {
 		inst, err := newRawLoopsSandbox(ctx, e.engine, wasm, cacheDir)
 		if err == nil {
 			err = add(e.name, inst)

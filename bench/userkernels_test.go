@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 )
 
 // BenchmarkUserKernels is target 13 of docs/PERFORMANCE.md on its own
@@ -43,7 +42,7 @@ func TestMeasureUserKernels(t *testing.T) {
 	res := MeasureUserKernels(context.Background(), 2, time.Millisecond)
 	require.Len(t, res, len(UserKernels))
 	raws := []string{RawWazero, RawWazeroMetered}
-	if sandbox.WasmtimeAvailable {
+	if engines.WasmtimeAvailable() {
 		raws = append(raws, RawWasmtimeEpoch, RawWasmtimePlain)
 	}
 	for _, r := range res {

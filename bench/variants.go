@@ -15,7 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // Variant is one column group of the table: a way of running a workload.
@@ -59,7 +59,7 @@ const (
 	// thread): on an idle chain the call runs on the caller's goroutine.
 	ModeChainInvoke = "chain-invoke"
 	// ModeMetered, for the raw wazero variant: the module as callbox's
-	// wazero engine rewrites it (internal/sandbox/internal/wazero), called by hand.
+	// wazero engine rewrites it (sandbox/internal/wazero), called by hand.
 	ModeMetered = "metered"
 )
 
@@ -89,7 +89,7 @@ func Variants() []Variant {
 		{ID: "raw-wazero", Name: "wazero, hand-written", Group: GroupRaw, Engine: config.EngineWazero, setup: rawSetup},
 		{ID: "raw-wazero-metered", Name: "wazero, hand-written, metered module", Group: GroupRaw, Engine: config.EngineWazero, Mode: ModeMetered, setup: rawSetup},
 	}
-	if sandbox.WasmtimeAvailable {
+	if engines.WasmtimeAvailable() {
 		vs = append(vs, Variant{ID: "raw-wasmtime", Name: "wasmtime, hand-written", Group: GroupRaw, Engine: config.EngineWasmtime, setup: rawSetup})
 	}
 	vs = append(vs, Variant{ID: "extism", Name: "Extism (wazero)", Group: GroupExtism, Engine: config.EngineWazero, setup: extismSetup})
@@ -114,7 +114,7 @@ func Variants() []Variant {
 
 // Engines are the engines this build has.
 func Engines() []string {
-	if sandbox.WasmtimeAvailable {
+	if engines.WasmtimeAvailable() {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}
@@ -397,7 +397,7 @@ func callboxSetup(ctx context.Context, env *Env, v Variant, d *data) (*runner, e
 		return &runner{op: op, output: output}, nil
 	default:
 		one := func() error {
-			_, err := h.InvokeInto(ctx, kernel, ins, outs)
+			_, err := h.Do(ctx, &host.Request{Callback: kernel, Inputs: ins, Outputs: outs})
 			return err
 		}
 		return &runner{op: one, output: func() []float32 { return out }}, nil

@@ -15,8 +15,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // testkit callbacks the GPU tests use: name -> export, signature.
@@ -29,15 +29,15 @@ var testkit = map[string][2]string{
 	"bad_status":     {"bad_status", "(x: f32[n]) -> f32[n]"},
 }
 
-func engines() []string {
-	if sandbox.WasmtimeAvailable {
+func engineNames() []string {
+	if engines.WasmtimeAvailable() {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}
 }
 
 func forEngines(t *testing.T, fn func(t *testing.T, engine string)) {
-	for _, e := range engines() {
+	for _, e := range engineNames() {
 		t.Run(e, func(t *testing.T) { fn(t, e) })
 	}
 }

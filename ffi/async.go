@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 )
 
 // asyncCall is one callbox_call_async between its checks and its run:

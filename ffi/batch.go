@@ -5,7 +5,7 @@ package main
 import (
 	"context"
 
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 )
 
 // callBatchDL is callbox_call_batch: a batched call (host.Request.Batch,

@@ -19,9 +19,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
 
 // The FFI bridge's cost on a tiny call (1 KiB: f32[256] copied by the kit
@@ -62,7 +62,7 @@ func BenchmarkTinyInvokeInto(b *testing.B) {
 	b.SetBytes(4 * tinyElements)
 	b.ResetTimer()
 	bestOfRounds(b, func() {
-		if _, err := h.InvokeInto(ctx, "copy_f32", in, out); err != nil {
+		if _, err := h.Do(ctx, &host.Request{Callback: "copy_f32", Inputs: in, Outputs: out}); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -213,12 +213,12 @@ func BenchmarkTinyDoorRatios(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < doorRounds; r++ {
 			into = append(into, fastestCPU(calls, func() {
-				if _, err := h.InvokeInto(ctx, "copy_f32", in, out); err != nil {
+				if _, err := h.Do(ctx, &host.Request{Callback: "copy_f32", Inputs: in, Outputs: out}); err != nil {
 					b.Fatal(err)
 				}
 			}))
 			untimed = append(untimed, fastestCPU(calls, func() {
-				if _, err := hu.InvokeInto(ctx, "copy_f32", in, out); err != nil {
+				if _, err := hu.Do(ctx, &host.Request{Callback: "copy_f32", Inputs: in, Outputs: out}); err != nil {
 					b.Fatal(err)
 				}
 			}))

@@ -18,8 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // cbInfo is a loaded callback as the bridge sees it.
@@ -85,7 +85,7 @@ func openHost(ctx context.Context, cfg *config.Config) (*bridgeHost, error) {
 // runtime made (a default-sized pthread stack) when fn runs on a new
 // goroutine. So no caller of the C API needs a big stack to open a host;
 // calls need none either (the engine switches stacks when a thread is
-// short, glue.c). A few µs, against a compile's milliseconds. A panic in
+// short, stack.c). A few µs, against a compile's milliseconds. A panic in
 // fn is raised again on the caller's goroutine, where the entry's guard
 // turns it into a HostPanic error.
 func onGoThread(fn func() error) error {

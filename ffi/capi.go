@@ -19,7 +19,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 )
 
 // Compile-time checks that package dlpack's mirrors have the C layouts

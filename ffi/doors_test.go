@@ -19,10 +19,10 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/workerbin"
 )
 
 // The door-conformance table (issue 29): one list of requests, well-formed

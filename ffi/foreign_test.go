@@ -21,8 +21,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
-	"github.com/seed4b3e0ccb/callbox/internal/hostile"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/hostile"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
 
 // The whole hostile suite (internal/hostile, the cases of host's

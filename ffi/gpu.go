@@ -19,8 +19,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // The GPU entries: the CUDA XLA handler's calls (xla.go, with a stream)

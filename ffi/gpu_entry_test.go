@@ -12,8 +12,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/ffi/internal/xlaharness"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
 )
 
 // TestDLPackEntry: CUDA DLPack tensors through the C entry (as PyTorch or

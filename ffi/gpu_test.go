@@ -21,7 +21,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/cuda/cudatest"
 	"github.com/seed4b3e0ccb/callbox/ffi/internal/xlaharness"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
 
 // The GPU path through the library's entries (the CUDA XLA handler and

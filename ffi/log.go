@@ -19,7 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // logTarget is a C log callback (callbox_set_log_callback).

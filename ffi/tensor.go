@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 )
 
 // argName names an argument of a C API call or an XLA buffer: a role

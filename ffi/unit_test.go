@@ -20,9 +20,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
 
 // The header's kind numbers are abi.Kind's, and its version and rank

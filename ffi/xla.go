@@ -9,7 +9,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
-	"github.com/seed4b3e0ccb/callbox/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
 )
 
 // xlaMaxBuffers is CBX_MAX_BUFFERS (xla_ffi.h).

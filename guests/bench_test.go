@@ -33,7 +33,7 @@ func BenchmarkMatmul256(b *testing.B) {
 		}
 	})
 	for _, l := range langs {
-		for _, engine := range engines() {
+		for _, engine := range engineNames() {
 			b.Run(fmt.Sprintf("%s/%s", l.name, engine), func(b *testing.B) {
 				h, err := host.New(context.Background(), nil, host.WithLogger(slog.New(slog.DiscardHandler)))
 				if err != nil {
@@ -53,7 +53,7 @@ func BenchmarkMatmul256(b *testing.B) {
 				ctx := context.Background()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := h.InvokeInto(ctx, "matmul", ins, outs); err != nil {
+					if _, err := h.Do(ctx, &host.Request{Callback: "matmul", Inputs: ins, Outputs: outs}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -36,7 +36,7 @@ func TestAssemblyScriptIndexBounds(t *testing.T) {
 	require.NoError(t, err)
 
 	ctx := context.Background()
-	for _, engine := range engines() {
+	for _, engine := range engineNames() {
 		t.Run(engine, func(t *testing.T) {
 			h, err := host.New(ctx, nil)
 			require.NoError(t, err)
@@ -58,13 +58,13 @@ func TestAssemblyScriptIndexBounds(t *testing.T) {
 				assert.ErrorContains(t, err, "is out of range for a tensor of 4 elements")
 
 				y := []float32{9, 9, 9, 9}
-				_, err = h.InvokeInto(ctx, "write", []abi.Tensor{x, abi.Scalar(at)}, []abi.Tensor{abi.From(y)})
+				_, err = h.Do(ctx, &host.Request{Callback: "write", Inputs: []abi.Tensor{x, abi.Scalar(at)}, Outputs: []abi.Tensor{abi.From(y)}})
 				require.Error(t, err, "write y[%d]", at)
 				assert.ErrorContains(t, err, "is out of range for a tensor of 4 elements")
 				assert.Equal(t, []float32{9, 9, 9, 9}, y, "a failed call writes no output")
 			}
 			y := make([]float32, 4)
-			_, err = h.InvokeInto(ctx, "write", []abi.Tensor{x, abi.Scalar[int32](2)}, []abi.Tensor{abi.From(y)})
+			_, err = h.Do(ctx, &host.Request{Callback: "write", Inputs: []abi.Tensor{x, abi.Scalar[int32](2)}, Outputs: []abi.Tensor{abi.From(y)}})
 			require.NoError(t, err)
 			assert.Equal(t, []float32{1, 2, 1, 4}, y)
 		})

@@ -21,9 +21,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/reference"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 	"github.com/seed4b3e0ccb/callbox/internal/testknob"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The conformance suite: one set of vectors (testdata/conformance, written
@@ -254,8 +254,8 @@ func selectedLangs(t *testing.T) []string {
 	return out
 }
 
-func engines() []string {
-	if sandbox.WasmtimeAvailable {
+func engineNames() []string {
+	if engines.WasmtimeAvailable() {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}
@@ -348,7 +348,7 @@ func TestConformance(t *testing.T) {
 	}
 	cacheDir := t.TempDir()
 	for _, lang := range selectedLangs(t) {
-		for _, engine := range engines() {
+		for _, engine := range engineNames() {
 			// align64: the host's usual frame. align16: buffers at the
 			// ABI's minimum alignment. zerocopy: inputs allocated in guest
 			// memory outside the frame (host.Session), outputs read in place.

@@ -196,9 +196,26 @@ func TestPackageEmbeddedSDKs(t *testing.T) {
 			assert.Equal(t, string(src), string(b), "%s: %s", lang, p)
 		}
 	}
+	// The C SDK: callbox.h and the headers of c/callbox/, each of which
+	// callbox.h includes.
 	c, err := guests.SDKFiles("c")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"LICENSE", "callbox.h"}, slices.Sorted(maps.Keys(c)))
+	parts, err := filepath.Glob("c/callbox/*.h")
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	wantC := []string{"LICENSE", "callbox.h"}
+	var included []string
+	for _, m := range regexp.MustCompile(`(?m)^#include "(callbox/[a-z_]+\.h)"$`).FindAllStringSubmatch(string(c["callbox.h"]), -1) {
+		included = append(included, m[1])
+	}
+	var partNames []string
+	for _, p := range parts {
+		partNames = append(partNames, "callbox/"+filepath.Base(p))
+	}
+	assert.ElementsMatch(t, partNames, included, "callbox.h includes every header of c/callbox/, and no other")
+	wantC = append(wantC, partNames...)
+	slices.Sort(wantC)
+	assert.Equal(t, wantC, slices.Sorted(maps.Keys(c)))
 	goSDK, err := guests.SDKFiles("go")
 	require.NoError(t, err)
 	sources, err := filepath.Glob("go/callbox/*.go")

@@ -47,7 +47,7 @@ func TestSIMDMatchesScalar(t *testing.T) {
 		if lang == "go" {
 			continue // no SIMD variants: Go's wasip1 port emits no SIMD
 		}
-		for _, engine := range engines() {
+		for _, engine := range engineNames() {
 			for _, skewed := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/skewed=%v", lang, engine, skewed), func(t *testing.T) {
 					h := newHost(t, lang, engine, skewed, cacheDir, &logSink{})

@@ -46,7 +46,7 @@ func BenchmarkBatch64x64KiB(b *testing.B) {
 					}
 					for e := range batch {
 						in := []host.Tensor{abi.From(xs[e*n : (e+1)*n]), abi.Scalar(fs[e])}
-						if _, err := h.InvokeInto(ctx, "scale", in, []host.Tensor{abi.From(os[e*n : (e+1)*n])}); err != nil {
+						if _, err := h.Do(ctx, &host.Request{Callback: "scale", Inputs: in, Outputs: []host.Tensor{abi.From(os[e*n : (e+1)*n])}}); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -39,7 +39,7 @@ func benchTinyScale(b *testing.B, h *host.Host) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
+		if _, err := h.Do(ctx, &host.Request{Callback: "scale", Inputs: ins, Outputs: outs}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -73,13 +73,13 @@ func BenchmarkTinyCallBounded(b *testing.B) {
 		ctx := context.Background()
 		calls := map[string]func() error{
 			"unbounded": func() error {
-				_, err := scale.InvokeInto(ctx, ins, outs)
+				_, err := scale.Do(ctx, &host.Request{Inputs: ins, Outputs: outs})
 				return err
 			},
 			"context": func() error {
 				c, cancel := context.WithTimeout(ctx, 100*time.Microsecond)
 				defer cancel()
-				_, err := scale.InvokeInto(c, ins, outs)
+				_, err := scale.Do(c, &host.Request{Inputs: ins, Outputs: outs})
 				return err
 			},
 			"budget": func() error {
@@ -114,7 +114,7 @@ func BenchmarkRoundTrip4MiB(b *testing.B) {
 			b.SetBytes(4 * n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := h.InvokeInto(ctx, "scale", []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+				if _, err := h.Do(ctx, &host.Request{Callback: "scale", Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -147,7 +147,7 @@ func BenchmarkLoopKernel(b *testing.B) {
 				ctx := context.Background()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := h.InvokeInto(ctx, "busy", []host.Tensor{n}, []host.Tensor{out}); err != nil {
+					if _, err := h.Do(ctx, &host.Request{Callback: "busy", Inputs: []host.Tensor{n}, Outputs: []host.Tensor{out}}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -224,7 +224,7 @@ func BenchmarkTinyChainInvokeInto(b *testing.B) {
 		b.Run(engine+"/direct", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := h.InvokeInto(ctx, "scale", ins, outs); err != nil {
+				if _, err := h.Do(ctx, &host.Request{Callback: "scale", Inputs: ins, Outputs: outs}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The phases of a call. Every way of calling a callback — Invoke,
@@ -373,12 +373,12 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	if c.spec.Limits.Fuel > 0 { // fuel is measured, alike on both engines, where it is budgeted
 		cl.st.Fuel, cl.st.FuelKnown = g.inst.FuelConsumed()
 	}
-	state := g.inst.State()
+	report := g.inst.LastCall()
 	if callErr != nil {
 		cl.kept = false
 		e := cl.callerTimeout(c.callError(callErr, ""))
-		if state.ErrorMessage != "" && e.kind != ABIViolation && e.kind != HostPanic {
-			e.GuestMessage = state.ErrorMessage
+		if report.GuestError != "" && e.kind != ABIViolation && e.kind != HostPanic {
+			e.GuestMessage = report.GuestError
 			if e.kind == Unreachable {
 				// An abort after callbox.error is how SDKs report a panic.
 				e.kind, e.Message = GuestError, "guest aborted"
@@ -400,21 +400,21 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 			return c.fail(ABIViolation, fmt.Sprintf("status %d is not an ABI v1 status", int32(status)), nil)
 		}
 		e := c.fail(GuestError, "guest returned "+status.String(), nil)
-		e.Status, e.GuestMessage = status, state.ErrorMessage
+		e.Status, e.GuestMessage = status, report.GuestError
 		// RESOURCE_EXHAUSTED after a refused memory.grow is a MemoryLimit
 		// (ABI.md, section 4; other statuses stay GuestError). wazero
 		// reports refusals (MemoryDenied); wasmtime's C API does not, so,
-		// as for traps (sandbox.MemoryLimitTrap), a guest whose memory is
+		// as for traps, a guest whose memory is
 		// within a page of the limit counts too: both engines then agree.
-		if status == abi.StatusResourceExhausted && state.MemoryLimitHit(uint64(len(mem))) {
+		if status == abi.StatusResourceExhausted && report.MemoryLimitHit(c.spec.Limits.MaxMemory, uint64(len(mem))) {
 			cl.kept = false
 			e.kind = MemoryLimit
 			e.Message = sandbox.MemoryLimitMessage(c.spec.Limits.MaxMemory, "guest returned "+status.String())
 		}
 		return e
 	}
-	if state.ErrorMessage != "" {
-		c.logDroppedError(ctx, state.ErrorMessage)
+	if report.GuestError != "" {
+		c.logDroppedError(ctx, report.GuestError)
 	}
 	cl.ok = true
 	return nil

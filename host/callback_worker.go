@@ -1,6 +1,6 @@
 package host
 
-import "github.com/seed4b3e0ccb/callbox/internal/sandbox"
+import "github.com/seed4b3e0ccb/callbox/sandbox/engines"
 
 // WorkerInfo describes the worker process of a callback under isolation:
 // process: its process id and each lockdown step, applied or not.
@@ -22,7 +22,7 @@ type HardeningStep struct {
 // Worker reports the worker process behind the callback, and false when
 // the callback runs in this process (isolation pooled or fresh).
 func (c *Callback) Worker() (WorkerInfo, bool) {
-	w, ok := sandbox.ModuleWorker(c.mod)
+	w, ok := engines.ModuleWorker(c.mod)
 	if !ok {
 		return WorkerInfo{}, false
 	}

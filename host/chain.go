@@ -148,7 +148,7 @@ func (ch *Chain) Invoke(ctx context.Context, callback string, inputs ...Tensor) 
 }
 
 // InvokeInto is Invoke writing the results into caller-provided outputs
-// (as Host.InvokeInto: a failed call leaves them untouched). It returns
+// (as Host.Do with Outputs set: a failed call leaves them untouched). It returns
 // when the call is over and keeps no reference to inputs or outputs
 // afterwards, so buffers lent for the call's duration (an XLA FFI
 // handler's) may be passed.

@@ -23,7 +23,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // chaosSettings size TestProcessChaos: a short run in every make test,
@@ -55,7 +55,7 @@ func chaosSettings() (d time.Duration, burners int) {
 // killer hit them); and after Close no worker process, goroutine or
 // instance is left.
 func TestProcessChaos(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process needs Linux")
 	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -121,7 +121,7 @@ func TestProcessChaos(t *testing.T) {
 					}
 				} else {
 					out := abi.Scalar[int32](-1)
-					_, err = h.InvokeInto(ctx, name, []host.Tensor{abi.Scalar[int32](int32(rng.IntN(200_000)))}, []host.Tensor{out})
+					_, err = h.Do(ctx, &host.Request{Callback: name, Inputs: []host.Tensor{abi.Scalar[int32](int32(rng.IntN(200_000)))}, Outputs: []host.Tensor{out}})
 				}
 				record(result{healthy: true, took: time.Since(start), err: err})
 			}
@@ -141,7 +141,7 @@ func TestProcessChaos(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, time.Duration(1+rng.IntN(5))*time.Millisecond)
 			start := time.Now()
 			out := abi.Scalar[int32](-1)
-			_, err := h.InvokeInto(cctx, name, []host.Tensor{abi.Scalar[int32](2_000_000_000)}, []host.Tensor{out})
+			_, err := h.Do(cctx, &host.Request{Callback: name, Inputs: []host.Tensor{abi.Scalar[int32](2_000_000_000)}, Outputs: []host.Tensor{out}})
 			cancel()
 			record(result{healthy: false, took: time.Since(start), err: err})
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // loadSpin loads the hostile runaway module's infinite loop as "spin".
@@ -88,7 +88,7 @@ func TestInspectAppliesLoadChecks(t *testing.T) {
   (func (export "run") (param i32) (result i32) (i32.const 0)))`, pages)
 			wasm, err := wat.Compile(src)
 			require.NoError(t, err)
-			r, err := sandbox.Inspect(context.Background(), wasm)
+			r, err := engines.Inspect(context.Background(), wasm)
 			require.NoError(t, err)
 			require.NotEmpty(t, r.Problems)
 			assert.Contains(t, r.Problems[0], "declares a minimum memory of")
@@ -115,7 +115,7 @@ func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
   (func (export "run") (type $a) (i32.const 0)))`
 	wasm := wat.Must(fmt.Sprintf(src, `(type $a (func (param i32) (result i32)))`))
 	const want = "export callbox_alloc has type (i32) -> (i32), want (i32, i32) -> (i32)"
-	r, err := sandbox.Inspect(context.Background(), wasm)
+	r, err := engines.Inspect(context.Background(), wasm)
 	require.NoError(t, err)
 	assert.Equal(t, []string{want}, r.Problems)
 
@@ -128,7 +128,7 @@ func TestInspectAgreesWithLoadOnAllocType(t *testing.T) {
 	// callbox's features: both refuse it before the ABI check, Load as
 	// InvalidArgument, in every build (wazero alone does not check it).
 	rec := wat.Must(fmt.Sprintf(src, `(rec (type $a (func (param i32) (result i32))))`))
-	r, err = sandbox.Inspect(context.Background(), rec)
+	r, err = engines.Inspect(context.Background(), rec)
 	require.NoError(t, err)
 	require.Len(t, r.Problems, 2)
 	assert.Contains(t, r.Problems[0], "not a valid WebAssembly module")

@@ -17,8 +17,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // TestDifferentialConformance runs every conformance vector
@@ -32,7 +33,7 @@ import (
 // The hostile cases are compared the same way by TestHostile, and fuzzed
 // ones by FuzzGuest.
 func TestDifferentialConformance(t *testing.T) {
-	if !sandbox.WasmtimeAvailable {
+	if !engines.WasmtimeAvailable() {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	if raceEnabled {
@@ -156,7 +157,7 @@ func describeResult(outs []abi.Tensor, err error) string {
 // function traps, _initialize, the probe calls, the load check). The one
 // documented difference (elem_oob, a wazero choice) is skipped.
 func TestDifferentialLoad(t *testing.T) {
-	if !sandbox.WasmtimeAvailable {
+	if !engines.WasmtimeAvailable() {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	ctx := context.Background()

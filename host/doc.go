@@ -19,10 +19,10 @@
 // docs/SECURITY.md gives the threat model and every limit.
 //
 // A call is a value, a Request (the callback, inputs, outputs or none to
-// allocate, a batch dimension, a budget, a chain), run by Do, which owns
-// every check a call needs; Invoke, InvokeInto and Callback.InvokeInto are
-// Do with the common fields set, and every other door (C, Python, Elixir,
-// XLA) fills in a Request too. Calls can be made directly, in strict order
+// allocate, a batch dimension, a budget, a chain), run by Host.Do or, on
+// a callback resolved once, Callback.Do, which own every check a call
+// needs; Invoke is Do with the common fields set, returning the outputs,
+// and every other door (C, Python, Elixir, XLA) fills in a Request too. Calls can be made directly, in strict order
 // on a Chain (ordered effects, as JAX's io_callback(ordered=True)), or as
 // fire-and-forget taps collected by a Barrier (JAX's id_tap and
 // barrier_wait). A batched call (Request.Batch) runs one call per element

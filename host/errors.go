@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Kind classifies a failed call. Every Kind is an error value usable with

@@ -14,7 +14,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // Fuel is one counter on both engines, and loading does not spend it: the
@@ -26,7 +27,7 @@ import (
 // guests that import no WASI: Go's runtime reads clocks and random bytes,
 // and takes a different path on every call).
 func TestFuelSameOnBothEngines(t *testing.T) {
-	if !sandbox.WasmtimeAvailable {
+	if !engines.WasmtimeAvailable() {
 		t.Skip("this build has no wasmtime engine (cgo disabled)")
 	}
 	paths, _ := filepath.Glob("../guests/build/*/scale.wasm")
@@ -67,7 +68,7 @@ func TestFuelSameOnBothEngines(t *testing.T) {
 				load(e, 1) // loading spends none of the budget
 				name := load(e, 1<<40)
 				out := abi.From(make([]float32, 8))
-				st, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out})
+				st, err := h.Do(ctx, &host.Request{Callback: name, Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}})
 				require.NoError(t, err)
 				require.True(t, st.FuelKnown)
 				assert.Equal(t, []float32{2, 4, 6, 8, 10, 12, 14, 16}, abi.MustView[float32](out))
@@ -85,9 +86,9 @@ func TestFuelSameOnBothEngines(t *testing.T) {
 			require.Greater(t, need, uint64(1))
 			for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {
 				out := abi.From(make([]float32, 8))
-				_, err := h.InvokeInto(ctx, load(e, need-1), []host.Tensor{x, f}, []host.Tensor{out})
+				_, err := h.Do(ctx, &host.Request{Callback: load(e, need-1), Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}})
 				require.ErrorIs(t, err, host.FuelExhausted, "%s with one unit short", e)
-				_, err = h.InvokeInto(ctx, load(e, need), []host.Tensor{x, f}, []host.Tensor{out})
+				_, err = h.Do(ctx, &host.Request{Callback: load(e, need), Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}})
 				require.NoError(t, err, "%s with exactly the fuel it needs", e)
 			}
 		})

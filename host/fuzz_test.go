@@ -16,8 +16,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // FuzzGuest runs testdata/hostile/scripted.wat, a guest whose behaviour —
@@ -160,7 +160,7 @@ func runScript(t *testing.T, h *host.Host, name string, timeout time.Duration, s
 	}
 	before := bytes.Clone(out.Data)
 	start := time.Now()
-	_, err := h.InvokeInto(ctx, name, in, []host.Tensor{out})
+	_, err := h.Do(ctx, &host.Request{Callback: name, Inputs: in, Outputs: []host.Tensor{out}})
 	if d := time.Since(start); d > timeout+hostileSlack {
 		t.Fatalf("%s: call took %v", e, d)
 	}
@@ -223,7 +223,7 @@ func FuzzInspect(f *testing.F) {
   (func (export "run") (param i32) (result i32) (i32.const 0)))`))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		ctx := context.Background()
-		r, err := sandbox.Inspect(ctx, wasm)
+		r, err := engines.Inspect(ctx, wasm)
 		if err != nil {
 			return // not a module
 		}

@@ -3,7 +3,7 @@ package host
 import (
 	"log/slog"
 
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // GuestLogText returns the guest's text when r is a guest's log line

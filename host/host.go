@@ -14,9 +14,10 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tapgroup"
 	"github.com/seed4b3e0ccb/callbox/internal/testknob"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // Tensor is a dense row-major host tensor; see abi.Tensor.
@@ -102,7 +103,7 @@ func WithWorker(path string) Option { return func(h *Host) { h.worker = path } }
 // calls later (a background flusher, a file watcher) gets the worker
 // killed by its seccomp filter; such a program ships callbox-worker
 // instead (docs/SECURITY.md, "A second wall").
-func WorkerMain() { sandbox.WorkerMain() }
+func WorkerMain() { engines.WorkerMain() }
 
 // WithWorkerUser says who a host running as root starts its workers as (a
 // user name, "UID" or "UID:GID"; overriding the config's worker_user
@@ -187,9 +188,9 @@ func (h *Host) engine(ctx context.Context, name string, process bool) (sandbox.E
 	var e sandbox.Engine
 	var err error
 	if process {
-		e, err = sandbox.NewProcess(ctx, name, h.worker, h.workerUser)
+		e, err = engines.NewProcess(ctx, name, h.worker, h.workerUser)
 	} else {
-		e, err = sandbox.New(ctx, name, sandbox.Options{CacheDir: h.cacheDir})
+		e, err = engines.New(ctx, name, engines.Options{CacheDir: h.cacheDir})
 	}
 	if err != nil {
 		return nil, err

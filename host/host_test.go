@@ -18,8 +18,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // testkit signatures, by export.
@@ -47,7 +47,7 @@ func testkitWasm(t testing.TB) []byte {
 }
 
 func engineNames() []string {
-	if sandbox.WasmtimeAvailable {
+	if engines.WasmtimeAvailable() {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}
@@ -108,7 +108,7 @@ const processSuffix = "+" + config.IsolationProcess
 // keep (sessions, chains, taps, batches) run through it too.
 func forEnginesAndProcess(t *testing.T, fn func(t *testing.T, engine string)) {
 	forEngines(t, fn)
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		return
 	}
 	for _, e := range engineNames() {
@@ -224,7 +224,7 @@ func TestFailedCallLeavesOutputsUntouched(t *testing.T) {
 		h := newHost(t, engine, nil)
 		out := abi.From([]float32{7, 7, 7, 7})
 		before := bytes.Clone(out.Data)
-		_, err := h.InvokeInto(context.Background(), "half_then_trap", []host.Tensor{abi.From([]float32{1, 2, 3, 4})}, []host.Tensor{out})
+		_, err := h.Do(context.Background(), &host.Request{Callback: "half_then_trap", Inputs: []host.Tensor{abi.From([]float32{1, 2, 3, 4})}, Outputs: []host.Tensor{out}})
 		require.ErrorIs(t, err, host.Unreachable)
 		assert.Equal(t, before, out.Data)
 	})
@@ -234,12 +234,12 @@ func TestInvokeIntoWritesCallerBuffers(t *testing.T) {
 	forEngines(t, func(t *testing.T, engine string) {
 		h := newHost(t, engine, nil)
 		out := abi.From(make([]float32, 3))
-		_, err := h.InvokeInto(context.Background(), "scale", []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, []host.Tensor{out})
+		_, err := h.Do(context.Background(), &host.Request{Callback: "scale", Inputs: []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, Outputs: []host.Tensor{out}})
 		require.NoError(t, err)
 		assert.Equal(t, []float32{10, 20, 30}, abi.MustView[float32](out))
 
 		wrong := abi.From(make([]float32, 2))
-		_, err = h.InvokeInto(context.Background(), "scale", []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, []host.Tensor{wrong})
+		_, err = h.Do(context.Background(), &host.Request{Callback: "scale", Inputs: []host.Tensor{abi.From([]float32{1, 2, 3}), abi.Scalar[float32](10)}, Outputs: []host.Tensor{wrong}})
 		require.ErrorIs(t, err, host.InvalidArgument)
 		assert.Contains(t, err.Error(), "output 0: buffer is f32[2], result is f32[3]")
 	})
@@ -493,10 +493,10 @@ func TestPassThroughIntoABuffer(t *testing.T) {
 	ctx := context.Background()
 	x := abi.From([]float32{1, 2, 3})
 	out := abi.From([]float32{0, 0, 0})
-	_, err := h.InvokeInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{out})
+	_, err := h.Do(ctx, &host.Request{Callback: "tap", Inputs: []host.Tensor{x}, Outputs: []host.Tensor{out}})
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2, 3}, abi.MustView[float32](out))
-	_, err = h.InvokeInto(ctx, "tap", []host.Tensor{x}, []host.Tensor{x})
+	_, err = h.Do(ctx, &host.Request{Callback: "tap", Inputs: []host.Tensor{x}, Outputs: []host.Tensor{x}})
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2, 3}, abi.MustView[float32](x))
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/hostile"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/hostile"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The hostile-guest suite. Every case is a guest module under
@@ -115,7 +115,7 @@ func TestHostile(t *testing.T) {
 // builds its engine and rewrite as those settings ask): every case must
 // end with the kind, message, output and pool state it has in process.
 func TestHostileProcess(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process needs Linux")
 	}
 	for _, hc := range hostileCases {
@@ -324,7 +324,7 @@ func runHostileIn(t *testing.T, engine string, mode int, hc hostileCase) {
 		}
 		outBefore := bytes.Clone(out.Data)
 		start := time.Now()
-		_, err := h.InvokeInto(ctx, hc.Name, []host.Tensor{input}, []host.Tensor{out})
+		_, err := h.Do(ctx, &host.Request{Callback: hc.Name, Inputs: []host.Tensor{input}, Outputs: []host.Tensor{out}})
 		res.elapsed = time.Since(start)
 		assert.Equal(t, x, abi.MustView[float32](input), "the caller's input must never change")
 		after, _ := h.PoolStats(hc.Name)
@@ -403,7 +403,7 @@ func runHostileIn(t *testing.T, engine string, mode int, hc hostileCase) {
 // hostileTable renders the results as the SECURITY.md table, then writes it
 // (-security-doc) or checks the committed one.
 func hostileTable(t *testing.T) {
-	engines := []string{config.EngineWazero, config.EngineWasmtime}
+	tableEngines := []string{config.EngineWazero, config.EngineWasmtime}
 	complete := true
 	hostileMu.Lock()
 	for _, hc := range hostileCases {
@@ -428,7 +428,7 @@ func hostileTable(t *testing.T) {
 		r := hostileResults[hc.Name]
 		if a, b := r[config.EngineWazero], r[config.EngineWasmtime]; len(r) == 2 && a.kind == b.kind {
 			assert.Equal(t, offset.ReplaceAllString(a.head, "guest offset N"), offset.ReplaceAllString(b.head, "guest offset N"),
-				"%s: the engines word the same %s differently", hc.Name, a.kind.Ident())
+				"%s: the engineNames word the same %s differently", hc.Name, a.kind.Ident())
 		}
 	}
 	cell := func(k host.Kind) string {
@@ -456,7 +456,7 @@ func hostileTable(t *testing.T) {
 		}
 		cells := make([]string, 2)
 		times := make([]string, 2)
-		for i, e := range engines {
+		for i, e := range tableEngines {
 			r, ran := hostileResults[hc.Name][e]
 			if !ran {
 				cells[i], times[i] = "not run", "—"
@@ -478,7 +478,7 @@ func hostileTable(t *testing.T) {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s / %s |\n", hc.Name, what, expected, cells[0], cells[1], times[0], times[1])
 	}
 	if len(notes) > 0 {
-		b.WriteString("\nWhere the engines differ:\n\n")
+		b.WriteString("\nWhere the engineNames differ:\n\n")
 		for i, n := range notes {
 			fmt.Fprintf(&b, "%d. %s.\n", i+1, n)
 		}
@@ -500,7 +500,7 @@ func hostileTable(t *testing.T) {
 			r = slices.Clone(r)
 			if len(r) == 6 {
 				r[5] = "*"
-				if !sandbox.WasmtimeAvailable {
+				if !engines.WasmtimeAvailable() {
 					r[4] = "*"
 				}
 			}

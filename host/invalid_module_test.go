@@ -12,9 +12,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/hostile"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wasmspec"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/hostile"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wasmspec"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // loadWays are the ways a module can be loaded that change what the host
@@ -30,7 +30,7 @@ type loadWay struct {
 func loadWays() []loadWay {
 	var ways []loadWay
 	isolations := []string{config.IsolationPooled, config.IsolationFresh}
-	if sandbox.ProcessIsolationAvailable {
+	if engines.ProcessIsolationAvailable() {
 		isolations = append(isolations, config.IsolationProcess)
 	}
 	for _, e := range engineNames() {
@@ -46,7 +46,7 @@ func loadWays() []loadWay {
 func invalidHost(t *testing.T) *host.Host {
 	t.Helper()
 	opts := []host.Option{host.WithLogger(slog.New(slog.DiscardHandler))}
-	if sandbox.ProcessIsolationAvailable {
+	if engines.ProcessIsolationAvailable() {
 		opts = append(opts, host.WithWorker(workerPath(t, false)))
 	}
 	h, err := host.New(context.Background(), nil, opts...)

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Stats describe one call.
@@ -29,7 +29,8 @@ type Stats struct {
 // Invoke calls a callback with inputs and returns its outputs, allocated at
 // the shapes its signature derives. An output that passes an input through
 // is that input tensor itself, not a copy. It is Do with Callback and
-// Inputs set; Do with Outputs nil also returns the call's stats.
+// Inputs set; Do with Outputs nil also returns the call's stats, and Do
+// with Outputs set writes the results into the caller's tensors.
 func (h *Host) Invoke(ctx context.Context, name string, inputs ...Tensor) ([]Tensor, error) {
 	c, err := h.lookup(name)
 	if err != nil {
@@ -41,39 +42,6 @@ func (h *Host) Invoke(ctx context.Context, name string, inputs ...Tensor) ([]Ten
 		return nil, cerr
 	}
 	return r.outputs, nil
-}
-
-// InvokeInto calls a callback writing its results into caller-provided
-// outputs, whose dtypes and shapes must be the ones the signature derives.
-// A failed call leaves every output byte untouched. It is Do with
-// Callback, Inputs and Outputs set.
-func (h *Host) InvokeInto(ctx context.Context, name string, inputs []Tensor, outputs []Tensor) (Stats, error) {
-	c, err := h.lookup(name)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer c.leave()
-	r := request{inputs: inputs, outputs: outputs, into: true}
-	st, cerr := c.invoke(ctx, &r)
-	if cerr != nil {
-		return st, cerr
-	}
-	return st, nil
-}
-
-// InvokeInto is Host.InvokeInto on a resolved callback: the hot path of a
-// caller that calls one callback many times.
-func (c *Callback) InvokeInto(ctx context.Context, inputs []Tensor, outputs []Tensor) (Stats, error) {
-	if err := c.enter(); err != nil {
-		return Stats{}, err
-	}
-	defer c.leave()
-	r := request{inputs: inputs, outputs: outputs, into: true}
-	st, cerr := c.invoke(ctx, &r)
-	if cerr != nil {
-		return st, cerr
-	}
-	return st, nil
 }
 
 // request is one call's inputs, its outputs, and where it sits in a chain.

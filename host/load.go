@@ -17,7 +17,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // Callback is one loaded callback: its module, its resolved signature and
@@ -57,7 +58,7 @@ func (c *Callback) info() Info {
 	return Info{Name: c.name, ID: c.id, Export: c.spec.Export, Signature: c.sig, Engine: c.spec.Engine,
 		Module: c.spec.Module, ModuleSHA: c.sha, Isolation: c.spec.Isolation, MaxInstances: c.spec.MaxInstances, Limits: c.spec.Limits,
 		WASI: c.spec.WASI == config.WASIMinimal, Batching: c.spec.BatchingRule(),
-		CallerStack: sandbox.CallerStack(c.spec.Engine, c.spec.Limits)}
+		CallerStack: engines.CallerStack(c.spec.Engine, c.spec.Limits)}
 }
 
 func (c *Callback) close(ctx context.Context) error {

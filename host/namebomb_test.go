@@ -12,7 +12,7 @@ import (
 )
 
 // TestNameSectionBombIsRefusedAtLoad: the 40-byte module whose name
-// section made wazero allocate 39 GB (internal/sandbox/internal/wasmbin,
+// section made wazero allocate 39 GB (sandbox/internal/wasmbin,
 // TestNameSubsectionMustFillItsSize) is refused at load, on both engines,
 // with an InvalidArgument naming the subsection (callbox's reader refuses
 // it before any engine's decoder sees it), and the host serves on.

@@ -18,7 +18,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
 
 func TestLookupByNameAndID(t *testing.T) {
@@ -148,7 +148,7 @@ func TestStartAfterCloseFails(t *testing.T) {
 	require.NoError(t, h.Close(ctx))
 	_, err = cb.Start(ctx, plan)
 	require.ErrorIs(t, err, host.ErrClosed)
-	_, err = cb.InvokeInto(ctx, []abi.Tensor{abi.From([]float32{1}), abi.Scalar[float32](1)}, []abi.Tensor{abi.From([]float32{0})})
+	_, err = cb.Do(ctx, &host.Request{Inputs: []abi.Tensor{abi.From([]float32{1}), abi.Scalar[float32](1)}, Outputs: []abi.Tensor{abi.From([]float32{0})}})
 	require.ErrorIs(t, err, host.ErrClosed)
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // The types of the exports a guest's calls resolve (the ABI's, owned by
@@ -43,6 +43,8 @@ type guest struct {
 	// deadline is the deadline of the host call the instance serves now
 	// (Instance.SetDeadline's).
 	deadline time.Time
+	// maxMemory is the callback's max_memory (0: none).
+	maxMemory uint64
 }
 
 // newGuest instantiates the module, runs _initialize and resolves the
@@ -55,7 +57,7 @@ func (c *Callback) newGuest(ctx context.Context, deadline time.Time, probe bool)
 	if err != nil {
 		return nil, err
 	}
-	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose, stable: sandbox.MemoryStable(c.engine, inst), deadline: deadline}
+	g := &guest{inst: inst, id: c.h.instances.Add(1), onClose: c.h.onInstanceClose, stable: sandbox.MemoryStable(c.engine, inst), deadline: deadline, maxMemory: c.spec.Limits.MaxMemory}
 	fail := func(err error) (*guest, error) {
 		_ = inst.Close(ctx)
 		return nil, err
@@ -132,9 +134,9 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 	ptr := uint64(uint32(g.stack[0]))
 	if ptr == 0 {
 		msg := fmt.Sprintf("%s(%d, %d) returned 0: the guest could not allocate", abi.ExportAlloc, size, abi.DataAlign)
-		state := g.inst.State()
+		report := g.inst.LastCall()
 		memNow := uint64(len(g.inst.Memory()))
-		limit := state.Limits().MaxMemory
+		limit := g.maxMemory
 		if need := memNow + uint64(size); limit > 0 && need > limit {
 			// The block cannot fit under max_memory whatever the guest's
 			// allocator does: say so, and what max_memory the call needs
@@ -144,7 +146,7 @@ func (g *guest) allocate(ctx context.Context, size uint32) (abi.Region, error) {
 				"the call needs %s of guest memory for its frame (inputs and outputs) on top of the %s the guest uses, beyond max_memory %s: set max_memory to at least %s (%s)",
 				config.FormatSize(uint64(size)), config.FormatSize(memNow), config.FormatSize(limit), config.FormatSize(suggest), msg)}
 		}
-		if state.MemoryLimitHit(memNow) {
+		if report.MemoryLimitHit(limit, memNow) {
 			return abi.Region{}, &sandbox.Trap{Class: abi.MemoryLimit, Message: sandbox.MemoryLimitMessage(limit, msg)}
 		}
 		return abi.Region{}, &sandbox.Trap{Class: abi.GuestError, Message: msg}
@@ -287,7 +289,7 @@ func (p *pool) acquire(ctx context.Context, now time.Time, timeout, budget time.
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		g = p.idle[n-1]
 		p.idle = p.idle[:n-1]
-		if sandbox.InstanceAlive(g.inst) {
+		if sandbox.Alive(g.inst) {
 			p.mu.Unlock()
 			g.inst.SetDeadline(deadline)
 			g.deadline = deadline

@@ -53,7 +53,7 @@ func BenchmarkProcessCall(b *testing.B) {
 				x, f, out := abi.From(make([]float32, size.n)), abi.Scalar[float32](2), abi.From(make([]float32, size.n))
 				ctx := context.Background()
 				call := func(name string) {
-					if _, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+					if _, err := h.Do(ctx, &host.Request{Callback: name, Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -138,7 +138,7 @@ func BenchmarkProcessThroughput(b *testing.B) {
 						defer wg.Done()
 						x, f, out := abi.From(make([]float32, 256)), abi.Scalar[float32](2), abi.From(make([]float32, 256))
 						for range calls {
-							if _, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+							if _, err := h.Do(ctx, &host.Request{Callback: name, Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}}); err != nil {
 								b.Error(err)
 								return
 							}
@@ -188,7 +188,7 @@ func BenchmarkProcessFresh(b *testing.B) {
 			}
 			x, f, out := abi.From(make([]float32, 256)), abi.Scalar[float32](2), abi.From(make([]float32, 256))
 			call := func(name string) {
-				if _, err := h.InvokeInto(ctx, name, []host.Tensor{x, f}, []host.Tensor{out}); err != nil {
+				if _, err := h.Do(ctx, &host.Request{Callback: name, Inputs: []host.Tensor{x, f}, Outputs: []host.Tensor{out}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -22,9 +22,9 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/wat"
-	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/workerbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The second wall's own tests: what the worker process is allowed, and
@@ -33,7 +33,7 @@ import (
 
 func workerPath(t testing.TB, probe bool) string {
 	t.Helper()
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process needs Linux")
 	}
 	p, err := workerbin.Path(probe)
@@ -180,13 +180,13 @@ func TestProcessForbiddenSyscalls(t *testing.T) {
 			t.Run(engine+"/"+call, func(t *testing.T) {
 				h := processHost(t, engine, true, nil)
 				ok := abi.Scalar[int32](0)
-				_, err := h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{ok})
+				_, err := h.Do(context.Background(), &host.Request{Callback: "probe-ok", Outputs: []host.Tensor{ok}})
 				require.NoError(t, err, "the harmless probe runs")
 				require.Equal(t, []int32{7}, abi.MustView[int32](ok))
 				before := workerOf(t, h, "probe-"+call).PID
 
 				out := abi.Scalar[int32](-1)
-				_, err = h.InvokeInto(context.Background(), "probe-"+call, nil, []host.Tensor{out})
+				_, err = h.Do(context.Background(), &host.Request{Callback: "probe-" + call, Outputs: []host.Tensor{out}})
 				require.Error(t, err)
 				var ce *host.CallbackError
 				require.ErrorAs(t, err, &ce)
@@ -196,7 +196,7 @@ func TestProcessForbiddenSyscalls(t *testing.T) {
 				assert.Contains(t, err.Error(), "seccomp allowlist")
 				assert.Equal(t, []int32{-1}, abi.MustView[int32](out), "no output is written")
 
-				_, err = h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{ok})
+				_, err = h.Do(context.Background(), &host.Request{Callback: "probe-ok", Outputs: []host.Tensor{ok}})
 				require.NoError(t, err, "a new worker serves the next call")
 				assert.NotEqual(t, before, workerOf(t, h, "probe-"+call).PID)
 			})
@@ -251,7 +251,7 @@ func TestProcessCannotReachItsHost(t *testing.T) {
 			for _, c := range cases {
 				limits, priority := hostLimits(), hostPriority()
 				out := abi.Scalar[int32](-1)
-				_, err := h.InvokeInto(context.Background(), "probe-named", []host.Tensor{abi.From([]byte(c.name))}, []host.Tensor{out})
+				_, err := h.Do(context.Background(), &host.Request{Callback: "probe-named", Inputs: []host.Tensor{abi.From([]byte(c.name))}, Outputs: []host.Tensor{out}})
 				if c.killed {
 					require.ErrorIs(t, err, host.WorkerDied, c.name)
 					assert.Contains(t, err.Error(), "killed by signal SIGSYS", c.name)
@@ -290,7 +290,7 @@ func spinStarted(t *testing.T, pid int, ticks int) {
 // busy runs the testkit's busy export (n rounds of an LCG) on h.
 func busy(ctx context.Context, h *host.Host, n int32) (int32, error) {
 	out := abi.Scalar[int32](-1)
-	_, err := h.InvokeInto(ctx, "busy", []host.Tensor{abi.Scalar[int32](n)}, []host.Tensor{out})
+	_, err := h.Do(ctx, &host.Request{Callback: "busy", Inputs: []host.Tensor{abi.Scalar[int32](n)}, Outputs: []host.Tensor{out}})
 	return abi.MustView[int32](out)[0], err
 }
 
@@ -367,7 +367,7 @@ func TestProcessDeadlineKill(t *testing.T) {
 			h := processHost(t, engine, true, func(cb *config.Callback) { cb.Limits.Timeout = timeout })
 			out := abi.Scalar[int32](-1)
 			start := time.Now()
-			_, err := h.InvokeInto(context.Background(), "probe-hang", nil, []host.Tensor{out})
+			_, err := h.Do(context.Background(), &host.Request{Callback: "probe-hang", Outputs: []host.Tensor{out}})
 			elapsed := time.Since(start)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, abi.Timeout, "%v", err)
@@ -379,7 +379,7 @@ func TestProcessDeadlineKill(t *testing.T) {
 			// test, far above the grace (1 s on an idle machine).
 			assert.Less(t, elapsed, timeout+40*time.Second, "ended by the kill after the deadline")
 			assert.Equal(t, []int32{-1}, abi.MustView[int32](out))
-			_, err = h.InvokeInto(context.Background(), "probe-ok", nil, []host.Tensor{out})
+			_, err = h.Do(context.Background(), &host.Request{Callback: "probe-ok", Outputs: []host.Tensor{out}})
 			require.NoError(t, err)
 		})
 	}
@@ -430,7 +430,7 @@ func TestProcessRestartBackoff(t *testing.T) {
 	// call finds the worker).
 	crash := func() error {
 		for range 50 {
-			_, err := h.InvokeInto(context.Background(), "probe-crash", nil, []host.Tensor{out})
+			_, err := h.Do(context.Background(), &host.Request{Callback: "probe-crash", Outputs: []host.Tensor{out}})
 			if errors.Is(err, abi.Timeout) && strings.Contains(err.Error(), "waiting for its worker to start") {
 				continue
 			}
@@ -468,7 +468,7 @@ func TestProcessRestartBackoff(t *testing.T) {
 // WorkerDied with its exit status, naming the callback; a worker path
 // that does not exist fails it as InvalidArgument, naming the path.
 func TestProcessWorkerStartFails(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process needs Linux")
 	}
 	ctx := context.Background()
@@ -589,7 +589,7 @@ func TestProcessFreshHasNoState(t *testing.T) {
 				require.NotZero(t, pid)
 				for range 3 {
 					out := abi.Scalar[int32](0)
-					_, err := h.InvokeInto(ctx, iso, nil, []host.Tensor{out})
+					_, err := h.Do(ctx, &host.Request{Callback: iso, Outputs: []host.Tensor{out}})
 					require.NoError(t, err)
 					counts[iso] = append(counts[iso], abi.MustView[int32](out)[0])
 				}

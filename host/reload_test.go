@@ -83,7 +83,7 @@ func TestReloadKeepsSwitchesAddsRemoves(t *testing.T) {
 	assert.Equal(t, []string{"busy"}, res.Added)
 	assert.Equal(t, []string{"spin"}, res.Removed)
 
-	_, err = tap.InvokeInto(ctx, []abi.Tensor{x}, []abi.Tensor{abi.From([]float32{0, 0})})
+	_, err = tap.Do(ctx, &host.Request{Inputs: []abi.Tensor{x}, Outputs: []abi.Tensor{abi.From([]float32{0, 0})}})
 	require.ErrorIs(t, err, host.ErrReplaced)
 	require.ErrorIs(t, err, host.FailedPrecondition)
 	info, ok := h.Callback("tap")

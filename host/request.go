@@ -16,8 +16,11 @@ import (
 // the earliest of the callback's timeout, the budget and ctx; the batching
 // rule; the output types) has one owner.
 //
-// Invoke, InvokeInto and Callback.InvokeInto are Do with the common
-// fields set.
+// Host and Callback make calls three ways: Host.Do and Callback.Do (the
+// latter on a callback resolved once: the hot path of a caller that calls
+// one callback many times) run a Request, and Host.Invoke is Do with
+// Callback and Inputs set, returning the outputs. Callback.Start steps
+// through a call's phases (the GPU path and the XLA handlers).
 type Request struct {
 	// Callback is the callback's name or content id. Callback.Do ignores
 	// it.

@@ -22,7 +22,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // A hand-written OpenTelemetry meter and tracer that keep what the host
@@ -396,7 +396,7 @@ func TestTelemetryOperatorView(t *testing.T) {
 	meter := newFakeMeter()
 	ctx := context.Background()
 	opts := []host.Option{host.WithLogger(slog.New(slog.DiscardHandler)), host.WithMeterProvider(fakeMeterProvider{m: meter})}
-	process := sandbox.ProcessIsolationAvailable
+	process := engines.ProcessIsolationAvailable()
 	if process {
 		opts = append(opts, host.WithWorker(workerPath(t, false)))
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // serviceMain is an operator's program: its own module, outside the
@@ -69,7 +69,7 @@ func main() {
 // runs process-isolated callbacks on both engines with no callbox-worker
 // anywhere: host.WorkerMain makes the service its own worker.
 func TestServiceOutsideTheRepository(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process runs on Linux only")
 	}
 	root, err := filepath.Abs("..")
@@ -100,5 +100,5 @@ func TestServiceOutsideTheRepository(t *testing.T) {
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "the service:\n%s", out)
 	assert.Equal(t, "scale_wazero [2 4 6] true\nscale_wasmtime [2 4 6] true\n", string(out))
-	assert.False(t, strings.Contains(string(out), sandbox.WorkerName))
+	assert.False(t, strings.Contains(string(out), engines.WorkerName))
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -36,8 +36,8 @@ func examplesConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
-func engines() []string {
-	if sandbox.WasmtimeAvailable {
+func engineNames() []string {
+	if engines.WasmtimeAvailable() {
 		return []string{config.EngineWazero, config.EngineWasmtime}
 	}
 	return []string{config.EngineWazero}
@@ -217,7 +217,7 @@ func assertClose(t *testing.T, want []float64, got abi.Tensor, tol float64) {
 // TestExamplesEval runs every example with the evaluator on every engine
 // and checks results and effects against values computed here.
 func TestExamplesEval(t *testing.T) {
-	for _, engine := range engines() {
+	for _, engine := range engineNames() {
 		t.Run(engine, func(t *testing.T) {
 			h := newHost(t, engine)
 

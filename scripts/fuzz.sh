@@ -18,8 +18,8 @@ targets=(
   "./abi FuzzFrameVerify"
   "./abi FuzzParseSignature"
   "./abi FuzzSignatureTable"
-  "./internal/sandbox/internal/engine FuzzImports"
-  "./internal/sandbox/internal/wasmbin FuzzParse"
+  "./sandbox/internal/engine FuzzImports"
+  "./sandbox/internal/wasmbin FuzzParse"
   "./internal/tensorfile FuzzDecode"
   "./config/configfile FuzzLoad"
   "./config/configfile FuzzLoadEnv"
@@ -28,10 +28,10 @@ targets=(
   "./lowering FuzzParse"
   "./internal/dlpack FuzzCheck"
   "./host FuzzInspect"
-  "./internal/sandbox/internal/meter FuzzInstrument"
-  "./internal/sandbox/internal/meter FuzzRewriteKeepsInterface"
-  "./internal/sandbox/internal/procwall FuzzDecodeReturned"
-  "./internal/sandbox FuzzInvalidModules"
+  "./sandbox/internal/meter FuzzInstrument"
+  "./sandbox/internal/meter FuzzRewriteKeepsInterface"
+  "./sandbox/internal/procwall FuzzDecodeReturned"
+  "./sandbox/engines FuzzInvalidModules"
 )
 failed=()
 start=$(date +%s)

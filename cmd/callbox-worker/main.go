@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox/worker"
+	"github.com/seed4b3e0ccb/callbox/sandbox/worker"
 )
 
 func main() { os.Exit(worker.Main(os.Args)) }

@@ -15,11 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/termsafe"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // demoSource is the source file an embedded module was built from.
@@ -62,7 +62,7 @@ var demoCallbacks = []demoCallback{
 }
 
 func newDemoCmd() *cobra.Command {
-	var engines []string
+	var names []string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the shipped example callbacks in an ordered chain and contain hostile ones",
@@ -71,17 +71,17 @@ func newDemoCmd() *cobra.Command {
 			"callbacks and shows each one contained while the host keeps serving.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(engines) == 0 {
-				engines = []string{config.EngineWazero}
-				if sandbox.WasmtimeAvailable {
-					engines = append(engines, config.EngineWasmtime)
+			if len(names) == 0 {
+				names = []string{config.EngineWazero}
+				if engines.WasmtimeAvailable() {
+					names = append(names, config.EngineWasmtime)
 				}
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintln(w, "callbox demo: untrusted tensor callbacks in WebAssembly sandboxes")
 			printDemoConfig(w)
 			var failed []string
-			for _, e := range engines {
+			for _, e := range names {
 				if err := runDemo(cmd.Context(), w, e); err != nil {
 					failed = append(failed, fmt.Sprintf("%s: %v", e, err))
 				}
@@ -93,7 +93,7 @@ func newDemoCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&engines, "engine", nil, "engines to run on (default: every engine this build has)")
+	cmd.Flags().StringSliceVar(&names, "engine", nil, "engines to run on (default: every engine this build has)")
 	return cmd
 }
 

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
+	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/termsafe"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 func newInspectCmd() *cobra.Command {
@@ -22,7 +22,7 @@ func newInspectCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			r, err := sandbox.Inspect(cmd.Context(), wasm)
+			r, err := engines.Inspect(cmd.Context(), wasm)
 			if err != nil {
 				return usageErr(fmt.Errorf("%s: %w", args[0], err))
 			}
@@ -35,7 +35,7 @@ func newInspectCmd() *cobra.Command {
 	}
 }
 
-func printReport(w interface{ Write([]byte) (int, error) }, path string, r *sandbox.ModuleReport) {
+func printReport(w interface{ Write([]byte) (int, error) }, path string, r *engines.ModuleReport) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("module       %s", termsafe.Text(path))
 	p("size         %d bytes", r.Size)

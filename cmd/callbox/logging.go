@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/termsafe"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
-	"github.com/seed4b3e0ccb/callbox/internal/termsafe"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // guestLogger prints guest log lines (callbox.log, WASI stdout and stderr)

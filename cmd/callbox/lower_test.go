@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/abi"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 const programs = "../../examples/programs"
@@ -73,11 +73,11 @@ func TestLowerErrors(t *testing.T) {
 func TestExecExamples(t *testing.T) {
 	cfg := filepath.Join(programs, "callbacks.yaml")
 	in := func(name string) string { return filepath.Join(programs, "inputs", name) }
-	engines := []string{"wazero"}
-	if sandbox.WasmtimeAvailable {
-		engines = append(engines, "wasmtime")
+	engineNames := []string{"wazero"}
+	if engines.WasmtimeAvailable() {
+		engineNames = append(engineNames, "wasmtime")
 	}
-	for _, engine := range engines {
+	for _, engine := range engineNames {
 		t.Run(engine, func(t *testing.T) {
 			dir := t.TempDir()
 			out := func(name string) string { return filepath.Join(dir, name) }

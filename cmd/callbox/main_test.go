@@ -13,9 +13,9 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
-	"github.com/seed4b3e0ccb/callbox/internal/workerbin"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/workerbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // cli runs the command in-process and returns its exit status and output.
@@ -117,7 +117,7 @@ func TestCheck(t *testing.T) {
 // TestCheckProcess: check reports a callback under isolation: process,
 // its worker and every lockdown step, applied or not.
 func TestCheckProcess(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process needs Linux")
 	}
 	worker, err := workerbin.Path(false)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed4b3e0ccb/callbox/guests/prebuilt"
-	"github.com/seed4b3e0ccb/callbox/internal/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // goTool is the go command of the toolchain running the tests.
@@ -23,7 +23,7 @@ func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
 // callbacks on both engines with it: the CLI serves as its own worker, so
 // no callbox-worker file exists anywhere it looks and none is named.
 func TestOneBinary(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process runs on Linux only")
 	}
 	bin := t.TempDir()
@@ -72,7 +72,7 @@ func TestOneBinary(t *testing.T) {
 	entries, err := os.ReadDir(bin)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "the CLI is the only file it needs")
-	_, err = os.Stat(filepath.Join(dir, sandbox.WorkerName))
+	_, err = os.Stat(filepath.Join(dir, engines.WorkerName))
 	require.True(t, os.IsNotExist(err))
 }
 
@@ -80,11 +80,11 @@ func TestOneBinary(t *testing.T) {
 // the worker, which says it is started by a host and exits 2 (its usage
 // status), instead of running the CLI.
 func TestWorkerNameServes(t *testing.T) {
-	if !sandbox.ProcessIsolationAvailable {
+	if !engines.ProcessIsolationAvailable() {
 		t.Skip("isolation: process runs on Linux only")
 	}
 	bin := t.TempDir()
-	cli := filepath.Join(bin, sandbox.WorkerName)
+	cli := filepath.Join(bin, engines.WorkerName)
 	out, err := exec.Command(goTool(), "build", "-o", cli, ".").CombinedOutput()
 	require.NoError(t, err, "go build ./cmd/callbox:\n%s", out)
 	out, err = exec.Command(cli, "version").CombinedOutput()

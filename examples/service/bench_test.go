@@ -60,7 +60,7 @@ func BenchmarkTelemetryTinyCall(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := scale.InvokeInto(c.ctx, ins, outs); err != nil {
+				if _, err := scale.Do(c.ctx, &host.Request{Inputs: ins, Outputs: outs}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -21,7 +21,7 @@
  * than a few vector registers), then four at a time, then the last n % 4
  * one by one. Loads and stores take any alignment. The long body pays the
  * loop's own cost, which on wazero includes the metering check at every
- * loop header (internal/sandbox/internal/meter), once per 256 bytes: measured with
+ * loop header (sandbox/internal/meter), once per 256 bytes: measured with
  * `callbox bench` on the 64 KiB and 4 MiB scale workloads, SIMD zero-copy
  * over native Go went from 1.5x and 1.45x (16 floats per iteration) to 1.3x
  * and 1.15x (32) and 1.15x and 1.0x (64) on wazero; wasmtime was 0.6-0.8x

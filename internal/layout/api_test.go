@@ -148,7 +148,7 @@ func TestInternalUsesCatchesEachForm(t *testing.T) {
 	src := `package p
 import (
 	"` + module + `/internal/dlpack"
-	eng "` + module + `/internal/sandbox"
+	eng "` + module + `/sandbox/internal/core"
 	"` + module + `/abi"
 )
 type Alias = eng.Engine

@@ -1,0 +1,217 @@
+// code.go: the code section: every function body instrumented
+// (instrumentFunc: the check points, the wrapping block, the cached
+// budget local), and the body of the injected memory.grow wrapper.
+
+package meter
+
+import "fmt"
+
+// rewriteCode instruments every function body.
+func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
+	r := &reader{b: body}
+	w := &writer{b: make([]byte, 0, len(body)+len(body)/4+64)}
+	n := r.u32()
+	if n != uint32(len(m.funcTypes)) {
+		return nil, unsupported("%d function bodies for %d functions", n, len(m.funcTypes))
+	}
+	hook := m.hook
+	if hook {
+		w.u32(n + 1)
+	} else {
+		w.u32(n)
+	}
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		fn := r.bytes(uint64(r.u32()))
+		if r.err != nil {
+			break
+		}
+		out, err := m.instrumentFunc(fn, m.types[m.funcTypes[i]])
+		if err != nil {
+			return nil, fmt.Errorf("function %d: %w", m.numFuncImports+i, err)
+		}
+		w.u32(uint32(len(out)))
+		w.raw(out)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if hook {
+		body := m.growHookBody()
+		w.u32(uint32(len(body)))
+		w.raw(body)
+	}
+	return w.b, nil
+}
+
+// instrumentFunc rewrites one body:
+//
+//	<locals>
+//	<stack check: counter += frame; trap when positive>
+//	<budget check: charge segment 0>
+//	block (result T...)  <original code, with a budget check after every
+//	                      loop header, a stack release before every return
+//	                      and tail call, and function indices remapped>
+//	end
+//	<stack release: counter -= frame>
+//	end
+func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
+	r := &reader{b: fn}
+	numLocals := uint64(typ.params)
+	groups := r.u32()
+	ltypes := append(m.ltypes[:0], typ.ptypes...)
+	defer func() { m.ltypes = ltypes }()
+	for n := groups; n > 0 && r.err == nil; n-- {
+		k := r.u32()
+		numLocals += uint64(k)
+		if r.pos < len(r.b) && len(ltypes)+int(k) <= 1<<16 {
+			for c := r.b[r.pos]; k > 0; k-- {
+				ltypes = append(ltypes, c)
+			}
+		}
+		r.skipValType()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(fn) == r.pos || fn[len(fn)-1] != 0x0b {
+		return nil, unsupported("function body does not end with end")
+	}
+	locals := fn[:r.pos]
+	code, last := r.pos, len(fn)-1 // the final end is fn[last]
+	frame := int64(min(numLocals, 1<<40))*8 + FrameOverhead
+
+	// Pass 1: find check points (entry, and after each loop header) and the
+	// instruction count of the segment each one starts.
+	// It also counts blocks and notes bulk operations.
+	points := append(m.points[:0], code)
+	costs := append(m.costs[:0], 0)
+	defer func() { m.points, m.costs = points, costs }()
+	blocks, bulk, handlers := 0, false, false
+	for r.pos < last && r.err == nil {
+		start := r.pos
+		op := r.b[r.pos]
+		if err := r.skipInstr(); err != nil {
+			return nil, err
+		}
+		costs[len(costs)-1]++
+		switch op {
+		case 0x02, 0x03, 0x04, 0x06, 0x1f: // block, loop, if, try, try_table
+			if blocks++; m.opts.MaxBlocks > 0 && blocks > m.opts.MaxBlocks {
+				return nil, fmt.Errorf("%w: more than %d", ErrTooManyBlocks, m.opts.MaxBlocks)
+			}
+			if op == 0x03 { // loop: a new segment starts after its block type
+				points = append(points, r.pos)
+				costs = append(costs, 0)
+			}
+			if op == 0x06 || op == 0x1f {
+				handlers = true
+			}
+		case 0x40: // memory.grow
+			bulk = true
+		case 0xfc:
+			if bulkCharge(fn, start) != chargeNone {
+				bulk = true
+			}
+		}
+	}
+	if r.pos != last {
+		return nil, unsupported("function body runs past its end")
+	}
+
+	// Pass 2: copy, inserting checks and remapping indices. A function
+	// with loops keeps the budget in an added local while it runs, so the
+	// check inside a loop touches a register, not the global in memory;
+	// the global is written back before calls and exits and reloaded after
+	// calls. The result is valid until the next call of instrumentFunc.
+	w := &m.body
+	w.b = w.b[:0]
+	meter := m.opts.Meter
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0], ltypes: ltypes}
+	defer func() { m.frames = ins.frames }()
+	// Loops get the retry shape (inserter.copyControl) unless the function
+	// has exception handlers, whose labels (catch clauses, delegate,
+	// rethrow) the relabeling does not follow, or the shape's two extra
+	// blocks per loop would take it past MaxBlocks: wazero's compile time
+	// grows with the square of a function's blocks, and this keeps the
+	// rewrite's worst case where the inline shape had it.
+	loops := len(points) - 1
+	ins.retry = meter && !handlers && !m.opts.inline && (m.opts.MaxBlocks <= 0 || blocks+2*loops <= m.opts.MaxBlocks)
+	if meter && (len(points) > 1 || bulk) {
+		ins.local = int64(numLocals)
+		lr := &reader{b: fn}
+		lr.u32()
+		added := uint32(1)
+		if bulk {
+			added++
+		}
+		w.u32(groups + added)
+		w.raw(fn[lr.pos:code])
+		w.raw([]byte{1, 0x7e}) // one i64: the budget
+		if bulk {
+			// Two i32s: a bulk operation's length, a grow's result.
+			ins.tmp = int64(numLocals) + 1
+			w.raw([]byte{2, 0x7f})
+		}
+	} else {
+		w.raw(locals)
+	}
+	if meter {
+		m.stackCheck(w, frame)
+		if ins.local >= 0 {
+			w.byte(0x23)
+			w.u32(m.budgetGlobal)
+			w.byte(0x21)
+			w.u32(uint32(ins.local))
+		}
+		ins.budgetCheck(w, costs[0])
+		w.byte(0x02) // block
+		w.raw(m.blockType(typ.results))
+	}
+	r = &reader{b: fn, pos: code}
+	next := 1
+	for r.pos < last {
+		if ins.retry {
+			copied, checked, err := ins.copyControl(r, w, costs, next)
+			if err != nil {
+				return nil, err
+			}
+			if checked {
+				next++
+			}
+			if copied {
+				continue
+			}
+		}
+		if err := ins.copyInstr(r, w); err != nil {
+			return nil, err
+		}
+		if meter && next < len(points) && r.pos == points[next] {
+			ins.budgetCheck(w, costs[next])
+			next++
+		}
+	}
+	if meter {
+		w.byte(0x0b) // end of the wrapping block
+		ins.leave(w)
+	}
+	w.byte(0x0b)
+	return w.b, r.err
+}
+
+// growHookBody is the injected wrapper around memory.grow:
+//
+//	(func (param $pages i32) (result i32) (local $r i32)
+//	  (local.tee $r (memory.grow (local.get $pages)))
+//	  (if (i32.eq (i32.const -1)) (then (call $grow_denied (local.get $pages))))
+//	  (local.get $r))
+func (m *rewriter) growHookBody() []byte {
+	w := &writer{}
+	w.raw([]byte{1, 1, 0x7f})       // one i32 local
+	w.raw([]byte{0x20, 0, 0x40, 0}) // local.get 0; memory.grow 0
+	w.raw([]byte{0x22, 1})          // local.tee 1
+	w.raw([]byte{0x41, 0x7f, 0x46}) // i32.const -1; i32.eq
+	w.raw([]byte{0x04, 0x40, 0x20, 0, 0x10})
+	w.u32(m.deniedFunc) // if; local.get 0; call $grow_denied
+	w.raw([]byte{0x0b, 0x20, 1, 0x0b})
+	return w.b
+}
