@@ -166,6 +166,10 @@ type Function any
 //
 //   - Memory is a view, not a copy: any call into the guest may grow and
 //     move it.
+//   - A view stays readable until Close, also after a failed Call: a
+//     process-isolated instance whose worker died keeps its mapping of
+//     the memory, as the worker left it, so the host can still read a
+//     frame it staged (to run the call again on a new instance).
 //   - LastCall and FuelConsumed describe the last Call (or
 //     Instantiate): read them before the next.
 type Instance interface {

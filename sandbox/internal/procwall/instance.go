@@ -250,7 +250,9 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 	}
 	i.mem = hm
 	if i.view, err = hm.view(size); err != nil {
-		return nil, i.broken("instantiate", err)
+		err = i.broken("instantiate", err)
+		i.release()
+		return nil, err
 	}
 	i.SetDeadline(deadline)
 	return i, nil
@@ -575,23 +577,35 @@ func (i *instance) LastCall() sandbox.CallReport { return i.state.Report() }
 // FuelConsumed implements core.Instance.
 func (i *instance) FuelConsumed() (uint64, bool) { return i.fuel, i.fuelOK }
 
-// Close implements core.Instance.
+// Close implements core.Instance. It is the only place the host's
+// mapping of the guest memory is released: an instance whose worker
+// died keeps it until then, so a view the host took before the death
+// (the frame a call renews from, a result being read) stays readable,
+// holding what the memory held when the worker stopped.
 func (i *instance) Close(context.Context) error {
 	if !i.gone.Load() {
 		i.e.reset(opClose)
 		_ = send(i.sock, i.e.b, -1)
 	}
 	i.close()
+	i.release()
 	return nil
 }
 
+// close disconnects the instance from its worker. The memory mapping is
+// kept (see Close).
 func (i *instance) close() {
 	if i.gone.Swap(true) {
 		return
 	}
 	closeFD(i.sock)
+}
+
+// release unmaps the guest memory; the instance must be closed.
+func (i *instance) release() {
 	if i.mem != nil {
 		i.mem.close()
+		i.mem = nil
 	}
 	i.view = nil
 }
