@@ -26,11 +26,11 @@ import (
 func fuzzBases(f *testing.F) [][]byte {
 	var bases [][]byte
 	for _, p := range []string{
-		"../../../guests/wat/testkit.wat",
-		"../../../host/testdata/hostile/runaway.wat",
-		"../../../host/testdata/hostile/traps.wat",
-		"../../../host/testdata/hostile/scripted.wat",
-		"../../../host/testdata/hostile/wasi.wat",
+		"../../guests/wat/testkit.wat",
+		"../../host/testdata/hostile/runaway.wat",
+		"../../host/testdata/hostile/traps.wat",
+		"../../host/testdata/hostile/scripted.wat",
+		"../../host/testdata/hostile/wasi.wat",
 	} {
 		src, err := os.ReadFile(filepath.FromSlash(p))
 		if err != nil {

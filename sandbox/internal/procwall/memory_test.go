@@ -4,6 +4,9 @@ package procwall_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +58,10 @@ func TestMemoryOutlivesTheWorker(t *testing.T) {
 		pid := m.(interface{ WorkerPID() int }).WorkerPID()
 		require.Positive(t, pid, name)
 		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		// The stop takes effect when each of the worker's threads next
+		// enters the kernel; until then it may still answer.
+		require.Eventually(t, func() bool { return processState(pid) == "T" }, 30*time.Second, 5*time.Millisecond, name)
 		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		err = inst.Call(cctx, fn, []uint64{7})
 		cancel()
@@ -68,4 +75,18 @@ func TestMemoryOutlivesTheWorker(t *testing.T) {
 		require.NoError(t, m.Close(ctx))
 		require.NoError(t, e.Close(ctx))
 	}
+}
+
+// processState is the state letter of /proc/PID/stat ("T": stopped).
+func processState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+3 > len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
 }
