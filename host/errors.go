@@ -39,15 +39,23 @@ const (
 	WorkerDied           = abi.WorkerDied
 )
 
-// Frame is one wasm stack frame of a trap, as far as the engine reports
-// it.
+// Frame is one wasm stack frame of a failure, innermost first, in the
+// module its author built: its function's index and name (from the name
+// section, demangled for Rust and C++), the instruction's byte offset in
+// the module, and its source file, line and column where the module has
+// DWARF. A frame in an imported (host) function has Module set. Names and
+// paths are the guest's: cut to a few hundred bytes and made printable.
 type Frame struct {
-	Module    string // module name, if known
-	Func      string // function name from the name section, if any
+	Module    string // the import module, for a frame in an imported function
+	Func      string // function name, if the module names it
 	FuncIndex uint32 // function index in the module
-	Offset    uint64 // byte offset of the instruction in the module, if known
+	Offset    uint64 // byte offset of the instruction in the module; 0: unknown
+	File      string // source file, where the module has DWARF
+	Line      uint32 // source line; 0: unknown
+	Column    uint32 // source column; 0: unknown
 }
 
+// String is "name (file:line:col) @0xOFF", leaving out what is unknown.
 func (f Frame) String() string { return sandbox.Frame(f).String() }
 
 // ErrUnknownCallback is returned for a name no loaded callback has. Its
@@ -132,7 +140,23 @@ func (e *CallbackError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.GuestMessage)
 	}
+	if len(e.Frames) > 0 {
+		b.WriteString(" (")
+		b.WriteString(e.FramesSummary())
+		b.WriteByte(')')
+	}
 	return b.String()
+}
+
+// FramesSummary is the innermost few frames on one line, innermost first
+// ("at f (src/lib.rs:3:5) @0x2a <- g <- h"), or "" when the failure has
+// none. Error includes it; Frames has them all.
+func (e *CallbackError) FramesSummary() string {
+	frames := make([]sandbox.Frame, len(e.Frames))
+	for i, f := range e.Frames {
+		frames[i] = sandbox.Frame(f)
+	}
+	return sandbox.FramesSummary(frames)
 }
 
 // Unwrap returns the cause.

@@ -63,7 +63,7 @@ func ExampleHost_Invoke_timeout() {
 	out, _ := h.Invoke(ctx, "scale", abi.From([]float32{1}), abi.Scalar[float32](2))
 	fmt.Println(abi.MustView[float32](out[0]))
 	// Output:
-	// callback "spin" failed: timeout after 50ms
+	// callback "spin" failed: timeout after 50ms (at func[2] @0xcb)
 	// true
 	// [2]
 }
@@ -97,7 +97,7 @@ func ExampleChain() {
 	// Output:
 	// [2 4]
 	// true true
-	// callback "spin" (chain "pipeline" #2) failed: timeout after 50ms
+	// callback "spin" (chain "pipeline" #2) failed: timeout after 50ms (at func[2] @0xcb)
 }
 
 func ExampleHost_Callback() {

@@ -8,23 +8,103 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 )
 
-// Frame is one wasm stack frame of a trap, as far as the engine reports it.
+// Frame is one wasm stack frame of a trap, in the module its author
+// built: the function index and byte offset are the original module's
+// (mapped back through the meter's rewrite), the name is the name
+// section's, demangled (Rust, C++), and File, Line and Column are the
+// module's DWARF line table's, where it has one. Every field is
+// guest-controlled text or a number the engine reported: names and paths
+// are cut to a few hundred bytes and made printable.
 type Frame struct {
-	Module    string // module name, if known
-	Func      string // function name from the name section, if any
+	Module    string // the import module, for a frame in an imported (host) function
+	Func      string // function name, if the module names it
 	FuncIndex uint32 // function index in the module
-	Offset    uint64 // byte offset of the instruction in the module, if known
+	Offset    uint64 // byte offset of the instruction in the module; 0: unknown
+	File      string // source file, where the module has DWARF
+	Line      uint32 // source line (from 1); 0: unknown
+	Column    uint32 // source column (from 1); 0: unknown
 }
 
+// String is "name (file:line:col) @0xOFF", leaving out what is unknown.
 func (f Frame) String() string {
-	name := f.Func
-	if name == "" {
-		name = fmt.Sprintf("func[%d]", f.FuncIndex)
+	var b strings.Builder
+	switch {
+	case f.Func != "":
+		b.WriteString(f.Func)
+	case f.Module != "":
+		b.WriteString(f.Module + ".?")
+	default:
+		fmt.Fprintf(&b, "func[%d]", f.FuncIndex)
+	}
+	if f.File != "" {
+		b.WriteString(" (" + f.File)
+		if f.Line > 0 {
+			fmt.Fprintf(&b, ":%d", f.Line)
+			if f.Column > 0 {
+				fmt.Fprintf(&b, ":%d", f.Column)
+			}
+		}
+		b.WriteByte(')')
 	}
 	if f.Offset != 0 {
-		return fmt.Sprintf("%s @0x%x", name, f.Offset)
+		fmt.Fprintf(&b, " @0x%x", f.Offset)
 	}
-	return name
+	return b.String()
+}
+
+// FramesInMessage is how many of a trap's innermost frames an error
+// message shows (Frames has them all).
+const FramesInMessage = 3
+
+// FramesSummary is the innermost FramesInMessage frames of the author's
+// code on one line, innermost first ("at f (src/lib.rs:3:5) @0x2a <- g
+// <- h"), or "". Frames a failure passes through first that are not the
+// author's — imported (host) functions, Rust's panic machinery,
+// AssemblyScript's abort — are counted, not shown; Frames has them all.
+func FramesSummary(frames []Frame) string {
+	skip := 0
+	for skip < len(frames) && runtimeFrame(frames[skip]) {
+		skip++
+	}
+	if skip == len(frames) {
+		skip = 0
+	}
+	shown := frames[skip:]
+	if len(shown) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("at ")
+	for i, f := range shown {
+		if i == FramesInMessage {
+			fmt.Fprintf(&b, " <- ... (%d more)", len(shown)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(" <- ")
+		}
+		b.WriteString(f.String())
+	}
+	if skip > 0 {
+		fmt.Fprintf(&b, "; below %d runtime frame%s", skip, map[bool]string{true: "s"}[skip > 1])
+	}
+	return b.String()
+}
+
+// runtimeFrame reports a frame of the machinery a failure passes through
+// on its way out rather than of the author's code: an imported function,
+// Rust's panic runtime, AssemblyScript's standard library (~lib/) and
+// the abort handler of callbox's AssemblyScript SDK.
+func runtimeFrame(f Frame) bool {
+	if f.Module != "" || strings.HasSuffix(f.Func, "/callboxAbort") {
+		return true
+	}
+	for _, p := range []string{"std::", "core::", "alloc::", "panic_abort::", "rust_panic", "rust_begin_unwind", "__rust_", "~lib/"} {
+		if strings.HasPrefix(f.Func, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Trap is a classified failure from an engine: a kind from the taxonomy, a

@@ -16,7 +16,7 @@ if [ ! -x "$tools/gremlins" ] || [ "$(cat "$tools/gremlins.version" 2>/dev/null)
   echo "$GREMLINS_VERSION" >"$tools/gremlins.version"
 fi
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./abi ./host ./sandbox/internal/meter ./internal/dlpack ./config)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./abi ./host ./sandbox/internal/meter ./ffi/internal/dlpack ./config)
 mkdir -p bin/mutate
 # -count=1: gremlins times each mutant against its first, unmutated run of
 # the tests; a cached run (0.6 s instead of 70 s for host) made every

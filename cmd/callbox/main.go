@@ -31,6 +31,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cmd/callbox/internal/termsafe"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/sandbox"
 )
 
 // Exit statuses.
@@ -56,8 +57,19 @@ func outputErr(err error) error { return &exitError{exitOutput, err} }
 
 // callbackErr is a failed call: its one line names the kind, whatever the
 // message says (an ABI violation's message names what the guest did).
+// When the failure has more frames than its message shows, every frame
+// follows on a line of its own.
 func callbackErr(err error) error {
-	return &exitError{exitCallback, fmt.Errorf("%w (kind %s)", err, abi.KindOf(err).Ident())}
+	line := fmt.Errorf("%w (kind %s)", err, abi.KindOf(err).Ident())
+	var ce *host.CallbackError
+	if !errors.As(err, &ce) || len(ce.Frames) <= sandbox.FramesInMessage {
+		return &exitError{exitCallback, line}
+	}
+	lines := []error{line, errors.New("backtrace, innermost first:")}
+	for i, f := range ce.Frames {
+		lines = append(lines, fmt.Errorf("  #%d %s", i, f))
+	}
+	return &exitError{exitCallback, errors.Join(lines...)}
 }
 
 func main() {

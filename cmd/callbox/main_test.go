@@ -68,7 +68,7 @@ func TestRunCallbackFailure(t *testing.T) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	code, _, stderr := cli(t, "run", "-c", p("config.yaml"), "spin", "--in", p("x.npy"), "--out", p("y.npy"))
 	assert.Equal(t, exitCallback, code)
-	assert.Equal(t, "callbox: callback \"spin\" failed: timeout after 50ms (kind Timeout)\n", stderr)
+	assert.Equal(t, "callbox: callback \"spin\" failed: timeout after 50ms (at func[2] @0xcb) (kind Timeout)\n", stderr)
 	_, err := os.Stat(p("y.npy"))
 	assert.True(t, os.IsNotExist(err), "a failed call writes no output file")
 }

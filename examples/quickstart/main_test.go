@@ -16,7 +16,7 @@ func TestQuickstart(t *testing.T) {
 		"matmul: [1 2 3 4] -> f32[2,2] [7 10 15 22]",
 		"tap_print: n=4",
 		"softmax(scale(x, 0.5)) = [0.1015 0.1674 0.2760 0.4551]",
-		`spin: callback "spin" failed: timeout after 50ms (kind Timeout)`,
+		`spin: callback "spin" failed: timeout after 50ms (at func[2] @0xcb) (kind Timeout)`,
 		"scale after the timeout: [3 6]",
 	} {
 		assert.Contains(t, out.String(), want)

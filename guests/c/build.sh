@@ -14,6 +14,10 @@
 #   CC        clang with the wasm32 targets and wasi-libc (default clang)
 #   OPT       optimisation level (default 2). Measured on the examples: s is
 #             20% smaller but halves matmul's speed on wasmtime; 3 is no faster.
+#   DEBUG     1: a debug build, whose failures callbox explains by function,
+#             file and line: -O0 -g, nothing stripped. (At -O1 and up clang
+#             runs binaryen's wasm-opt after linking when it is on PATH,
+#             which drops the name section and leaves DWARF's addresses 0.)
 #
 # No wasm-opt pass: on clang's output it saves under 10 bytes per module.
 #
@@ -27,6 +31,8 @@ cd "$root"
 cc=${CC:-clang}
 opt=${OPT:-2}
 out=${OUT:-guests/build}
+debug=${DEBUG:-}
+[ -z "$debug" ] || opt=0
 mkdir -p "$out/c" "$out/c-freestanding"
 
 flags=(-std=c11 "-O$opt" -Wall -Wextra -Wpedantic -Iguests/c "-ffile-prefix-map=$root=.")
@@ -35,6 +41,7 @@ freestanding=(--target=wasm32 -nostdlib -Wl,--no-entry)
 
 build() { # variant out src
   local out=$2 features=(-Wl,--strip-all) simd=
+  [ -z "$debug" ] || features=(-g)
   # *_simd examples use wasm_simd128.h; the others are built for the MVP
   # feature set, which every engine runs. clang runs wasm-opt after linking
   # when one is on PATH, and wasm-opt learns that SIMD is allowed from the

@@ -17,6 +17,9 @@
 #             goes to OUT/deps)
 #   WASM_OPT  binaryen's wasm-opt (default wasm-opt); WASM_OPT=none skips it, which
 #             changes the bytes (guests/prebuilt is checked against the default)
+#   DEBUG     1: a debug build, whose failures callbox explains by function,
+#             file and line (the name section and DWARF kept: -C debuginfo=2,
+#             no strip, no wasm-opt)
 #
 # The output does not depend on where the checkout is: rustc runs from the
 # repository root on relative paths, and --remap-path-prefix removes the root
@@ -34,6 +37,8 @@ if [ "$wasm_opt" != none ] && ! command -v "$wasm_opt" >/dev/null; then
   exit 1
 fi
 out=${OUT:-guests/build/rust}
+debug=${DEBUG:-}
+strip=(-C strip=symbols)
 test=
 sources=()
 for arg in "$@"; do
@@ -54,6 +59,11 @@ flags=(
   -C debuginfo=0
   --remap-path-prefix "$root/="
 )
+if [ -n "$debug" ]; then
+  flags=("${flags[@]/debuginfo=0/debuginfo=2}")
+  strip=()
+  wasm_opt=none
+fi
 
 "$rustc" "${flags[@]}" --crate-type rlib --crate-name callbox \
   guests/rust/callbox/src/lib.rs -o "$out/deps/libcallbox.rlib"
@@ -64,7 +74,7 @@ for src in "${sources[@]}"; do
   # built for the MVP feature set, which every engine runs.
   features=() opt_features=()
   case "$name" in *_simd) features=(-C target-feature=+simd128) opt_features=(--enable-simd) ;; esac
-  "$rustc" "${flags[@]}" "${features[@]}" -C lto=fat -C strip=symbols --crate-type cdylib --crate-name "$name" \
+  "$rustc" "${flags[@]}" "${features[@]}" -C lto=fat "${strip[@]}" --crate-type cdylib --crate-name "$name" \
     --extern callbox="$out/deps/libcallbox.rlib" "$src" -o "$out/$name.wasm"
   if [ "$wasm_opt" != none ]; then
     # Custom sections (callbox.signatures) survive; the name section is gone already.

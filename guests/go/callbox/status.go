@@ -98,21 +98,41 @@ func panicText(p any) string {
 	return "(a value of a type without a message)"
 }
 
-// panicSite is " (file:line)" of the innermost frame of the panicking
-// stack outside the Go runtime and this package: the callback's own line.
+// panicSite is " (at fn file:line <- ...)": the innermost frames of the
+// panicking stack outside the Go runtime and this package, the
+// callback's own functions and lines.
 func panicSite() string {
-	var pcs [32]uintptr
+	var pcs [64]uintptr
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	var b strings.Builder
+	n := 0
 	for {
 		fr, more := frames.Next()
 		if fr.Function != "" && !strings.HasPrefix(fr.Function, "runtime.") && !strings.HasPrefix(fr.Function, sdkPackage+".") {
-			return " (" + fr.File + ":" + strconv.Itoa(fr.Line) + ")"
+			if n == panicFrames {
+				b.WriteString(" <- ...")
+				break
+			}
+			if n > 0 {
+				b.WriteString(" <- ")
+			}
+			b.WriteString(fr.Function + " " + fr.File + ":" + strconv.Itoa(fr.Line))
+			n++
 		}
 		if !more {
-			return ""
+			break
 		}
 	}
+	if n == 0 {
+		return ""
+	}
+	return " (at " + b.String() + ")"
 }
+
+// panicFrames is how many of the callback's own frames a recovered panic's
+// message names, innermost first. The guest recovers it, so the engine
+// sees no trap and has no frames of its own to give.
+const panicFrames = 4
 
 // sdkPackage is this package's path, as runtime frames name it.
 const sdkPackage = "github.com/seed4b3e0ccb/callbox/guests/go/callbox"

@@ -128,10 +128,16 @@ func (g *GuestState) Classify(ctx context.Context, interrupted bool, trap *sandb
 	switch {
 	case g.Abort != nil:
 		t = g.Abort
+		if trap != nil && len(t.Frames) == 0 {
+			t.Frames = trap.Frames // where the guest was when the host stopped it
+		}
 	case interrupted:
 		t = InterruptTrap(ctx, g.limits.Timeout)
-		if trap != nil && t.Cause == nil {
-			t.Cause = sandbox.Kindless(trap) // the engine's abort: its text, not its kind
+		if trap != nil {
+			t.Frames = trap.Frames
+			if t.Cause == nil {
+				t.Cause = sandbox.Kindless(trap) // the engine's abort: its text, not its kind
+			}
 		}
 	case trap != nil:
 		t = trap

@@ -25,11 +25,21 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 		if r.err != nil {
 			break
 		}
+		origBase := uint64(r.pos - len(fn))
+		m.places = m.places[:0]
 		out, err := m.instrumentFunc(fn, m.types[m.funcTypes[i]])
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.numFuncImports+i, err)
 		}
 		w.u32(uint32(len(out)))
+		if m.smap != nil {
+			newBase := uint64(len(w.b))
+			pairs := make([]uint64, len(m.places))
+			for k := 0; k < len(pairs); k += 2 {
+				pairs[k], pairs[k+1] = newBase+m.places[k], origBase+m.places[k+1]
+			}
+			m.smap.funcs = append(m.smap.funcs, funcPlaces{start: newBase, end: newBase + uint64(len(out)), pairs: pairs})
+		}
 		w.raw(out)
 	}
 	if r.err != nil {
@@ -169,7 +179,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	}
 	r = &reader{b: fn, pos: code}
 	next := 1
+	m.record(0, code) // the function's prologue: its first instruction
 	for r.pos < last {
+		m.record(len(w.b), r.pos)
 		if ins.retry {
 			copied, checked, err := ins.copyControl(r, w, costs, next)
 			if err != nil {
@@ -190,6 +202,7 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 			next++
 		}
 	}
+	m.record(len(w.b), last) // the epilogue: the function's end
 	if meter {
 		w.byte(0x0b) // end of the wrapping block
 		ins.leave(w)

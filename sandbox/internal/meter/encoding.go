@@ -273,3 +273,13 @@ func (w *writer) section(id byte, body []byte) {
 	w.u32(uint32(len(body)))
 	w.raw(body)
 }
+
+// ulebLen is the length of v's unsigned LEB128 encoding.
+func ulebLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

@@ -86,7 +86,7 @@ const (
 // (after it, and only when it succeeds, for the two grows). They are set so
 // that a unit of each buys about as much CPU as a unit of plain compiled
 // code (0.1-0.2 ns) and never more than about a nanosecond, on either
-// engine (BenchmarkFuelRate in sandbox/internal/engine; docs/SECURITY.md gives the
+// engine (BenchmarkFuelRate in sandbox/internal/core; docs/SECURITY.md gives the
 // numbers).
 const (
 	// BytesPerFuel: memory.fill, memory.copy and memory.init cost one unit
@@ -144,22 +144,41 @@ func unsupported(format string, args ...any) error {
 
 // Instrument returns the metered module.
 func Instrument(wasm []byte, opts Options) ([]byte, error) {
+	out, _, err := instrument(wasm, opts, false)
+	return out, err
+}
+
+func instrument(wasm []byte, opts Options, mapped bool) ([]byte, *SourceMap, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || wasm[4] != 1 {
-		return nil, unsupported("not a core module")
+		return nil, nil, unsupported("not a core module")
 	}
 	var secs []section
+	m := &rewriter{opts: opts}
+	if mapped {
+		m.smap = &SourceMap{}
+	}
 	r := &reader{b: wasm, pos: 8}
 	for r.more() {
 		id := r.byte()
-		body := r.bytes(uint64(r.u32()))
+		size := uint64(r.u32())
+		if id == secCode && m.smap != nil {
+			m.smap.codeStart[1] = uint64(r.pos)
+		}
+		body := r.bytes(size)
 		if r.err != nil {
-			return nil, r.err
+			return nil, nil, r.err
 		}
 		secs = append(secs, section{id, body})
 	}
-	m := &rewriter{opts: opts}
 	if err := m.scan(secs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.emit(secs)
+	out, err := m.emit(secs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.smap != nil {
+		m.smap.funcImports, m.smap.added, m.smap.defined = m.numFuncImports, m.addedImports, uint32(len(m.funcTypes))
+	}
+	return out, m.smap, nil
 }

@@ -63,6 +63,11 @@ type rewriter struct {
 	stackGlobal    uint32
 	blockTypes     map[string]uint32 // type index of () -> results, by results
 
+	// smap, when set, collects the source map (InstrumentMapped); places
+	// holds the function being copied's pairs.
+	smap   *SourceMap
+	places []uint64
+
 	// Reused across functions: the body being written and pass 1's check
 	// points, so rewriting a large module allocates little.
 	body   writer
@@ -285,6 +290,9 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 		}
 		if s.id == secCustom && body == nil {
 			continue
+		}
+		if s.id == secCode && m.smap != nil {
+			m.smap.codeStart[0] = uint64(len(out.b) + 1 + ulebLen(uint64(len(body))))
 		}
 		out.section(s.id, body)
 		need[s.id] = false

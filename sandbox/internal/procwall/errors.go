@@ -7,6 +7,8 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/core"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/symbols"
 )
 
 // remoteError is an error that crossed from the worker: its text, and the
@@ -63,6 +65,9 @@ func (e *enc) trap(t *sandbox.Trap) {
 		e.str(f.Func)
 		e.u32(f.FuncIndex)
 		e.u64(f.Offset)
+		e.str(f.File)
+		e.u32(f.Line)
+		e.u32(f.Column)
 	}
 }
 
@@ -92,12 +97,18 @@ func (d *dec) trap() *sandbox.Trap {
 		class = abi.OtherTrap // a kind this host does not know is a trap
 	}
 	t := &sandbox.Trap{Class: class, Message: d.str()}
-	n := d.count(20, "frames")
+	n := d.count(32, "frames")
 	if n > 0 {
-		t.Frames = make([]sandbox.Frame, 0, n)
+		t.Frames = make([]sandbox.Frame, 0, min(n, core.MaxFrames))
 	}
-	for range n {
-		t.Frames = append(t.Frames, sandbox.Frame{Module: d.str(), Func: d.str(), FuncIndex: d.u32(), Offset: d.u64()})
+	for k := range n {
+		// The worker's frames are as untrusted as the guest's names in
+		// them: kept to core.MaxFrames, their text cut and made printable.
+		f := sandbox.Frame{Module: symbols.Clip(d.str()), Func: symbols.Clip(d.str()), FuncIndex: d.u32(), Offset: d.u64(),
+			File: symbols.Clip(d.str()), Line: d.u32(), Column: d.u32()}
+		if k < core.MaxFrames {
+			t.Frames = append(t.Frames, f)
+		}
 	}
 	return t
 }

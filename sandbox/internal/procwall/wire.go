@@ -21,7 +21,7 @@ import (
 
 // protocolVersion is the wire's version; the worker states it in its hello
 // and the host refuses any other.
-const protocolVersion = 2
+const protocolVersion = 3
 
 const (
 	maxPacket  = 60 << 10

@@ -18,6 +18,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
 	"github.com/seed4b3e0ccb/callbox/sandbox/internal/core"
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/symbols"
 )
 
 // TestWireRoundTrip: messages of every size class, short and long (split
@@ -83,6 +84,27 @@ func TestWorkerText(t *testing.T) {
 	assert.Equal(t, "", workerText("abc", 0))
 }
 
+// TestFramesCrossTheWire: a trap's frames arrive as the worker resolved
+// them, with their source places; a worker's frames are cut to
+// core.MaxFrames and their text to symbols.MaxText, made printable.
+func TestFramesCrossTheWire(t *testing.T) {
+	frames := []sandbox.Frame{{Func: "level3", FuncIndex: 3, Offset: 0x64e3, File: "deep.c", Line: 10, Column: 9}, {Module: "callbox", Func: "callbox.abort"}}
+	for range core.MaxFrames {
+		frames = append(frames, sandbox.Frame{Func: strings.Repeat("\x1b[2J", 100), File: "x\ny"})
+	}
+	var e enc
+	e.trap(&sandbox.Trap{Class: abi.DivideByZero, Message: "integer divide by zero", Frames: frames})
+	d := dec{b: e.b}
+	got := d.trap()
+	require.NoError(t, d.err)
+	require.Len(t, got.Frames, core.MaxFrames)
+	assert.Equal(t, frames[0], got.Frames[0])
+	assert.Equal(t, frames[1], got.Frames[1])
+	assert.LessOrEqual(t, len(got.Frames[2].Func), symbols.MaxText)
+	assert.NotContains(t, got.Frames[2].Func, "\x1b")
+	assert.Equal(t, "x?y", got.Frames[2].File)
+}
+
 // FuzzDecodeReturned: any bytes a worker sends as a call's reply are
 // decoded without a panic, into at most the caps the callback's limits
 // set, and a reply the host accepts has the stack it sent.
@@ -120,6 +142,11 @@ func FuzzDecodeReturned(f *testing.F) {
 			_ = callErr.Error()
 			if tr, ok := sandbox.AsTrap(callErr); ok {
 				require.True(t, tr.Class.Valid())
+				require.LessOrEqual(t, len(tr.Frames), core.MaxFrames)
+				for _, fr := range tr.Frames {
+					require.LessOrEqual(t, len(fr.Func)+len(fr.File)+len(fr.Module), 3*symbols.MaxText)
+					require.True(t, utf8.ValidString(fr.Func+fr.File+fr.Module))
+				}
 			}
 		}
 		require.LessOrEqual(t, uint64(len(i.state.ErrorMessage)), limits.MaxError+core.CapSlack)

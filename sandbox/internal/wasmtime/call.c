@@ -117,12 +117,31 @@ size_t cb_error_message(wasmtime_error_t *err, char *buf, size_t cap) {
   return n;
 }
 
+static size_t frames_of(cb_frame_vec_t *trace, cb_frame_t *frames, size_t cap,
+                        void **trace_out);
+
 size_t cb_trap_frames(wasm_trap_t *trap, cb_frame_t *frames, size_t cap,
                       void **trace_out) {
   cb_frame_vec_t *trace = malloc(sizeof(cb_frame_vec_t));
   trace->size = 0;
   trace->data = NULL;
   wasm_trap_trace(trap, trace);
+  return frames_of(trace, frames, cap, trace_out);
+}
+
+// cb_error_frames is cb_trap_frames for an error that ended a call (the
+// epoch callback's interruption: a timeout, a cancel, the CPU limit).
+size_t cb_error_frames(wasmtime_error_t *err, cb_frame_t *frames, size_t cap,
+                       void **trace_out) {
+  cb_frame_vec_t *trace = malloc(sizeof(cb_frame_vec_t));
+  trace->size = 0;
+  trace->data = NULL;
+  wasmtime_error_wasm_trace(err, trace);
+  return frames_of(trace, frames, cap, trace_out);
+}
+
+static size_t frames_of(cb_frame_vec_t *trace, cb_frame_t *frames, size_t cap,
+                        void **trace_out) {
   for (size_t i = 0; i < trace->size && i < cap; i++) {
     wasm_frame_t *f = trace->data[i];
     frames[i].func_index = wasm_frame_func_index(f);

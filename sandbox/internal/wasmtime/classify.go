@@ -71,10 +71,9 @@ func KindOfTrapCode(code uint8) abi.Kind {
 	return abi.OtherTrap
 }
 
-const maxFrames = 64
-
-// classifyRawTrap reads a trap returned by the direct call path.
-func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits) *sandbox.Trap {
+// classifyRawTrap reads a trap returned by the direct call path; its
+// frames are resolved by bt (the module as its author built it).
+func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits, bt *core.Backtrace) *sandbox.Trap {
 	kind := abi.OtherTrap
 	var code C.uint8_t
 	if C.cb_trap_code(trap, &code) != 0 {
@@ -83,19 +82,43 @@ func classifyRawTrap(trap *C.wasm_trap_t, lim *config.Limits) *sandbox.Trap {
 	var buf [1024]C.char
 	n := C.cb_trap_message(trap, &buf[0], C.size_t(len(buf)))
 	detail := trapMessage(C.GoStringN(&buf[0], C.int(min(int(n), len(buf)))), kind)
-	var frames []sandbox.Frame
-	var raw [maxFrames]C.cb_frame_t
+	return core.EngineTrap(kind, detail, rawTrapFrames(trap, bt), nil, lim)
+}
+
+// rawTrapFrames reads a trap's frames (wasmtime's function indices and
+// module offsets, of the module it ran) and resolves them.
+func rawTrapFrames(trap *C.wasm_trap_t, bt *core.Backtrace) []sandbox.Frame {
+	var raw [core.MaxFrames]C.cb_frame_t
 	var trace unsafe.Pointer
-	count := C.cb_trap_frames(trap, &raw[0], maxFrames, &trace)
-	for k := 0; k < int(count) && k < maxFrames; k++ {
-		f := sandbox.Frame{FuncIndex: uint32(raw[k].func_index), Offset: uint64(raw[k].module_offset)}
-		if raw[k].func_name != nil {
-			f.Func = C.GoStringN(raw[k].func_name, C.int(raw[k].func_name_len))
-		}
-		frames = append(frames, f)
+	count := C.cb_trap_frames(trap, &raw[0], core.MaxFrames, &trace)
+	return resolveFrames(raw[:], count, trace, bt)
+}
+
+// rawErrorFrames reads the frames of an error that ended a call (the
+// epoch callback's interruption).
+func rawErrorFrames(err *C.wasmtime_error_t, bt *core.Backtrace) []sandbox.Frame {
+	var raw [core.MaxFrames]C.cb_frame_t
+	var trace unsafe.Pointer
+	count := C.cb_error_frames(err, &raw[0], core.MaxFrames, &trace)
+	return resolveFrames(raw[:], count, trace, bt)
+}
+
+func resolveFrames(raw []C.cb_frame_t, count C.size_t, trace unsafe.Pointer, bt *core.Backtrace) []sandbox.Frame {
+	frames := make([]core.RawFrame, 0, min(int(count), core.MaxFrames))
+	for k := 0; k < int(count) && k < core.MaxFrames; k++ {
+		frames = append(frames, rawFrame(bt, uint32(raw[k].func_index), uint64(raw[k].module_offset)))
 	}
 	C.cb_trace_delete(trace)
-	return core.EngineTrap(kind, detail, frames, nil, lim)
+	return bt.Frames(frames)
+}
+
+// rawFrame is one wasmtime frame: its function index and module offset.
+func rawFrame(bt *core.Backtrace, funcIndex uint32, moduleOffset uint64) core.RawFrame {
+	f := core.RawFrame{Func: funcIndex, FuncKnown: true}
+	if moduleOffset != 0 {
+		f.CodeOffset, f.OffsetKnown = bt.ModuleOffset(moduleOffset)
+	}
+	return f
 }
 
 func rawErrorMessage(err *C.wasmtime_error_t) string {
@@ -106,22 +129,21 @@ func rawErrorMessage(err *C.wasmtime_error_t) string {
 
 // classifyGoError classifies an error from wasmtime-go's own call paths
 // (instantiation).
-func classifyGoError(err error, lim *config.Limits) *sandbox.Trap {
+func classifyGoError(err error, lim *config.Limits, bt *core.Backtrace) *sandbox.Trap {
 	var trap *wt.Trap
 	if errors.As(err, &trap) {
 		kind := abi.OtherTrap
 		if code := trap.Code(); code != nil {
 			kind = KindOfTrapCode(uint8(*code))
 		}
-		var frames []sandbox.Frame
+		var raw []core.RawFrame
 		for _, f := range trap.Frames() {
-			fr := sandbox.Frame{FuncIndex: f.FuncIndex(), Offset: uint64(f.ModuleOffset())}
-			if name := f.FuncName(); name != nil {
-				fr.Func = *name
+			if len(raw) == core.MaxFrames {
+				break
 			}
-			frames = append(frames, fr)
+			raw = append(raw, rawFrame(bt, f.FuncIndex(), uint64(f.ModuleOffset())))
 		}
-		return core.EngineTrap(kind, trapMessage(trap.Message(), kind), frames, err, lim)
+		return core.EngineTrap(kind, trapMessage(trap.Message(), kind), bt.Frames(raw), err, lim)
 	}
 	return core.EngineTrap(abi.OtherTrap, err.Error(), nil, err, lim)
 }

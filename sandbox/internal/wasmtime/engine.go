@@ -171,6 +171,7 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 		return nil, err
 	}
 	metered := cfg.Limits.Fuel > 0
+	original := wasm // the closure below replaces wasm with its rewrite
 	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), "wasmtime"+Version,
 		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("stack%d", ek.maxStack), runtime.GOARCH)
 	mod, err := e.modules.Get(key, func(path string) (*wt.Module, bool) {
@@ -210,7 +211,8 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 			return nil, err
 		}
 	}
-	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered}, nil
+	opts := MeterOptions(metered)
+	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered, bt: core.NewBacktrace(original, &opts)}, nil
 }
 
 // meteredStack is the meter's stack limit on wasmtime, which bounds the
@@ -349,6 +351,7 @@ type module struct {
 	linker  *wt.Linker
 	cfg     sandbox.ModuleConfig
 	metered bool // fuel is counted by the meter's budget global
+	bt      *core.Backtrace
 }
 
 // defaultWasmStack is wasmtime's max_wasm_stack when a callback sets no

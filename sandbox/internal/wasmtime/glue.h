@@ -250,6 +250,9 @@ size_t cb_error_message(wasmtime_error_t *err, char *buf, size_t cap);
 // point into the trap's trace, valid until cb_trap_delete.
 size_t cb_trap_frames(wasm_trap_t *trap, cb_frame_t *frames, size_t cap,
                       void **trace_out);
+// cb_error_frames is cb_trap_frames for an error that ended a call.
+size_t cb_error_frames(wasmtime_error_t *err, cb_frame_t *frames, size_t cap,
+                       void **trace_out);
 void cb_trace_delete(void *trace);
 void cb_trap_delete(wasm_trap_t *trap);
 void cb_error_delete(wasmtime_error_t *err);

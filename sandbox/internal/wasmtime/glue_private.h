@@ -92,6 +92,8 @@ extern size_t wasmtime_memory_data_size(const wasmtime_context_t *store,
 extern bool wasmtime_trap_code(const wasm_trap_t *trap, uint8_t *code);
 extern void wasm_trap_message(const wasm_trap_t *trap, cb_byte_vec_t *out);
 extern void wasm_trap_trace(const wasm_trap_t *trap, cb_frame_vec_t *out);
+extern void wasmtime_error_wasm_trace(const wasmtime_error_t *error,
+                                      cb_frame_vec_t *out);
 extern void wasm_trap_delete(wasm_trap_t *trap);
 extern void wasm_byte_vec_delete(cb_byte_vec_t *vec);
 extern void wasm_frame_vec_delete(cb_frame_vec_t *vec);

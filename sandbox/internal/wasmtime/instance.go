@@ -287,8 +287,8 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	i.state.End()
 	ctx := i.callCtx
 	i.callCtx = nil
-	// The engine's own trap, read only when nothing before it in the
-	// shared order decides.
+	// The engine's own trap: the failure where nothing before it in the
+	// shared order decides, and where the guest was in any case.
 	var trap *sandbox.Trap
 	if i.guard.tripped == C.CB_TRIP_CPU {
 		// Stopped at its CPU limit: that is the call's failure, whatever
@@ -298,16 +298,16 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	}
 	interrupted := i.guard.tripped != C.CB_TRIP_NONE
 	failed := err != nil || res != nil && (res.trap != nil || res.error != nil || res.stack_room != 0)
-	if failed && i.state.Abort == nil && !interrupted {
+	if failed { // also when interrupted or aborted: the trap's frames say where
 		switch {
 		case res != nil && res.stack_room != 0:
 			trap = core.ThreadStackTrap(uint64(res.stack_room), uint64(i.m.nativeStack()), i.m.cfg.Limits.MaxStack)
 		case res != nil && res.trap != nil:
-			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits)
+			trap = classifyRawTrap(res.trap, &i.m.cfg.Limits, i.m.bt)
 		case res != nil && res.error != nil:
-			trap = core.EngineTrap(abi.OtherTrap, rawErrorMessage(res.error), nil, nil, &i.m.cfg.Limits)
+			trap = core.EngineTrap(abi.OtherTrap, rawErrorMessage(res.error), rawErrorFrames(res.error, i.m.bt), nil, &i.m.cfg.Limits)
 		default:
-			trap = classifyGoError(err, &i.m.cfg.Limits)
+			trap = classifyGoError(err, &i.m.cfg.Limits, i.m.bt)
 		}
 	}
 	if res != nil {

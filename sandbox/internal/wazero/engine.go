@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -114,7 +115,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// Instances are anonymous, run no _start, and get crypto/rand
 		// for wazero's own system context: without it wazero builds a
 		// math/rand source per instance (5 KB and ~15 µs). Guests never
-		// reach it; WASI is ours (sandbox/internal/engine/hostfuncs.go).
+		// reach it; WASI is ours (sandbox/internal/core/hostfuncs.go).
 		modCfg:    wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader),
 		cacheDir:  cacheDir,
 		rt:        wazero.NewRuntimeWithConfig(ctx, cfg.WithCloseOnContextDone(opts.CloseOnContextDone)),
@@ -250,7 +251,7 @@ func (e *Engine) Supports(f sandbox.Feature) bool {
 // their square: 120 KB of functions at the limit compile in about 6-8 µs a
 // byte (0.7-1 s), where 512-block functions take 0.9 µs a byte and
 // wasmtime 0.4 µs whatever the shape (BenchmarkCompileBlocks in
-// sandbox/internal/engine); a single function of 60,000 took 14 s. Real compilers'
+// sandbox/internal/core); a single function of 60,000 took 14 s. Real compilers'
 // largest functions have a few hundred (Go's, whose resume points nest one
 // block each, 390 in the example guests; Rust's 340).
 const MaxFunctionBlocks = 4096
@@ -269,6 +270,12 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
 	if e.metered {
+		opts := MeterOptions(m.stackLimit)
+		m.bt = core.NewBacktrace(wasm, &opts)
+	} else {
+		m.bt = core.NewBacktrace(wasm, nil)
+	}
+	if e.metered {
 		metered, err := e.meter(wasm, cfg, m.stackLimit)
 		if errors.Is(err, meter.ErrTooManyBlocks) {
 			return nil, fmt.Errorf("%w: the wazero engine compiles a function in time that grows with the square of its blocks; use engine: wasmtime", err)
@@ -279,6 +286,8 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 		wasm = metered
 	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 || cfg.Limits.MaxCPU != 0 {
 		return nil, errors.New("fuel, max_stack and max_cpu need metering, which this engine was built without")
+	} else {
+		wasm = withLineAnchors(wasm)
 	}
 	if cfg.Limits.MaxCPU != 0 && !core.ThreadCPUAvailable {
 		return nil, errors.New("max_cpu needs a thread CPU clock, which this platform lacks")
@@ -317,9 +326,13 @@ func (e *Engine) compile(ctx context.Context, wasm []byte) (cm wazero.CompiledMo
 // rewrite's version and options, so loading a module again skips the
 // rewrite.
 func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) ([]byte, error) {
-	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", stackLimit))
+	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", stackLimit), "anchors1")
 	return e.rewrites.Get(key, readFile, func() ([]byte, error) {
-		return meter.Instrument(wasm, MeterOptions(stackLimit))
+		out, err := meter.Instrument(wasm, MeterOptions(stackLimit))
+		if err != nil {
+			return nil, err
+		}
+		return withLineAnchors(out), nil
 	})
 }
 
@@ -363,6 +376,7 @@ type module struct {
 	cfg        sandbox.ModuleConfig
 	metered    bool
 	stackLimit int64
+	bt         *core.Backtrace
 }
 
 func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
@@ -638,7 +652,7 @@ func (i *instance) classify(ctx context.Context, err error) *sandbox.Trap {
 		trap = &sandbox.Trap{Class: abi.GuestError, Message: fmt.Sprintf("guest exited with code %d", exit.ExitCode()), Cause: err}
 	default:
 		trap = classifyMessage(err, &i.m.cfg.Limits)
-		trap.Frames = parseFrames(err.Error())
+		trap.Frames = i.m.bt.Frames(parseFrames(err.Error()))
 	}
 	size := i.alloc.size
 	if i.mem != nil {
@@ -688,25 +702,37 @@ func classifyMessage(err error, lim *config.Limits) *sandbox.Trap {
 	return core.EngineTrap(abi.OtherTrap, text, nil, err, lim)
 }
 
-// parseFrames reads the "wasm stack trace:" block wazero appends to errors.
-func parseFrames(msg string) []sandbox.Frame {
+// parseFrames reads the "wasm stack trace:" block wazero appends to
+// errors: a line per frame ("mod.f(i32) i32", "mod.$12(...)"), each
+// guest frame followed by its line anchor ("0x2a: callbox-anchor:1",
+// withLineAnchors), whose offset is the instruction's in the code wazero
+// ran. A frame without one is an imported (host) function's.
+func parseFrames(msg string) []core.RawFrame {
 	_, trace, ok := strings.Cut(msg, "wasm stack trace:\n")
 	if !ok {
 		return nil
 	}
-	var frames []sandbox.Frame
+	var frames []core.RawFrame
 	for _, line := range strings.Split(trace, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" {
-			break
+		switch {
+		case line == "":
+			return frames
+		case strings.HasPrefix(line, "0x"):
+			hex, _, _ := strings.Cut(line[2:], ":")
+			off, err := strconv.ParseUint(hex, 16, 64)
+			if err == nil && len(frames) > 0 && !frames[len(frames)-1].OffsetKnown {
+				f := &frames[len(frames)-1]
+				f.CodeOffset, f.OffsetKnown, f.Import = off, true, false
+			}
+		case strings.HasPrefix(line, "..."): // wazero's "maybe followed by omitted frames"
+		default:
+			if len(frames) == core.MaxFrames {
+				return frames
+			}
+			name, _, _ := strings.Cut(line, "(")
+			frames = append(frames, core.RawFrame{Name: name, Import: true})
 		}
-		// "module.func(i32) i32" or "module.$12(...)"; drop the signature.
-		name, _, _ := strings.Cut(line, "(")
-		f := sandbox.Frame{Func: name}
-		if mod, fn, ok := strings.Cut(name, "."); ok {
-			f.Module, f.Func = mod, fn
-		}
-		frames = append(frames, f)
 	}
 	return frames
 }
