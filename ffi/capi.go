@@ -74,6 +74,21 @@ func cErrorInfo(in errInfo) *C.callbox_error {
 	e.batch_size = C.uint64_t(in.batchSize)
 	e.batch_element = C.uint64_t(in.batchElement)
 	e.failed_text = C.CString(in.failedText)
+	if n := len(in.frames); n > 0 {
+		p := (*C.callbox_frame)(C.calloc(C.size_t(n), C.sizeof_callbox_frame))
+		if p == nil {
+			return e // out of memory: the error without its frames
+		}
+		frames := unsafe.Slice(p, n)
+		for i, f := range in.frames {
+			frames[i] = C.callbox_frame{
+				_func: C.CString(f.Func), module: C.CString(f.Module), file: C.CString(f.File),
+				func_index: C.uint32_t(f.FuncIndex), line: C.uint32_t(f.Line), column: C.uint32_t(f.Column),
+				offset: C.uint64_t(f.Offset),
+			}
+		}
+		e.frames, e.frame_count = &frames[0], C.uint64_t(n)
+	}
 	return e
 }
 

@@ -49,6 +49,8 @@ type errInfo struct {
 	// A batched call that failed in one element: the batch's size and
 	// that element.
 	batchSize, batchElement uint64
+	// A failure inside the guest: its frames, innermost first.
+	frames []host.Frame
 }
 
 // bridgeError is a failure the bridge itself reports about a callback
@@ -109,9 +111,11 @@ func describe(err error) errInfo {
 		in.guest = ch.First.GuestMessage
 		in.failedCallback, in.failedSeq, in.failedMessage = ch.First.Callback, ch.First.Seq, ch.First.Message
 		in.failedText = ch.First.Kind().Ident() + ": " + ch.First.Error()
+		in.frames = ch.First.Frames
 	case errors.As(err, &ce):
 		in.callback, in.chain, in.seq = ce.Callback, ce.Chain, ce.Seq
 		in.message, in.guest, in.status = ce.Message, ce.GuestMessage, ce.Status
+		in.frames = ce.Frames
 		if ce.BatchSize > 0 {
 			in.batchSize, in.batchElement = uint64(ce.BatchSize), uint64(ce.Element)
 		}

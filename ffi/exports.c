@@ -49,7 +49,7 @@ static size_t cbx_nkinds;
 // the table when the library loads (cbx_kinds_ready).
 static char cbx_oom_text[64] = "out of memory";
 static callbox_error cbx_oom_error = {
-    sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 0, 0, 0, "", "", "", "out of memory", "", cbx_oom_text, "", 0, ""};
+    sizeof(callbox_error), CALLBOX_KIND_HOST_PANIC, 0, 0, 0, "", "", "", "out of memory", "", cbx_oom_text, "", 0, "", 0, 0, "", NULL, 0};
 
 // cbx_kind looks a kind up in the table; NULL before the library loaded.
 static const callbox_kind_info *cbx_kind(int32_t kind) {
@@ -115,6 +115,14 @@ void callbox_error_free(callbox_error *e) {
     free((void *)e->failed_message);
   }
   if (e->struct_size >= offsetof(callbox_error, failed_text) + sizeof(char *)) free((void *)e->failed_text);
+  if (e->struct_size >= offsetof(callbox_error, frame_count) + sizeof(uint64_t) && e->frames != NULL) {
+    for (uint64_t i = 0; i < e->frame_count; i++) {
+      free((void *)e->frames[i].func);
+      free((void *)e->frames[i].module);
+      free((void *)e->frames[i].file);
+    }
+    free((void *)e->frames);
+  }
   free(e);
 }
 

@@ -28,12 +28,27 @@ ERL_NIF_TERM bin_of(ErlNifEnv *env, const char *s) {
   return t;
 }
 
+/* frames_term is a failure's guest frames (C API 1.12), innermost first:
+ * a list of {func, module, file, line, column, func_index, offset}. */
+static ERL_NIF_TERM frames_term(ErlNifEnv *env, const callbox_error *e) {
+  ERL_NIF_TERM list = enif_make_list(env, 0);
+  if (e->struct_size < offsetof(callbox_error, frame_count) + sizeof(e->frame_count) || e->frames == NULL) return list;
+  for (uint64_t i = e->frame_count; i > 0; i--) {
+    const callbox_frame *f = &e->frames[i - 1];
+    ERL_NIF_TERM frame = enif_make_tuple7(env, bin_of(env, f->func), bin_of(env, f->module), bin_of(env, f->file),
+                                          enif_make_uint(env, f->line), enif_make_uint(env, f->column),
+                                          enif_make_uint(env, f->func_index), enif_make_uint64(env, f->offset));
+    list = enif_make_list_cell(env, frame, list);
+  }
+  return list;
+}
+
 /* An error tuple: {:error, {kind, code, guest_status, seq, kind_name,
  * callback, chain, message, guest_message, text, failed_callback,
- * failed_seq, failed_message}} (Callbox.Error.from_native/1). */
+ * failed_seq, failed_message, frames}} (Callbox.Error.from_native/1). */
 ERL_NIF_TERM error_term(ErlNifEnv *env, callbox_error *e) {
   int has_failed = e->struct_size >= offsetof(callbox_error, failed_message) + sizeof(e->failed_message);
-  ERL_NIF_TERM fields[13] = {
+  ERL_NIF_TERM fields[14] = {
       enif_make_int(env, e->kind),
       enif_make_int(env, e->code),
       enif_make_int(env, e->guest_status),
@@ -47,9 +62,10 @@ ERL_NIF_TERM error_term(ErlNifEnv *env, callbox_error *e) {
       bin_of(env, has_failed ? e->failed_callback : ""),
       enif_make_uint64(env, has_failed ? e->failed_seq : 0),
       bin_of(env, has_failed ? e->failed_message : ""),
+      frames_term(env, e),
   };
   p_callbox_error_free(e);
-  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 13));
+  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 14));
 }
 
 /* An error made here (kind INVALID_ARGUMENT or FAILED_PRECONDITION), in
@@ -63,13 +79,13 @@ ERL_NIF_TERM local_error(ErlNifEnv *env, int kind, const char *callback, const c
     snprintf(text, sizeof text, "%s: callback \"%s\": %s", kind_name, callback, msg);
   else
     snprintf(text, sizeof text, "%s: %s", kind_name, msg);
-  ERL_NIF_TERM fields[13] = {
+  ERL_NIF_TERM fields[14] = {
       enif_make_int(env, kind), enif_make_int(env, code), enif_make_int(env, 0), enif_make_uint64(env, 0),
       bin_of(env, kind_name),   bin_of(env, callback),    bin_of(env, ""),      bin_of(env, msg),
       bin_of(env, ""),          bin_of(env, text),        bin_of(env, ""),      enif_make_uint64(env, 0),
-      bin_of(env, ""),
+      bin_of(env, ""),          enif_make_list(env, 0),
   };
-  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 13));
+  return enif_make_tuple2(env, a_error, enif_make_tuple_from_array(env, fields, 14));
 }
 
 int get_cstr(ErlNifEnv *env, ERL_NIF_TERM t, cstr *out) {

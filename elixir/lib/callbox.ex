@@ -606,7 +606,7 @@ defmodule Callbox do
   def version do
     case Native.version() do
       {:ok, v} -> v
-      {:error, why} -> raise Error.from_native({19, 9, 0, 0, "FailedPrecondition", "", "", why, "", why, "", 0, ""})
+      {:error, why} -> raise Error.from_native({19, 9, 0, 0, "FailedPrecondition", "", "", why, "", why, "", 0, "", []})
     end
   end
 

@@ -175,6 +175,10 @@ defmodule CallboxTest do
     assert {:error, %Error{kind: :timeout, code: :deadline_exceeded, callback: "spin", chain: "", seq: 0} = e} = res
     assert e.message =~ "timeout"
     assert t < 2_000_000
+    # Where the guest was (C API 1.12), also at the end of the text.
+    assert [%{func: func, func_index: index, offset: offset} | _] = e.frames
+    assert offset > 0
+    assert e.text =~ "(at #{if func != "", do: func, else: "func[#{index}]"} @0x#{Integer.to_string(offset, 16) |> String.downcase()}"
     e = assert_raise Error, fn -> Callbox.call!(host, "spin", [f32([1.0])]) end
     assert e.kind == :timeout
   end
@@ -327,7 +331,7 @@ defmodule CallboxTest do
 
   test "kind 20, overloaded, has its atom" do
     assert {:error, %Error{kind: :overloaded, code: :resource_exhausted}} =
-             {:error, Error.from_native({20, 8, 0, 0, "Overloaded", "c", "", "busy", "", "busy", "", 0, ""})}
+             {:error, Error.from_native({20, 8, 0, 0, "Overloaded", "c", "", "busy", "", "busy", "", 0, "", []})}
   end
 end
 

@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.11.
+ * callbox.h - the C API of libcallbox, version 1.12.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -151,9 +151,11 @@ extern "C" {
  *        library keeps the whole failure, and callbox_xla_failure gives it
  *        back as the callbox_error the C API gives; the XLA handlers'
  *        attribute host (callbox_xla_host_attr) runs a call on that host
- *        instead of the default host */
+ *        instead of the default host
+ *   1.12 callbox_error.frames: the guest's frames of a failure inside the
+ *        guest (callbox_frame), in the module as its author built it */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 11
+#define CALLBOX_VERSION_MINOR 12
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -285,6 +287,22 @@ typedef struct callbox_param_info {
  *   the guest returned an error status              that status (an absl code)
  *   traps, ABI violations, GPU device failures      INTERNAL (13) */
 
+/* One frame of the guest's stack at a failure inside the guest (since
+ * 1.12), in the module as its author built it (the host maps the frames of
+ * the module it ran back through its rewrite). Every string is non-NULL
+ * (possibly empty), guest-controlled, cut to a few hundred bytes and
+ * printable, and owned by the error. */
+typedef struct callbox_frame {
+  const char *func;    /* function name (name section or DWARF, demangled); "" if none */
+  const char *module;  /* the import module, for a frame in an imported function; else "" */
+  const char *file;    /* source file from the module's DWARF; "" if unknown */
+  uint32_t func_index; /* function index in the module */
+  uint32_t line;       /* source line; 0 if unknown */
+  uint32_t column;     /* source column; 0 if unknown */
+  uint32_t reserved;   /* 0 */
+  uint64_t offset;     /* byte offset of the instruction in the module; 0 if unknown */
+} callbox_frame;
+
 /* A failure. Every string is non-NULL (possibly empty) and owned by the
  * error. */
 typedef struct callbox_error {
@@ -317,6 +335,12 @@ typedef struct callbox_error {
    * failed step's whole error as one line, as text is this one's; else
    * "". */
   const char *failed_text;
+  /* Since 1.12: for a failure inside the guest (a trap, an abort, a
+   * timeout, fuel, memory or stack), its frames, innermost first (at most
+   * 64; for a chain step that did not run, the failed step's); else NULL
+   * and 0. */
+  const callbox_frame *frames;
+  uint64_t frame_count;
 } callbox_error;
 
 

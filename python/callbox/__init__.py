@@ -20,6 +20,7 @@ from .errors import (
     Canceled,
     ChainError,
     DivideByZero,
+    Frame,
     FuelExhausted,
     GuestError,
     HostPanic,
@@ -71,7 +72,8 @@ def cuda_stats() -> Optional[Dict[str, Any]]:
 
 
 __all__ = [
-    "Host", "Chain", "CallbackInfo", "CallbackLimits", "CallbackError", "ChainError", "find_library", "library_version", "cuda_stats",
+    "Host", "Chain", "CallbackInfo", "CallbackLimits", "CallbackError", "ChainError", "Frame", "find_library", "library_version",
+    "cuda_stats",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

@@ -39,6 +39,21 @@ class Type(ctypes.Structure):
     _fields_ = [("dtype", DType), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK)]
 
 
+class Frame(ctypes.Structure):
+    """callbox_frame (1.12): one guest frame of a failure."""
+
+    _fields_ = [
+        ("func", ctypes.c_char_p),
+        ("module", ctypes.c_char_p),
+        ("file", ctypes.c_char_p),
+        ("func_index", ctypes.c_uint32),
+        ("line", ctypes.c_uint32),
+        ("column", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("offset", ctypes.c_uint64),
+    ]
+
+
 class Error(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -58,6 +73,8 @@ class Error(ctypes.Structure):
         ("batch_size", ctypes.c_uint64),  # 1.3
         ("batch_element", ctypes.c_uint64),
         ("failed_text", ctypes.c_char_p),  # 1.7
+        ("frames", ctypes.POINTER(Frame)),  # 1.12
+        ("frame_count", ctypes.c_uint64),
     ]
 
 
@@ -103,7 +120,8 @@ class Limits(ctypes.Structure):
 
 
 assert ctypes.sizeof(Tensor) == 48, "callbox_tensor must have DLTensor's layout"
-assert ctypes.sizeof(Error) == 120 and Error.failed_text.offset == 112, "callbox_error 1.7"
+assert ctypes.sizeof(Error) == 136 and Error.failed_text.offset == 112, "callbox_error 1.12"
+assert ctypes.sizeof(Frame) == 48 and Frame.offset.offset == 40, "callbox_frame 1.12"
 assert ctypes.sizeof(Type) == 8 + 8 * MAX_RANK
 
 ErrorP = ctypes.POINTER(Error)

@@ -2,7 +2,30 @@
 ChainError for a chain step that did not run because an earlier one
 failed."""
 
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Type
+
+
+class Frame(NamedTuple):
+    """One guest frame of a failure inside the guest, in the module as its
+    author built it: function name (name section or DWARF, demangled; ""
+    if none), import module (for a frame in an imported function, else
+    ""), source file, line and column (from the module's DWARF; "" and 0
+    if unknown), function index, and the instruction's byte offset in the
+    module (0 if unknown)."""
+
+    func: str
+    module: str
+    file: str
+    line: int
+    column: int
+    func_index: int
+    offset: int
+
+    def __str__(self) -> str:
+        name = self.func or (self.module + ".?" if self.module else "func[%d]" % self.func_index)
+        if self.file:
+            name += " (%s%s)" % (self.file, ":%d%s" % (self.line, ":%d" % self.column if self.column else "") if self.line else "")
+        return name + (" @0x%x" % self.offset if self.offset else "")
 
 
 def _kind_code(kind_number: int) -> int:
@@ -26,7 +49,9 @@ class CallbackError(Exception):
     guest_message (what the guest reported), guest_status (the ABI status a
     guest returned, for GuestError), batch_size and batch_element (for a
     batched call, Host.call_batch, that failed in one element: the batch's
-    size and that element, from 0; else 0 and 0).
+    size and that element, from 0; else 0 and 0), frames (for a failure
+    inside the guest: its frames, innermost first, a list of Frame; the
+    message ends in the innermost few; else []).
     """
 
     kind = "Unknown"
@@ -46,6 +71,7 @@ class CallbackError(Exception):
         self.guest_status = guest_status
         self.batch_size = 0
         self.batch_element = 0
+        self.frames: List[Frame] = []
 
 
 def _kind(name: str, number: int, *bases: type, doc: str) -> Type[CallbackError]:
@@ -159,6 +185,7 @@ def _chain_error(kind_number: int, text: str, state: Dict[str, Any]) -> ChainErr
 _FAILED_END = 96
 _BATCH_END = 112
 _FAILED_TEXT_END = 120
+_FRAMES_END = 136
 
 
 def _s(b: Optional[bytes]) -> str:
@@ -197,6 +224,12 @@ def exception(lib: Any, err: Any) -> CallbackError:
                       message=message, guest_message=_s(e.guest_message), guest_status=e.guest_status)
         if e.struct_size >= _BATCH_END and e.batch_size:
             exc.batch_size, exc.batch_element = e.batch_size, e.batch_element
+        if e.struct_size >= _FRAMES_END and e.frame_count and e.frames:
+            exc.frames = [Frame(_s(f.func), _s(f.module), _s(f.file), f.line, f.column, f.func_index, f.offset)
+                          for f in e.frames[:e.frame_count]]
+            first = getattr(exc, "first", None)
+            if first is not None:  # a chain step that did not run: the frames are the failed step's
+                first.frames = exc.frames
     finally:
         lib.callbox_error_free(err)
     return exc

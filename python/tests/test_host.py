@@ -24,7 +24,7 @@ NP = {
 
 
 def test_version():
-    assert callbox.library_version() == "1.11.0"
+    assert callbox.library_version() == "1.12.0"
     assert callbox.find_library().endswith("libcallbox.so")
 
 
@@ -161,6 +161,10 @@ def test_guest_error_and_timeout(host):
         host.call("spin", np.ones(3, np.float32))
     assert t.value.code == 4 and "timeout after 250ms" in str(t.value)
     assert isinstance(t.value, TimeoutError)
+    # Where the guest was: kit.wasm's spin (C API 1.12), also in the message.
+    assert t.value.frames and isinstance(t.value.frames[0], callbox.Frame), t.value
+    assert t.value.frames[0].offset > 0 and "(at " + str(t.value.frames[0]) in str(t.value)
+    assert e.value.frames == [], "a guest error status is no failure inside the guest: no frames"
     np.testing.assert_array_equal(host.call("copy_f32", np.ones(3, np.float32)), np.ones(3))
 
 
@@ -242,6 +246,7 @@ def test_chain_error_after_a_timeout(host):
     assert (e.value.callback, e.value.seq, e.value.code) == ("copy_f32", 2, 4)
     first = e.value.first
     assert (type(first), first.callback, first.seq, first.message) == (callbox.Timeout, "spin", 1, "timeout after 250ms")
+    assert first.frames and first.frames == e.value.frames, "the refused step carries the failed step's frames"
     ch.reset()
 
 

@@ -27,6 +27,11 @@ defmodule Callbox.Error do
     * `:failed` - for a chain step that did not run because an earlier step
       failed: `%{callback: ..., seq: ..., message: ...}` of the step that
       failed (`:kind` and `:guest_message` are that step's); else `nil`
+    * `:frames` - for a failure inside the guest (a trap, an abort, a
+      timeout, fuel, memory, stack): the guest's frames, innermost first, in
+      the module as its author built it, each `%{func: ..., module: ...,
+      file: ..., line: ..., column: ..., func_index: ..., offset: ...}`
+      (`:text` ends in the innermost few); else `[]`
     * `:text` - the whole error as one line (also `Exception.message/1`)
   """
 
@@ -86,6 +91,7 @@ defmodule Callbox.Error do
                message: "",
                guest_message: "",
                failed: nil,
+               frames: [],
                text: ""
 
   @impl true
@@ -100,7 +106,7 @@ defmodule Callbox.Error do
   @doc false
   def from_native(
         {kind, code, guest_status, seq, kind_name, callback, chain, message, guest_message, text, failed_callback,
-         failed_seq, failed_message}
+         failed_seq, failed_message, frames}
       ) do
     %__MODULE__{
       kind: Map.get(@kinds, kind, :unknown),
@@ -116,6 +122,10 @@ defmodule Callbox.Error do
       guest_message: guest_message,
       failed:
         if(failed_seq != 0, do: %{callback: failed_callback, seq: failed_seq, message: failed_message}, else: nil),
+      frames:
+        for {func, module, file, line, column, func_index, offset} <- frames do
+          %{func: func, module: module, file: file, line: line, column: column, func_index: func_index, offset: offset}
+        end,
       text: text
     }
   end
