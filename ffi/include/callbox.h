@@ -95,63 +95,32 @@ extern "C" {
 #endif
 
 /* The version of this API. A library accepts a program built against the
- * same major version and a minor version at most its own.
+ * same major version and a minor version at most its own. What each minor
+ * version added, in short (the declarations below give the details):
  *   1.0  the C API and the CPU XLA FFI handler
  *   1.1  the GPU entries (callbox_xla_ffi_cuda, callbox_cuda_call_dlpack,
- *        callbox_cuda_stats); callbox_call refuses CUDA device tensors with
- *        an error naming callbox_cuda_call_dlpack; callbox_chain_reset keeps
- *        the chain's numbering
- *   1.2  one door: both XLA handlers decode frames alike and give one code
- *        per failure (the table under Errors); kinds UNKNOWN_CALLBACK
- *        (NOT_FOUND) and FAILED_PRECONDITION (closed host, no default
- *        host); the GPU entries open the default host from CALLBOX_CONFIG
- *        as the CPU handler does; callbox_dtypes; the handlers declare XLA
- *        FFI API 0.2; a fork() child gets FAILED_PRECONDITION from every
- *        entry instead of hanging; cancel tokens (callbox_call_cancelable,
- *        callbox_cancel_on_signal); callbox_set_log_callback; a closed
- *        host releases everything
- *   1.3  callbox_call_batch (a batched call, split over pooled instances
- *        for callbacks with batching "parallel"; callbox_error appends
- *        batch_size and batch_element); the XLA handler's batched="true"
- *        attribute; callbox_call_async: a call that returns at once and
- *        reports to a done function from a thread of the library's (for
- *        event loops and VMs whose threads must not block, e.g. an Erlang
- *        NIF)
- *   1.4  callbox_call_within: an unordered call that gives up, as if never
- *        made, when a budget of wall time runs out (for threads that may
- *        be held only briefly, e.g. an Erlang normal scheduler); on x86-64
- *        Linux, wasmtime guests called from a thread with a small stack
- *        run on a stack of the library's
- *   1.5  callbox_callback_limits: a callback's limits, and the native
- *        stack a thread calling it must have (caller_stack)
- *   1.6  kind OVERLOADED: a call that waited max_wait for a busy
- *        callback's instance fails instead of waiting without end;
- *        callbox_limits.max_wait_ns; callbox_barrier_cancelable
- *   1.7  callbox_request, callbox_request_run, callbox_request_async: a
- *        call as a value (the Go API's host.Request), whose terms the
- *        library alone checks; every call entry above is one request;
- *        callbox_reload and callbox_reload_config: a new configuration
- *        without closing the host; callbox_limits.max_cpu_ns;
- *        callbox_kinds; callbox_callback_params; callbox_error.failed_text
- *   1.8  kind WORKER_DIED: a callback under isolation: process whose
- *        worker process died during the call (the library finds the
- *        callbox-worker executable beside itself, or where the config's
- *        worker key or CALLBOX_WORKER says)
- *   1.9  callbox_callback_refusal: a binding layer's own refusal of a
- *        call's arguments, worded as the library's
- *   1.10 wasmtime guests called from a thread with a small stack run on a
- *        stack of the library's on Linux with glibc off x86-64 too (so
- *        caller_stack is 0 there), host calls such a guest makes run back
- *        on the thread's own stack, a thread's switched-to stack is
- *        unmapped when the thread ends, and where there is no switch a
- *        call from a thread short of stack is refused (STACK_OVERFLOW)
- *        instead of faulting
- *   1.11 the XLA handlers' errors (and callbox_cuda_call_dlpack's
- *        messages) end with a token "[callbox error TAG-N]" under which the
- *        library keeps the whole failure, and callbox_xla_failure gives it
- *        back as the callbox_error the C API gives; the XLA handlers'
- *        attribute host (callbox_xla_host_attr) runs a call on that host
- *        instead of the default host
+ *        callbox_cuda_stats)
+ *   1.2  one door: one code per failure in both XLA handlers; kinds
+ *        UNKNOWN_CALLBACK and FAILED_PRECONDITION; callbox_dtypes; XLA FFI
+ *        API 0.2; fork() children refused; cancel tokens;
+ *        callbox_set_log_callback
+ *   1.3  callbox_call_batch (batch_size, batch_element); batched="true";
+ *        callbox_call_async
+ *   1.4  callbox_call_within; a stack of the library's for wasmtime guests
+ *        called from small-stack threads (x86-64 Linux)
+ *   1.5  callbox_callback_limits (caller_stack)
+ *   1.6  kind OVERLOADED, callbox_limits.max_wait_ns,
+ *        callbox_barrier_cancelable
+ *   1.7  callbox_request (run, async); callbox_reload(_config);
+ *        max_cpu_ns; callbox_kinds; callbox_callback_params;
+ *        callbox_error.failed_text
+ *   1.8  kind WORKER_DIED (isolation: process)
+ *   1.9  callbox_callback_refusal
+ *   1.10 the library's own stack for small-stack callers off x86-64 too;
+ *        a caller short of stack is refused (STACK_OVERFLOW), not faulted
+ *   1.11 XLA errors end with a token "[callbox error TAG-N]"
+ *        (callbox_xla_failure); the XLA attribute host
+ *        (callbox_xla_host_attr)
  *   1.12 callbox_error.frames: the guest's frames of a failure inside the
  *        guest (callbox_frame), in the module as its author built it */
 #define CALLBOX_VERSION_MAJOR 1
