@@ -484,7 +484,7 @@ def _same_failure(via_jax, direct):
     as its cause."""
     assert type(via_jax) is type(direct), (type(via_jax), type(direct))
     for field in ("kind", "kind_number", "code", "callback", "chain", "seq", "message", "guest_message",
-                  "guest_status", "batch_size", "batch_element"):
+                  "guest_status", "batch_size", "batch_element", "frames"):
         assert getattr(via_jax, field) == getattr(direct, field), field
     assert str(via_jax) == str(direct)
     if isinstance(direct, callbox.ChainError):  # the failure that failed the chain, too
@@ -510,6 +510,8 @@ def test_every_hostile_kind_is_typed_out_of_jit(jhost, engine, module, export, k
     x = np.zeros(4, np.float32)  # the hostile suite's guests expect zeros
     direct = _direct(lambda: jhost.call(name, x))
     assert direct.kind == kind and direct.code == code  # the suite's own check, so this test checks something
+    if kind in ("Unreachable", "DivideByZero", "MemoryOutOfBounds", "StackOverflow"):
+        assert direct.frames, "a trap inside the guest says where (C API 1.12)"
     via_jax = _through_jax(lambda: jax.block_until_ready(jax.jit(lambda x: cbj.call(name, x, ordered=ordered))(x)))
     _same_failure(via_jax, direct)
     assert isinstance(via_jax, getattr(callbox, kind))
