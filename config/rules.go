@@ -81,7 +81,27 @@ func Keys() []Key {
 		maxInstancesKey(),
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
 		batchingKey(),
+		{Name: "deterministic", parse: parseDeterministic},
 	}
+}
+
+// parseDeterministic reads the deterministic key: true or false.
+func parseDeterministic(in input, cb *Callback) error {
+	switch v := in.val.(type) {
+	case bool:
+		cb.Deterministic = v
+		return nil
+	case string: // environment variables and quoted values
+		switch strings.TrimSpace(v) {
+		case "true":
+			cb.Deterministic = true
+			return nil
+		case "false":
+			cb.Deterministic = false
+			return nil
+		}
+	}
+	return fmt.Errorf("%v is not a boolean (allowed: true or false)", in.val)
 }
 
 // ParseCacheDir decodes the top-level cache_dir value: a directory path,

@@ -98,7 +98,12 @@ type Callback struct {
 	MaxInstances int    // pool size for pooled isolation; concurrent calls for fresh
 	WASI         string // WASINone or WASIMinimal
 	Batching     string // how a runtime may vectorize calls: BatchingSequential, BatchingExpandDims, BatchingBroadcastAll, BatchingParallel; "" means sequential
-	Limits       Limits
+	// Deterministic makes the module give the same output bits on both
+	// engines and every machine: every NaN an arithmetic float operation
+	// returns is the canonical NaN, and WASI's clocks and random are not
+	// granted (a module importing them is refused at load).
+	Deterministic bool
+	Limits        Limits
 }
 
 // SameSettings reports whether c and d run a callback the same way: every

@@ -28,7 +28,8 @@ import (
 // on wasmtime, and compares the two engines with each other: the same
 // error kind, status and guest message, and the same outputs — bit for
 // bit, except that any two NaNs are equal (WebAssembly leaves NaN payloads
-// to the engine). The conformance suite in guests/ compares each engine
+// to the engine outside deterministic: true): the vectors where the NaN
+// bits differ are named in the log. The conformance suite in guests/ compares each engine
 // with the Go reference within a tolerance; this test needs no tolerance.
 // The hostile cases are compared the same way by TestHostile, and fuzzed
 // ones by FuzzGuest.
@@ -47,6 +48,7 @@ func TestDifferentialConformance(t *testing.T) {
 	examples := []string{"histogram_s32", "histogram", "tap_print", "checked", "softmax", "matmul", "scale"}
 	ctx := context.Background()
 	compared := 0
+	var nanCases []string
 	for _, langDir := range langs {
 		lang := filepath.Base(langDir)
 		hosts := map[string]*host.Host{}
@@ -87,17 +89,24 @@ func TestDifferentialConformance(t *testing.T) {
 			}
 			ins := readVector(t, dir)
 			t.Run(lang+"/"+name, func(t *testing.T) {
-				results := map[string]string{}
+				results, exact := map[string]string{}, map[string]string{}
 				for _, e := range []string{config.EngineWazero, config.EngineWasmtime} {
 					outs, err := hosts[e].Invoke(ctx, ex, ins...)
-					results[e] = describeResult(outs, err)
+					results[e], exact[e] = describeResult(outs, err, false), describeResult(outs, err, true)
 				}
 				require.Equal(t, results[config.EngineWazero], results[config.EngineWasmtime], "the engines disagree")
+				if exact[config.EngineWazero] != exact[config.EngineWasmtime] {
+					// Allowed outside deterministic: true, and named.
+					nanCases = append(nanCases, lang+"/"+name)
+				}
 				compared++
 			})
 		}
 	}
 	t.Logf("%d vectors compared across engines", compared)
+	if len(nanCases) > 0 {
+		t.Logf("NaN bits differ between the engines (allowed without deterministic: true) in %d: %v", len(nanCases), nanCases)
+	}
 }
 
 func readVector(t *testing.T, dir string) []abi.Tensor {
@@ -113,8 +122,9 @@ func readVector(t *testing.T, dir string) []abi.Tensor {
 }
 
 // describeResult renders a call's result so that two engines' results
-// compare equal exactly when they agree: NaNs are rendered alike.
-func describeResult(outs []abi.Tensor, err error) string {
+// compare equal exactly when they agree: with exactNaN, bit for bit; else
+// NaNs are rendered alike.
+func describeResult(outs []abi.Tensor, err error, exactNaN bool) string {
 	if err != nil {
 		var ce *host.CallbackError
 		if !errors.As(err, &ce) {
@@ -129,7 +139,7 @@ func describeResult(outs []abi.Tensor, err error) string {
 		switch o.DType {
 		case abi.F32:
 			for _, v := range abi.MustView[float32](o) {
-				if math.IsNaN(float64(v)) {
+				if math.IsNaN(float64(v)) && !exactNaN {
 					b.WriteString("NaN ")
 				} else {
 					fmt.Fprintf(&b, "%08x ", math.Float32bits(v))
@@ -137,7 +147,7 @@ func describeResult(outs []abi.Tensor, err error) string {
 			}
 		case abi.F64:
 			for _, v := range abi.MustView[float64](o) {
-				if math.IsNaN(v) {
+				if math.IsNaN(v) && !exactNaN {
 					b.WriteString("NaN ")
 				} else {
 					fmt.Fprintf(&b, "%016x ", math.Float64bits(v))

@@ -164,8 +164,9 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		Logger: logger,
 		SHA256: sum,
 		// a process-isolated engine sizes its worker's limits by it
-		Instances: cb.MaxInstances,
-		Workers:   newWorkerEvents(h.tel, cb.Name, eng.Name()),
+		Instances:     cb.MaxInstances,
+		Workers:       newWorkerEvents(h.tel, cb.Name, eng.Name()),
+		Deterministic: cb.Deterministic,
 	})
 	if err != nil {
 		// The engine refused the module (ABIViolation; InvalidArgument

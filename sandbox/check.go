@@ -47,6 +47,20 @@ type ModuleError struct {
 func (e *ModuleError) Error() string { return e.Err.Error() }
 func (e *ModuleError) Unwrap() error { return e.Err }
 
+// NondeterministicImport reports an import whose results depend on when
+// or where a call runs (WASI's clocks, random and sleep): deterministic
+// mode (config.Callback.Deterministic) grants none of them.
+func NondeterministicImport(module, name string) bool {
+	if module != WASIModule {
+		return false
+	}
+	switch name {
+	case "clock_time_get", "clock_res_get", "random_get", "poll_oneoff":
+		return true
+	}
+	return false
+}
+
 // ModuleInfo is what the load check learned of a module it passed.
 type ModuleInfo struct {
 	m *wasmbin.Module
@@ -153,6 +167,9 @@ func checkModule(m *wasmbin.Module, cb config.Callback, wasi bool) error {
 		}
 		hf, ok := provided[full]
 		switch {
+		case ok && cb.Deterministic && NondeterministicImport(imp.Module, imp.Name):
+			errs = append(errs, fmt.Errorf("imports %s, which deterministic: true does not grant: its result depends on when or where the call runs", full))
+			continue
 		case !ok && imp.Module == WASIModule && !wasi:
 			errs = append(errs, fmt.Errorf("imports %s, but WASI is not granted to this callback (set wasi: minimal)", full))
 			continue

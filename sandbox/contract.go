@@ -35,6 +35,10 @@ type ModuleConfig struct {
 	// Workers, when set, hears of a process-isolated module's worker
 	// starts and deaths (the host's metrics); other engines ignore it.
 	Workers WorkerEvents
+	// Deterministic canonicalizes every NaN an arithmetic float operation
+	// returns (config.Callback.Deterministic): wasmtime's Cranelift
+	// option, the meter's rewrite on wazero.
+	Deterministic bool
 }
 
 // WorkerEvents hears of a process-isolated module's workers. The calls

@@ -33,6 +33,7 @@ targets=(
   "./sandbox/internal/procwall FuzzDecodeReturned"
   "./sandbox/engines FuzzInvalidModules"
   "./sandbox/internal/symbols FuzzRead"
+  "./sandbox/engines FuzzDeterministicNaNs"
 )
 failed=()
 start=$(date +%s)

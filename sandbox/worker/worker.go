@@ -38,8 +38,8 @@ const controlFD = 3
 // first message that is not a compile request, a module refused, a
 // broken protocol). The arguments are the engine's name, the
 // address-space, descriptor and file-size limits, the user and group ids
-// to switch to (-1: none), and the callback's max_stack, as the host
-// passes them (procwall.Args).
+// to switch to (-1: none), the callback's max_stack and whether it is
+// deterministic, as the host passes them.
 //
 // Main must run on the process's first thread, as main does when it calls
 // Main first: it keeps that thread to itself, so no guest runs there.
@@ -53,8 +53,8 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "callbox-worker: the worker must start on the program's first thread: call it (host.WorkerMain) first thing in main")
 		return 1
 	}
-	if len(args) != 8 {
-		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE UID GID MAX_STACK")
+	if len(args) != 9 {
+		fmt.Fprintln(os.Stderr, "callbox-worker is started by a callbox host (isolation: process); it takes: ENGINE ADDRESS_SPACE FILES FILE_SIZE UID GID MAX_STACK DETERMINISTIC")
 		return 2
 	}
 	as, err1 := strconv.ParseUint(args[2], 10, 64)
@@ -63,7 +63,8 @@ func Main(args []string) int {
 	uid, err4 := strconv.Atoi(args[5])
 	gid, err5 := strconv.Atoi(args[6])
 	maxStack, err6 := strconv.ParseUint(args[7], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+	deterministic, err7 := strconv.ParseBool(args[8])
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		fmt.Fprintf(os.Stderr, "callbox-worker: bad arguments %q: %v\n", args[2:], err)
 		return 2
 	}
@@ -75,10 +76,10 @@ func Main(args []string) int {
 	// starts once per process: wasmtime's compiler thread pool sizes
 	// itself from /proc/self/cgroup, an open the filter would kill (under
 	// Landlock it merely fails, and the pool takes the CPUs it may run on).
-	// The warm-up compiles under the callback's max_stack, so that the
-	// engine the module will need exists before the filter: wasmtime
-	// makes one engine per stack size, and making one sets up its logger
-	// (an ioctl on stderr the filter would kill).
+	// The warm-up compiles under the callback's max_stack and determinism,
+	// so that the engine the module will need exists before the filter:
+	// wasmtime makes one engine per stack size and NaN setting, and making
+	// one sets up its logger (an ioctl on stderr the filter would kill).
 	var eng sandbox.Engine
 	var engErr error
 	start := func() {
@@ -96,7 +97,7 @@ func Main(args []string) int {
 		// The one compile path, so that the validators the worker runs on
 		// every module (wazero's runtime, wasmtime's engine) start here
 		// too, before the filter.
-		if m, err := sandbox.Compile(ctx, eng, warmModule, sandbox.ModuleConfig{Name: "warm-up", Limits: config.Limits{MaxStack: maxStack}}); err == nil {
+		if m, err := sandbox.Compile(ctx, eng, warmModule, sandbox.ModuleConfig{Name: "warm-up", Limits: config.Limits{MaxStack: maxStack}, Deterministic: deterministic}); err == nil {
 			_ = m.Close(ctx)
 		}
 	}

@@ -97,11 +97,15 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	costs := append(m.costs[:0], 0)
 	defer func() { m.points, m.costs = points, costs }()
 	blocks, bulk, handlers := 0, false, false
+	var nan nanClasses // the NaN-producing operations the body has, when canonicalizing
 	for r.pos < last && r.err == nil {
 		start := r.pos
 		op := r.b[r.pos]
 		if err := r.skipInstr(); err != nil {
 			return nil, err
+		}
+		if m.opts.CanonicalNaN {
+			nan |= nanClassOf(fn, start).bit()
 		}
 		costs[len(costs)-1]++
 		switch op {
@@ -136,7 +140,7 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, frames: m.frames[:0], ltypes: ltypes}
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, nanF32: -1, nanF64: -1, nanV128: -1, frames: m.frames[:0], ltypes: ltypes}
 	defer func() { m.frames = ins.frames }()
 	// Loops get the retry shape (inserter.copyControl) unless the function
 	// has exception handlers, whose labels (catch clauses, delegate,
@@ -146,22 +150,33 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 	// rewrite's worst case where the inline shape had it.
 	loops := len(points) - 1
 	ins.retry = meter && !handlers && !m.opts.inline && (m.opts.MaxBlocks <= 0 || blocks+2*loops <= m.opts.MaxBlocks)
-	if meter && (len(points) > 1 || bulk) {
-		ins.local = int64(numLocals)
+	if budget := meter && (len(points) > 1 || bulk); budget || nan != 0 {
+		// Added locals, after the function's own: the budget (one i64)
+		// and, with bulk operations, two i32s (a bulk operation's length,
+		// a grow's result); one scratch local per class of NaN-producing
+		// operation the body has (canonicalNaN).
+		next := int64(numLocals)
+		var add []byte // (count, type) pairs
+		if budget {
+			ins.local, next, add = next, next+1, append(add, 1, 0x7e)
+			if bulk {
+				ins.tmp, next, add = next, next+2, append(add, 2, 0x7f)
+			}
+		}
+		for _, c := range []struct {
+			classes nanClasses
+			typ     byte
+			local   *int64
+		}{{nanF32.bit(), 0x7d, &ins.nanF32}, {nanF64.bit(), 0x7c, &ins.nanF64}, {nanF32x4.bit() | nanF64x2.bit(), 0x7b, &ins.nanV128}} {
+			if nan&c.classes != 0 {
+				*c.local, next, add = next, next+1, append(add, 1, c.typ)
+			}
+		}
 		lr := &reader{b: fn}
 		lr.u32()
-		added := uint32(1)
-		if bulk {
-			added++
-		}
-		w.u32(groups + added)
+		w.u32(groups + uint32(len(add)/2))
 		w.raw(fn[lr.pos:code])
-		w.raw([]byte{1, 0x7e}) // one i64: the budget
-		if bulk {
-			// Two i32s: a bulk operation's length, a grow's result.
-			ins.tmp = int64(numLocals) + 1
-			w.raw([]byte{2, 0x7f})
-		}
+		w.raw(add)
 	} else {
 		w.raw(locals)
 	}

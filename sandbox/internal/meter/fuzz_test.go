@@ -86,6 +86,17 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("inline shape: err %v, %+v (want %+v), used %d (retry shape %d)\n%s", err, got.result, want.result, m.used(got.budget), used, src)
 		}
 
+		// With NaN canonicalization (deterministic mode) added, the same
+		// result and the same charge: the canonicalizing code is free.
+		canon, err := Instrument(plain, Options{Meter: true, StackLimit: 1 << 20, GrowHook: true, CanonicalNaN: true})
+		if err != nil {
+			t.Fatalf("Instrument with CanonicalNaN: %v\n%s", err, src)
+		}
+		m.reset(1 << 62)
+		if got, err := run(ctx, rt, canon, arg, m); err != nil || got.result != want.result || m.used(got.budget) != used {
+			t.Fatalf("with CanonicalNaN: err %v, %+v (want %+v), used %d (without %d)\n%s", err, got.result, want.result, m.used(got.budget), used, src)
+		}
+
 		// Exactly that budget: no refill, nothing left.
 		m.reset(0)
 		m.grant = used

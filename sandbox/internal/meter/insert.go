@@ -14,6 +14,10 @@ type inserter struct {
 	frame int64
 	local int64 // the budget's local index, or -1 when the global is used directly
 	tmp   int64 // the first of two i32 scratch locals for bulk charges, or -1
+	// nanF32, nanF64 and nanV128 are the scratch locals of NaN
+	// canonicalization (Options.CanonicalNaN), or -1 where the function
+	// has no operation of that class.
+	nanF32, nanF64, nanV128 int64
 	// retry: loops get the retry shape, and branch labels are renumbered
 	// past the added loops.
 	retry bool
@@ -300,5 +304,8 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 		return err
 	}
 	w.raw(r.b[start:r.pos])
+	if m.opts.CanonicalNaN {
+		in.canonicalize(w, nanClassOf(r.b, start))
+	}
 	return nil
 }

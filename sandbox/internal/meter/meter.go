@@ -125,6 +125,10 @@ type Options struct {
 	StackLimit int64
 	// GrowHook reports refused memory.grow calls.
 	GrowHook bool
+	// CanonicalNaN replaces the NaN result of every arithmetic float
+	// operation by the canonical NaN (nan.go): deterministic mode on
+	// wazero.
+	CanonicalNaN bool
 	// MaxBlocks, when positive, refuses a function with more structured
 	// control instructions (block, loop, if, try, try_table) than this:
 	// wazero's compile time grows with their square (ErrTooManyBlocks).

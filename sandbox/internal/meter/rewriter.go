@@ -307,7 +307,7 @@ func (m *rewriter) emit(secs []section) ([]byte, error) {
 }
 
 // needed reports whether the rewrite changes anything.
-func (m *rewriter) needed() bool { return m.opts.Meter || m.hook }
+func (m *rewriter) needed() bool { return m.opts.Meter || m.hook || m.opts.CanonicalNaN }
 
 // rewrite returns a section's new body; body is nil for a section the
 // module lacks.

@@ -246,7 +246,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 		user = User{UID: -1, GID: -1} // the worker is already unprivileged
 	}
 	cmd := exec.Command(m.e.o.Worker, m.e.o.Engine, fmt.Sprint(m.addressSpace()), fmt.Sprint(files), fmt.Sprint(m.fileSize()),
-		fmt.Sprint(user.UID), fmt.Sprint(user.GID), fmt.Sprint(m.cfg.Limits.MaxStack))
+		fmt.Sprint(user.UID), fmt.Sprint(user.GID), fmt.Sprint(m.cfg.Limits.MaxStack), fmt.Sprint(m.cfg.Deterministic))
 	// Its name is the worker's, whatever the file: a program that serves
 	// as its own worker (WorkerMain) knows it was started as one by it.
 	cmd.Args[0] = sandbox.WorkerName
@@ -317,7 +317,7 @@ func (m *module) start(ctx context.Context) (*worker, error) {
 	if err := json.Unmarshal(d.bytes(), &w.report); err != nil || d.err != nil {
 		return fail(fmt.Errorf("the worker's hello: %w", errors.Join(err, d.err)))
 	}
-	req, err := json.Marshal(compileRequest{Name: m.cfg.Name, Limits: m.cfg.Limits, WASI: m.cfg.WASI, SHA256: hex.EncodeToString(m.cfg.SHA256[:])})
+	req, err := json.Marshal(compileRequest{Name: m.cfg.Name, Limits: m.cfg.Limits, WASI: m.cfg.WASI, SHA256: hex.EncodeToString(m.cfg.SHA256[:]), Deterministic: m.cfg.Deterministic})
 	if err != nil {
 		return fail(err)
 	}

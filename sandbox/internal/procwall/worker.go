@@ -27,10 +27,11 @@ import (
 
 // compileRequest is opCompile's body.
 type compileRequest struct {
-	Name   string
-	Limits config.Limits
-	WASI   bool
-	SHA256 string
+	Name          string
+	Limits        config.Limits
+	WASI          bool
+	SHA256        string
+	Deterministic bool
 }
 
 // maxModuleBytes bounds the module a worker reads from its memfd.
@@ -122,7 +123,7 @@ func (s *server) compile(eng sandbox.Engine, msg []byte, fd int) (sandbox.Module
 	if err != nil {
 		return nil, fmt.Errorf("reading the module: %w", err)
 	}
-	cfg := sandbox.ModuleConfig{Name: req.Name, Limits: req.Limits, WASI: req.WASI, Logger: slog.New(captureHandler{probe: s.probe})}
+	cfg := sandbox.ModuleConfig{Name: req.Name, Limits: req.Limits, WASI: req.WASI, Deterministic: req.Deterministic, Logger: slog.New(captureHandler{probe: s.probe})}
 	if sum, err := hex.DecodeString(req.SHA256); err == nil && len(sum) == len(cfg.SHA256) {
 		copy(cfg.SHA256[:], sum)
 	}

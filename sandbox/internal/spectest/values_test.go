@@ -3,6 +3,7 @@ package spectest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -220,4 +221,58 @@ func numberMatches(s, typ string, bits int, got uint64) bool {
 	}
 	want, err := parseNumber(s, bits)
 	return err == nil && want == got&mask(bits)
+}
+
+// canonicalized reports whether got is plain's outcome of an
+// assert_return with every NaN the plain engine returned replaced by the
+// canonical NaN of its type (lane by lane for v128, by the lane type the
+// script expects), and nothing else changed: what deterministic mode's
+// NaN canonicalization must do.
+func canonicalized(c wasmspec.Command, got, plain outcome) bool {
+	if c.Type != "assert_return" || len(got.results) != len(plain.results) || len(plain.results) != len(c.Expected) ||
+		!strings.HasPrefix(got.text, "ok ") || !strings.HasPrefix(plain.text, "ok ") {
+		return false
+	}
+	for j, p := range plain.results {
+		want := p
+		switch p.kind {
+		case "f32":
+			want.lo = canonicalLane(p.lo, 32)
+		case "f64":
+			want.lo = canonicalLane(p.lo, 64)
+		case "v128":
+			w := laneBits(c.Expected[j].LaneType)
+			if !strings.HasPrefix(c.Expected[j].LaneType, "f") {
+				break
+			}
+			want.lo, want.hi = 0, 0
+			for i := 0; i < 128/w; i++ {
+				l := canonicalLane(lane(p, i, w), w) << (i * w % 64)
+				if i*w < 64 {
+					want.lo |= l
+				} else {
+					want.hi |= l
+				}
+			}
+		}
+		if got.results[j] != want {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalLane is the canonical NaN of a w-bit float lane when bits is a
+// NaN, else bits.
+func canonicalLane(bits uint64, w int) uint64 {
+	if w == 32 {
+		if f := math.Float32frombits(uint32(bits)); f != f {
+			return 0x7fc00000
+		}
+		return bits
+	}
+	if f := math.Float64frombits(bits); f != f {
+		return 0x7ff8000000000000
+	}
+	return bits
 }

@@ -15,11 +15,14 @@ import (
 )
 
 // wazeroConfigs: wazero as callbox runs it (every module metered, under
-// the default stack limit) and plain.
+// the default stack limit), with deterministic mode's NaN
+// canonicalization (the spec's nan:canonical and nan:arithmetic results
+// both admit the canonical NaN), and plain.
 func wazeroConfigs() []config {
 	return []config{
 		{name: "wazero", open: openWazero},
-		{name: "wazero+meter", rewrite: rewriter(wz.MeterOptions(wz.DefaultMaxStack), false), open: openWazero},
+		{name: "wazero+meter", rewrite: rewriter(wz.MeterOptions(wz.DefaultMaxStack, false), false), open: openWazero},
+		{name: "wazero+meter+nan", rewrite: rewriter(wz.MeterOptions(wz.DefaultMaxStack, true), false), open: openWazero, canonicalNaN: true},
 	}
 }
 

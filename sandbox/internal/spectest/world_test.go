@@ -37,6 +37,10 @@ type config struct {
 	// as it is.
 	rewrite func([]byte) ([]byte, error)
 	open    func(cfg config) world
+	// canonicalNaN: the rewrite canonicalizes NaNs (deterministic mode),
+	// so a NaN result may differ from the plain engine's by being the
+	// canonical NaN.
+	canonicalNaN bool
 }
 
 // rewriter is engine.Compile's rewrite path for one engine's meter

@@ -52,7 +52,7 @@ func TestPastEndModulesAreRefused(t *testing.T) {
 			require.ErrorAs(t, err, &inv)
 			assert.Contains(t, err.Error(), c.Msg)
 			require.True(t, c.MeterMakesValid)
-			rewritten, err := meter.Instrument(c.Wasm, wz.MeterOptions(wz.DefaultMaxStack))
+			rewritten, err := meter.Instrument(c.Wasm, wz.MeterOptions(wz.DefaultMaxStack, false))
 			require.NoError(t, err, "the meter rewrites what it is given")
 			assert.NoError(t, wazeroAccepts(t, rewritten), "the rewrite of the invalid module is valid: it names what the meter added")
 			assert.Error(t, wazeroAccepts(t, c.Wasm), "wazero refuses the module as it is")

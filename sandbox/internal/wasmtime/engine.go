@@ -34,6 +34,7 @@ const Available = true
 // different engines. (Fuel is not wasmtime's: see Compile.)
 type engineKey struct {
 	maxStack uint64
+	nanCanon bool // Cranelift's NaN canonicalization (deterministic mode)
 }
 
 // Engine is callbox's wasmtime engine.
@@ -139,6 +140,7 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 		cfg.SetMaxWasmStack(int(k.maxStack))
 	}
 	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
+	cfg.SetCraneliftNanCanonicalization(k.nanCanon)
 	if e.opts.SharedMemory {
 		// wasmtime-go's Config is a single wasm_config_t pointer
 		// (checked in New).
@@ -165,7 +167,7 @@ func (e *Engine) engine(k engineKey) (*wt.Engine, error) {
 // memory operations). Timeouts stay with epochs: the meter's refill import
 // only accounts fuel here, once per wasmtimeSlice units.
 func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
-	ek := engineKey{maxStack: cfg.Limits.MaxStack}
+	ek := engineKey{maxStack: cfg.Limits.MaxStack, nanCanon: cfg.Deterministic}
 	eng, err := e.engine(ek)
 	if err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	metered := cfg.Limits.Fuel > 0
 	original := wasm // the closure below replaces wasm with its rewrite
 	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), "wasmtime"+Version,
-		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("stack%d", ek.maxStack), runtime.GOARCH)
+		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("stack%d", ek.maxStack), fmt.Sprintf("nan%v", ek.nanCanon), runtime.GOARCH)
 	mod, err := e.modules.Get(key, func(path string) (*wt.Module, bool) {
 		// Deserializing from the file lets wasmtime map it instead of
 		// copying it.

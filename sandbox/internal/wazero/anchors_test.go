@@ -44,7 +44,7 @@ func TestLineAnchors(t *testing.T) {
 func BenchmarkLineAnchors(b *testing.B) {
 	src, err := os.ReadFile("../../../guests/prebuilt/go-checked.wasm")
 	require.NoError(b, err)
-	metered, err := meter.Instrument(src, MeterOptions(DefaultMaxStack))
+	metered, err := meter.Instrument(src, MeterOptions(DefaultMaxStack, false))
 	require.NoError(b, err)
 	ctx := context.Background()
 	for _, c := range []struct {

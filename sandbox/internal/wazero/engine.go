@@ -269,14 +269,18 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	if cfg.Limits.MaxStack > 0 {
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
-	if e.metered {
-		opts := MeterOptions(m.stackLimit)
+	switch {
+	case e.metered:
+		opts := MeterOptions(m.stackLimit, cfg.Deterministic)
 		m.bt = core.NewBacktrace(wasm, &opts)
-	} else {
+	case cfg.Deterministic:
+		opts := meter.Options{CanonicalNaN: true}
+		m.bt = core.NewBacktrace(wasm, &opts)
+	default:
 		m.bt = core.NewBacktrace(wasm, nil)
 	}
 	if e.metered {
-		metered, err := e.meter(wasm, cfg, m.stackLimit)
+		metered, err := e.meter(wasm, cfg, MeterOptions(m.stackLimit, cfg.Deterministic))
 		if errors.Is(err, meter.ErrTooManyBlocks) {
 			return nil, fmt.Errorf("%w: the wazero engine compiles a function in time that grows with the square of its blocks; use engine: wasmtime", err)
 		}
@@ -287,6 +291,13 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	} else if cfg.Limits.Fuel != 0 || cfg.Limits.MaxStack != 0 || cfg.Limits.MaxCPU != 0 {
 		return nil, errors.New("fuel, max_stack and max_cpu need metering, which this engine was built without")
 	} else {
+		if cfg.Deterministic { // canonical NaNs need the rewrite, metered or not
+			canon, err := meter.Instrument(wasm, meter.Options{CanonicalNaN: true})
+			if err != nil {
+				return nil, fmt.Errorf("deterministic: true canonicalizes NaNs by rewriting the module, and this one cannot be rewritten (%w); use engine: wasmtime", err)
+			}
+			wasm = canon
+		}
 		wasm = withLineAnchors(wasm)
 	}
 	if cfg.Limits.MaxCPU != 0 && !core.ThreadCPUAvailable {
@@ -325,10 +336,11 @@ func (e *Engine) compile(ctx context.Context, wasm []byte) (cm wazero.CompiledMo
 // with a CacheDir, on disk) under the original module's sha256 and the
 // rewrite's version and options, so loading a module again skips the
 // rewrite.
-func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) ([]byte, error) {
-	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", stackLimit), "anchors1")
+func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, opts meter.Options) ([]byte, error) {
+	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", opts.StackLimit),
+		fmt.Sprintf("nan%v", opts.CanonicalNaN), "anchors1")
 	return e.rewrites.Get(key, readFile, func() ([]byte, error) {
-		out, err := meter.Instrument(wasm, MeterOptions(stackLimit))
+		out, err := meter.Instrument(wasm, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -338,9 +350,10 @@ func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, stackLimit int64) 
 
 // MeterOptions are the meter's options for a module this engine compiles
 // under stackLimit (the callback's max_stack, or DefaultMaxStack): the
-// budget, the stack counter and the grow hook, with the block limit.
-func MeterOptions(stackLimit int64) meter.Options {
-	return meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks}
+// budget, the stack counter and the grow hook, with the block limit; and,
+// for a deterministic callback, canonical NaNs.
+func MeterOptions(stackLimit int64, deterministic bool) meter.Options {
+	return meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks, CanonicalNaN: deterministic}
 }
 
 func readFile(path string) ([]byte, bool) {
