@@ -15,6 +15,8 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/testing/workerbin"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // deepBuilds builds each SDK language's deep callback (level1 -> level2 ->
@@ -53,7 +55,7 @@ var deepBuilds = []struct {
 // TestBacktraceEverySDK: a callback written in each SDK language that
 // fails three calls deep reports those three functions, in order and by
 // their source names (Rust's demangled, AssemblyScript's by file), on both
-// engines; where the build has DWARF, the innermost of them names deep's
+// engines, in process and under isolation: process; where the build has DWARF, the innermost of them names deep's
 // source file and a line. Go's SDK recovers a panic, so there the guest's
 // message names the three functions with their files and lines.
 func TestBacktraceEverySDK(t *testing.T) {
@@ -80,11 +82,29 @@ func TestBacktraceEverySDK(t *testing.T) {
 			}
 			wasm, err := os.ReadFile(file)
 			require.NoError(t, err)
+			var runs []string // engine, then "/process" for isolation: process
 			for _, engine := range engineNames() {
-				h, err := host.New(ctx, nil)
+				runs = append(runs, engine)
+				if engines.ProcessIsolationAvailable() {
+					runs = append(runs, engine+"/process")
+				}
+			}
+			for _, run := range runs {
+				engine, iso, _ := strings.Cut(run, "/")
+				var opts []host.Option
+				if iso != "" {
+					worker, err := workerbin.Path(false)
+					require.NoError(t, err)
+					opts = append(opts, host.WithWorker(worker))
+				}
+				h, err := host.New(ctx, nil, opts...)
 				require.NoError(t, err)
 				cb := config.DefaultCallback()
 				cb.Name, cb.Export, cb.Module, cb.Engine = "deep", "deep", "deep.wasm", engine
+				if iso != "" {
+					cb.Isolation = config.IsolationProcess
+				}
+				engine = run // in messages
 				if b.wasi {
 					cb.WASI = config.WASIMinimal
 				}
