@@ -82,7 +82,20 @@ func Keys() []Key {
 		enumKey("wasi", func(cb *Callback) *string { return &cb.WASI }, WASINone, WASIMinimal),
 		batchingKey(),
 		{Name: "deterministic", parse: parseDeterministic},
+		{Name: "record_failures", parse: parseRecordFailures},
 	}
+}
+
+// parseRecordFailures reads the record_failures key: a directory, made
+// absolute against dir as module is, or "" for none.
+func parseRecordFailures(in input, cb *Callback) error {
+	s, err := asString(in.val, `a directory for replay bundles, or "" for none`)
+	if err != nil || s == "" {
+		cb.RecordFailures = ""
+		return err
+	}
+	cb.RecordFailures, err = resolvePath(in.dir, s)
+	return err
 }
 
 // parseDeterministic reads the deterministic key: true or false.

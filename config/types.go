@@ -103,7 +103,13 @@ type Callback struct {
 	// returns is the canonical NaN, and WASI's clocks and random are not
 	// granted (a module importing them is refused at load).
 	Deterministic bool
-	Limits        Limits
+	// RecordFailures, when set, is a directory where every failed call of
+	// the callback leaves a replay bundle (the module, its settings, the
+	// call's inputs and its outcome; `callbox replay` reruns it). It
+	// records the callers' inputs: set it only where they may be kept.
+	// "" records nothing.
+	RecordFailures string
+	Limits         Limits
 }
 
 // SameSettings reports whether c and d run a callback the same way: every
@@ -114,6 +120,7 @@ type Callback struct {
 // either (host and lowering ask this).
 func (c Callback) SameSettings(d Callback) bool {
 	c.Name, d.Name, c.Module, d.Module = "", "", "", ""
+	c.RecordFailures, d.RecordFailures = "", "" // where failures are recorded changes no call
 	return c == d
 }
 

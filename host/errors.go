@@ -46,13 +46,13 @@ const (
 // DWARF. A frame in an imported (host) function has Module set. Names and
 // paths are the guest's: cut to a few hundred bytes and made printable.
 type Frame struct {
-	Module    string // the import module, for a frame in an imported function
-	Func      string // function name, if the module names it
-	FuncIndex uint32 // function index in the module
-	Offset    uint64 // byte offset of the instruction in the module; 0: unknown
-	File      string // source file, where the module has DWARF
-	Line      uint32 // source line; 0: unknown
-	Column    uint32 // source column; 0: unknown
+	Module    string `json:"module,omitempty"` // the import module, for a frame in an imported function
+	Func      string `json:"func"`             // function name, if the module names it
+	FuncIndex uint32 `json:"func_index"`       // function index in the module
+	Offset    uint64 `json:"offset,omitempty"` // byte offset of the instruction in the module; 0: unknown
+	File      string `json:"file,omitempty"`   // source file, where the module has DWARF
+	Line      uint32 `json:"line,omitempty"`   // source line; 0: unknown
+	Column    uint32 `json:"column,omitempty"` // source column; 0: unknown
 }
 
 // String is "name (file:line:col) @0xOFF", leaving out what is unknown.

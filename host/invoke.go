@@ -70,10 +70,15 @@ func (c *Callback) invoke(ctx context.Context, r *request) (st Stats, err *Callb
 			cl.kept = false
 			err = c.fail(HostPanic, fmt.Sprintf("host panic during the call: %v", p), nil)
 		}
+		var callsBefore uint64
+		if cl.g != nil && cl.g.calls > 0 {
+			callsBefore = cl.g.calls - 1
+		}
 		cl.finish(ctx)
 		st = cl.st
 		if err != nil {
 			err.Chain, err.Seq = r.chain, r.seq
+			c.recordFailure(r.inputs, err, st, callsBefore)
 		}
 		c.record(ctx, r.path, &st, err, span)
 	}()

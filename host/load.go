@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,8 @@ type Callback struct {
 	retired bool
 	// closed: its pool and module are closed (tests read it).
 	closed atomic.Bool
+	// recorder writes replay bundles of failed calls (record_failures).
+	recorder *recorder
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 	// scratch holds batched calls' output scratch buffers (batch.go).
@@ -152,6 +155,9 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		}
 	}
 	c := &Callback{h: h, name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
+	if cb.RecordFailures != "" {
+		c.recorder = &recorder{dir: filepath.Join(cb.RecordFailures, cb.Name), wasm: slices.Clone(wasm)}
+	}
 	c.hasFre = info.HasExport(abi.ExportFree)
 	// The id is known only after the signature is; guest log lines carry
 	// it through the logger's lazily bound attribute.

@@ -24,7 +24,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top-level key", "cachedir: x\n", nil, "cachedir", "unknown key (did you mean cache_dir?)"},
 		{"unknown top-level key, no suggestion", "plugins: x\n", nil, "plugins", "unknown key (allowed: cache_dir, worker, worker_user, defaults, callbacks, modules)"},
 		{"unknown defaults key", "defaults:\n  max_mem: 1MiB\n", nil, "defaults.max_mem", "unknown key (did you mean max_memory?)"},
-		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_cpu, max_memory, fuel, max_stack, max_output, max_error, max_log, max_wait, isolation, max_instances, wasi, batching, deterministic)"},
+		{"unknown defaults key, no suggestion", "defaults:\n  color: red\n", nil, "defaults.color", "unknown key (allowed: engine, timeout, max_cpu, max_memory, fuel, max_stack, max_output, max_error, max_log, max_wait, isolation, max_instances, wasi, batching, deterministic, record_failures)"},
 		{"unknown callback key", "callbacks:\n  spin:\n    module: a.wasm\n    timout: 1s\n", nil, "callbacks.spin.timout", "unknown key (did you mean timeout?)"},
 		{"key case matters", "callbacks:\n  spin:\n    module: a.wasm\n    Timeout: 1s\n", nil, "callbacks.spin.Timeout", "unknown key (did you mean timeout?)"},
 		{"per-callback key in defaults", "defaults:\n  module: a.wasm\n", nil, "defaults.module", "module cannot be set in defaults"},

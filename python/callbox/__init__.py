@@ -41,6 +41,7 @@ from .errors import (
     WorkerDied,
 )
 from .host import CallbackInfo, CallbackLimits, Chain, Host
+from .replay import Replay, replay
 
 __version__ = "1.4.0"
 
@@ -73,7 +74,7 @@ def cuda_stats() -> Optional[Dict[str, Any]]:
 
 __all__ = [
     "Host", "Chain", "CallbackInfo", "CallbackLimits", "CallbackError", "ChainError", "Frame", "find_library", "library_version",
-    "cuda_stats",
+    "cuda_stats", "Replay", "replay",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

@@ -484,3 +484,22 @@ def test_a_failed_call_is_logged_at_debug_only(guest_dir, caplog):
     assert failed, [r.getMessage() for r in caplog.records]
     assert all(r.levelno == logging.DEBUG for r in failed)
     assert "kind=Timeout" in failed[0].getMessage()
+
+
+def test_replay_bundle(guest_dir, tmp_path):
+    """A failed call recorded by record_failures replays to the same
+    outcome from Python, on both engines; a changed module is refused."""
+    cfg = {"callbacks": {"spin": {"module": str(guest_dir / "kit.wasm"), "export": "spin",
+                                  "signature": "(x: f32[n]) -> f32[n]", "timeout": "100ms",
+                                  "record_failures": str(tmp_path / "replays")}}}
+    with callbox.Host(cfg) as h:
+        with pytest.raises(callbox.Timeout):
+            h.call("spin", np.ones(3, np.float32))
+    (bundle,) = (tmp_path / "replays" / "spin").iterdir()
+    for engine in (None, "wasmtime"):
+        r = callbox.replay(bundle, engine=engine)
+        assert r.same and r.recorded == "Timeout: timeout after 100ms", r
+        assert isinstance(r.error, callbox.Timeout)
+    (bundle / "module.wasm").write_bytes(b"\0asm\1\0\0\0")
+    with pytest.raises(ValueError, match="the module was changed after the call was recorded"):
+        callbox.replay(bundle)
