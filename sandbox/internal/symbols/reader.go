@@ -1,7 +1,7 @@
 package symbols
 
-// reader reads the few wasm encodings the tables need; any error stops
-// it (ok turns false) and every later read returns zero.
+// reader reads the name section's encodings (wasmbin reads the rest);
+// any error stops it (ok turns false) and every later read returns zero.
 type reader struct {
 	b   []byte
 	pos int
@@ -50,11 +50,3 @@ func (r *reader) bytes(n uint64) []byte {
 }
 
 func (r *reader) name() string { return string(r.bytes(uint64(r.u32()))) }
-
-func (r *reader) limits() {
-	flags := r.byte()
-	r.u32()
-	if flags&1 != 0 {
-		r.u32()
-	}
-}

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/seed4b3e0ccb/callbox/sandbox/internal/wasmbin"
 )
 
 // Bounds on what a module's own tables can make the host keep.
@@ -61,81 +63,32 @@ type Source struct {
 }
 
 // Read reads a module's tables. wasm must be a module the host has
-// validated; nothing in it is trusted beyond that.
+// validated; nothing in it is trusted beyond that (wasmbin reads the
+// sections, bounds-checked).
 func Read(wasm []byte) *Table {
 	t := &Table{names: map[uint32]string{}}
-	debug := map[string][]byte{}
-	r := &reader{b: wasm, pos: 8}
-	for r.more() {
-		id := r.byte()
-		size := r.u32()
-		body := r.bytes(uint64(size))
-		if !r.ok() {
-			break
+	m, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return t
+	}
+	for _, imp := range m.Imports {
+		if imp.Kind == wasmbin.KindFunc {
+			t.imports = append(t.imports, Clip(imp.Module+"."+imp.Name))
+			t.funcImports++
 		}
-		switch id {
-		case 0: // custom
-			cr := &reader{b: body}
-			name := cr.name()
-			if !cr.ok() {
-				continue
-			}
-			switch {
-			case name == "name":
-				t.readNames(body[cr.pos:])
-			case strings.HasPrefix(name, ".debug_"):
-				debug[name] = body[cr.pos:]
-			}
-		case 2: // import
-			t.readImports(body)
-		case 10: // code
-			t.codeStart = uint64(r.pos - len(body))
-			t.readBodies(body)
+	}
+	t.codeStart, t.bodies = m.CodeStart, m.Bodies
+	for _, body := range m.Custom["name"] {
+		t.readNames(body)
+	}
+	debug := map[string][]byte{}
+	for name, bodies := range m.Custom {
+		if strings.HasPrefix(name, ".debug_") {
+			debug[name] = bodies[0]
 		}
 	}
 	t.readLines(debug)
 	return t
-}
-
-func (t *Table) readImports(body []byte) {
-	r := &reader{b: body}
-	for n := r.u32(); n > 0 && r.ok(); n-- {
-		mod, name := r.name(), r.name()
-		switch kind := r.byte(); kind {
-		case 0x00:
-			r.u32()
-			t.imports = append(t.imports, Clip(mod+"."+name))
-			t.funcImports++
-		case 0x01: // table: reftype, limits
-			r.byte()
-			r.limits()
-		case 0x02:
-			r.limits()
-		case 0x03: // global: valtype, mut
-			r.byte()
-			r.byte()
-		case 0x04: // tag
-			r.byte()
-			r.u32()
-		default:
-			return
-		}
-	}
-}
-
-// readBodies notes where each function body starts and ends, relative to
-// the code section's contents.
-func (t *Table) readBodies(body []byte) {
-	r := &reader{b: body}
-	for n := r.u32(); n > 0 && r.ok(); n-- {
-		size := r.u32()
-		start := uint64(r.pos)
-		r.bytes(uint64(size))
-		if !r.ok() {
-			return
-		}
-		t.bodies = append(t.bodies, [2]uint64{start, uint64(r.pos)})
-	}
 }
 
 // readNames reads the name section's function names (subsection 1).

@@ -123,15 +123,16 @@ func checkElements(s *reader) {
 // checkCode bounds the code section's count and every function's locals.
 // imported is the number of imported functions (for the function index in
 // messages).
-func checkCode(s *reader, imported int) {
+func checkCode(s *reader, imported int) (bodies [][2]uint64) {
 	n := s.count(1)
 	for i := uint32(0); i < n && s.err == nil; i++ {
 		size := s.u32()
 		start := s.pos
 		b := &reader{b: s.bytes(uint64(size))}
 		if s.err != nil {
-			return
+			return nil
 		}
+		bodies = append(bodies, [2]uint64{uint64(start), uint64(s.pos)})
 		var sum uint64
 		for decls := b.count(2); decls > 0 && b.err == nil; decls-- {
 			sum += uint64(b.u32())
@@ -139,15 +140,16 @@ func checkCode(s *reader, imported int) {
 			if sum > MaxFunctionLocals {
 				s.pos = start
 				s.fail("function %d declares more than %d locals", imported+int(i), MaxFunctionLocals)
-				return
+				return nil
 			}
 		}
 		if b.err != nil {
 			s.pos = start + b.pos
 			s.fail("function %d: %v", imported+int(i), b.err.(*Error).Msg)
-			return
+			return nil
 		}
 	}
+	return bodies
 }
 
 // checkData bounds the data section's count and every segment's bytes.

@@ -132,6 +132,11 @@ type Module struct {
 	// Custom maps a custom section name to the contents of every section of
 	// that name, in order.
 	Custom map[string][][]byte
+	// CodeStart is the byte offset of the code section's contents in the
+	// module, and Bodies each defined function's body, [start, end)
+	// relative to it (the offsets DWARF and the engines' frames use).
+	CodeStart uint64
+	Bodies    [][2]uint64
 }
 
 // Export returns the export with the given name.
@@ -352,7 +357,8 @@ func Parse(wasm []byte) (*Module, error) {
 					imported++
 				}
 			}
-			checkCode(s, imported)
+			m.CodeStart = uint64(base)
+			m.Bodies = checkCode(s, imported)
 		case 11:
 			s.constGlobals = importedGlobals(m)
 			checkData(s)
