@@ -60,6 +60,10 @@ type Host struct {
 	// onInstanceClose is called before an instance is closed.
 	onInstanceClose func(instance uint64)
 
+	// profiled: every callback is compiled with the guest profiler
+	// (WithGuestProfiler).
+	profiled bool
+
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
 	tel            *telemetry

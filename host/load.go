@@ -51,6 +51,11 @@ type Callback struct {
 	closed atomic.Bool
 	// recorder writes replay bundles of failed calls (record_failures).
 	recorder *recorder
+	// wasm is the module as loaded (Profile compiles it again).
+	wasm []byte
+	// profile collects the guest profiler's reports (WithGuestProfiler,
+	// or the copy Profile loads); nil otherwise.
+	profile *sandbox.GuestProfile
 	// lastPlan caches the plan of the most recent input types.
 	lastPlan atomic.Pointer[callPlan]
 	// scratch holds batched calls' output scratch buffers (batch.go).
@@ -82,7 +87,9 @@ func (h *Host) Load(ctx context.Context, cb config.Callback) error {
 }
 
 // LoadModule loads a callback from module bytes already in memory (an
-// embedded module, say); cb.Module is used only in messages.
+// embedded module, say); cb.Module is used only in messages. The host
+// keeps wasm while the callback is loaded (failures' frames are named
+// from it; Profile compiles it again): do not change it.
 func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) error {
 	if cb.Export == "" {
 		cb.Export = cb.Name
@@ -93,7 +100,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	if err := (&config.Config{Callbacks: []config.Callback{cb}}).Validate(); err != nil {
 		return err
 	}
-	c, err := h.load(ctx, cb, wasm)
+	c, err := h.load(ctx, cb, wasm, nil)
 	if err != nil {
 		kind := loadKind(err)
 		return &LoadError{Callback: cb.Name, kind: kind, Err: soleKind(err, kind)}
@@ -113,7 +120,9 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	return nil
 }
 
-func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Callback, error) {
+// load compiles and probes a callback. prof, when set, profiles it (else
+// the host's WithGuestProfiler decides).
+func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte, prof *sandbox.GuestProfile) (*Callback, error) {
 	sum := sha256.Sum256(wasm)
 	sha := moduleSHA(wasm)
 	if cb.SHA256 != "" && !strings.EqualFold(cb.SHA256, sha) {
@@ -154,7 +163,10 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 			return nil, withKind(InvalidArgument, fmt.Errorf("callbacks.%s.%s: %s is not supported by the %s engine (use engine: wasmtime, or remove it)", cb.Name, f.key, f.key, eng.Name()))
 		}
 	}
-	c := &Callback{h: h, name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed}
+	c := &Callback{h: h, name: cb.Name, spec: cb, sha: sha, engine: eng, skewed: h.skewed, wasm: wasm, profile: prof}
+	if prof == nil && h.profiled {
+		c.profile = sandbox.NewGuestProfile()
+	}
 	if cb.RecordFailures != "" {
 		c.recorder = &recorder{dir: filepath.Join(cb.RecordFailures, cb.Name), wasm: slices.Clone(wasm)}
 	}
@@ -173,6 +185,7 @@ func (h *Host) load(ctx context.Context, cb config.Callback, wasm []byte) (*Call
 		Instances:     cb.MaxInstances,
 		Workers:       newWorkerEvents(h.tel, cb.Name, eng.Name()),
 		Deterministic: cb.Deterministic,
+		Profile:       c.profile,
 	})
 	if err != nil {
 		// The engine refused the module (ABIViolation; InvalidArgument

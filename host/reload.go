@@ -86,7 +86,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 			res.Kept = append(res.Kept, spec.Name)
 			continue
 		}
-		c, err := h.load(ctx, spec, wasm)
+		c, err := h.load(ctx, spec, wasm, nil)
 		if err != nil {
 			kind := loadKind(err)
 			return fail(&LoadError{Callback: spec.Name, kind: kind, Err: soleKind(err, kind)})

@@ -39,6 +39,11 @@ type ModuleConfig struct {
 	// returns (config.Callback.Deterministic): wasmtime's Cranelift
 	// option, the meter's rewrite on wazero.
 	Deterministic bool
+	// Profile, when set, compiles the module with the guest profiler
+	// (the meter's entry and exit reports) and every instance adds the
+	// work of its calls to it. In-process engines only: a
+	// process-isolated engine refuses it.
+	Profile *GuestProfile
 }
 
 // WorkerEvents hears of a process-isolated module's workers. The calls

@@ -101,6 +101,12 @@ func (f *FuelMeter) Used(counter int64) uint64 {
 	return uint64(max(used, 0))
 }
 
+// Spent is the fuel the call has used when the guest's counter holds
+// counter (the profiler's reports pass it).
+func (f *FuelMeter) Spent(counter int64) int64 {
+	return f.granted - counter
+}
+
 // HostByteFuel is what an import costs per guest byte it reads or writes
 // (callbox.log, callbox.error, WASI fd_write and random_get): Go code
 // scanning, copying or generating bytes runs at 0.4-2 ns a byte, against

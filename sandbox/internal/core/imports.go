@@ -39,6 +39,9 @@ type GuestState struct {
 	// (ChargeBytes).
 	Fuel    FuelMeter
 	Counter FuelCounter
+	// Profile, when set, records the guest's call paths for the guest
+	// profiler (ModuleConfig.Profile).
+	Profile *ProfileRecorder
 	// Blocking, when set, is called by an import before it blocks the
 	// guest's thread (a WASI sleep): the engine gives up what the running
 	// guest holds that others may need (wasmtime: its core turn).
@@ -91,6 +94,9 @@ func (g *GuestState) Begin(ctx context.Context) {
 	g.Abort = nil
 	g.MemoryDenied = false
 	g.ctx = ctx
+	if g.Profile != nil {
+		g.Profile.begin()
+	}
 }
 
 // End flushes partial stdout/stderr lines and reports dropped log bytes.

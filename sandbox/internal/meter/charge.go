@@ -105,10 +105,37 @@ func (in *inserter) load(w *writer) {
 }
 
 // leave runs before the function returns: budget written back, frame
-// released.
+// released, the profiler told.
 func (in *inserter) leave(w *writer) {
 	in.store(w)
 	in.m.stackRelease(w, in.frame)
+	if in.m.opts.Profile {
+		in.budgetValue(w)
+		w.byte(0x10)
+		w.u32(in.m.exitFunc)
+	}
+}
+
+// enter tells the profiler that function fn (its index in the module as
+// built) has started, after its entry charge.
+func (in *inserter) enter(w *writer, fn uint32) {
+	w.byte(0x41) // i32.const
+	w.s64(int64(int32(fn)))
+	in.budgetValue(w)
+	w.byte(0x10)
+	w.u32(in.m.enterFunc)
+}
+
+// budgetValue pushes the budget's current value: the cached local's, or
+// the global's.
+func (in *inserter) budgetValue(w *writer) {
+	if in.local >= 0 {
+		w.byte(0x20)
+		w.u32(uint32(in.local))
+		return
+	}
+	w.byte(0x23)
+	w.u32(in.m.budgetGlobal)
 }
 
 // budgetCheck charges cost and refills the budget when it runs out, on the

@@ -27,7 +27,7 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 		}
 		origBase := uint64(r.pos - len(fn))
 		m.places = m.places[:0]
-		out, err := m.instrumentFunc(fn, m.types[m.funcTypes[i]])
+		out, err := m.instrumentFunc(fn, m.types[m.funcTypes[i]], m.numFuncImports+i)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.numFuncImports+i, err)
 		}
@@ -57,14 +57,16 @@ func (m *rewriter) rewriteCode(body []byte) ([]byte, error) {
 //
 //	<locals>
 //	<stack check: counter += frame; trap when positive>
+//	<with Profile: call profile_enter(idx, budget)>
 //	<budget check: charge segment 0>
 //	block (result T...)  <original code, with a budget check after every
 //	                      loop header, a stack release before every return
 //	                      and tail call, and function indices remapped>
 //	end
 //	<stack release: counter -= frame>
+//	<with Profile: call profile_exit(budget)>
 //	end
-func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
+func (m *rewriter) instrumentFunc(fn []byte, typ funcType, idx uint32) ([]byte, error) {
 	r := &reader{b: fn}
 	numLocals := uint64(typ.params)
 	groups := r.u32()
@@ -187,6 +189,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType) ([]byte, error) {
 			w.u32(m.budgetGlobal)
 			w.byte(0x21)
 			w.u32(uint32(ins.local))
+		}
+		if m.opts.Profile { // before the entry charge, which is the function's own
+			ins.enter(w, idx)
 		}
 		ins.budgetCheck(w, costs[0])
 		w.byte(0x02) // block

@@ -44,6 +44,8 @@ func FuzzInstrument(f *testing.F) {
 		NewFunctionBuilder().WithFunc(m.refill).Export(RefillName).
 		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errOverflow) }).Export(OverflowName).
 		NewFunctionBuilder().WithFunc(func(context.Context, int32) { m.denied++ }).Export(GrowDeniedName).
+		NewFunctionBuilder().WithFunc(m.enter).Export(ProfileEnterName).
+		NewFunctionBuilder().WithFunc(m.exit).Export(ProfileExitName).
 		Instantiate(ctx); err != nil {
 		f.Fatal(err)
 	}
@@ -97,6 +99,23 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("with CanonicalNaN: err %v, %+v (want %+v), used %d (without %d)\n%s", err, got.result, want.result, m.used(got.budget), used, src)
 		}
 
+		// With the profiler's reports, the same result and the same
+		// charge; every entry is matched by an exit, and the last exit
+		// (the export's) reports all the fuel used.
+		prof, err := Instrument(plain, Options{Meter: true, StackLimit: 1 << 20, GrowHook: true, Profile: true})
+		if err != nil {
+			t.Fatalf("Instrument with Profile: %v\n%s", err, src)
+		}
+		m.reset(1 << 62)
+		got, err = run(ctx, rt, prof, arg, m)
+		if err != nil || got.result != want.result || m.used(got.budget) != used {
+			t.Fatalf("with Profile: err %v, %+v (want %+v), used %d (without %d)\n%s", err, got.result, want.result, m.used(got.budget), used, src)
+		}
+		if m.enters == 0 || m.depth != 0 || m.used(m.lastExit) != used || m.badOrder {
+			t.Fatalf("with Profile: %d entries, depth %d after the call, last exit at %d of %d used, fuel going backwards %v\n%s",
+				m.enters, m.depth, m.used(m.lastExit), used, m.badOrder, src)
+		}
+
 		// Exactly that budget: no refill, nothing left.
 		m.reset(0)
 		m.grant = used
@@ -128,6 +147,32 @@ type meterHost struct {
 	granted int64 // total granted, the initial budget included
 	refills int
 	denied  int
+	// the profiler's reports
+	enters, depth int
+	lastExit      int64
+	lastUsed      int64
+	badOrder      bool
+}
+
+func (m *meterHost) enter(_ context.Context, _ int32, budget int64) {
+	m.enters++
+	m.depth++
+	m.report(budget)
+}
+
+func (m *meterHost) exit(_ context.Context, budget int64) {
+	m.depth--
+	m.lastExit = budget
+	m.report(budget)
+}
+
+// report notes a report's fuel used, which never goes backwards.
+func (m *meterHost) report(budget int64) {
+	if u := m.used(budget); u < m.lastUsed {
+		m.badOrder = true
+	} else {
+		m.lastUsed = u
+	}
 }
 
 func (m *meterHost) reset(step int64) {

@@ -36,6 +36,16 @@
 //     own. Engines whose memory limiter gives no such signal (wasmtime's C
 //     API) use this alone.
 //
+//   - with Profile, every function calls RefillModule.ProfileEnterName
+//     (i32 function, i64 budget) before its entry charge, with its index in
+//     the module as its author built it, and RefillModule.ProfileExitName
+//     (i64 budget) wherever it leaves normally (the end of the body, return,
+//     before a tail call). The budget passed is the counter's current value
+//     (the cached local's, where the function caches it), so the host knows
+//     the fuel used at each entry and exit without reading a global: the
+//     guest profiler (sandbox.GuestProfile) attributes the fuel between two
+//     events to the call path then on top. Profile needs Meter.
+//
 // Adding imports shifts the index of every defined function, so every
 // reference to a function index is rewritten: call, return_call and ref.func
 // in code and constant expressions, element segments, exports, the start
@@ -66,7 +76,7 @@ import (
 
 // Version changes whenever the rewrite's output changes; caches of
 // rewritten or compiled modules include it in their keys.
-const Version = 5
+const Version = 6
 
 // Names of the injected imports and exports.
 const (
@@ -76,8 +86,12 @@ const (
 	// GrowDeniedName is called with the pages a refused memory.grow asked
 	// for.
 	GrowDeniedName = "grow_denied"
-	BudgetExport   = ExportPrefix + "budget"
-	StackExport    = ExportPrefix + "stack"
+	// ProfileEnterName and ProfileExitName are the guest profiler's
+	// imports (Options.Profile).
+	ProfileEnterName = "profile_enter"
+	ProfileExitName  = "profile_exit"
+	BudgetExport     = ExportPrefix + "budget"
+	StackExport      = ExportPrefix + "stack"
 )
 
 // Fuel rates of operations whose work grows with an operand. The
@@ -133,6 +147,9 @@ type Options struct {
 	// control instructions (block, loop, if, try, try_table) than this:
 	// wazero's compile time grows with their square (ErrTooManyBlocks).
 	MaxBlocks int
+	// Profile adds the guest profiler's entry and exit calls to every
+	// function (needs Meter).
+	Profile bool
 
 	// inline keeps every loop's check inline (the shape before Version
 	// 5), for tests that compare the two shapes.

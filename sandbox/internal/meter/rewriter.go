@@ -56,6 +56,10 @@ type rewriter struct {
 	overflowFunc   uint32
 	deniedFunc     uint32
 	hookFunc       uint32 // the injected grow wrapper (a defined function)
+	enterType      uint32
+	exitType       uint32
+	enterFunc      uint32 // the profiler's imports (Options.Profile)
+	exitFunc       uint32
 	hasCode        bool
 	hasMemory      bool
 	hook           bool // GrowHook and there is code and a memory to hook
@@ -206,6 +210,15 @@ func (m *rewriter) scan(secs []section) error {
 		m.hookType = m.addType([]byte{0x60, 1, 0x7f, 1, 0x7f}) // (i32) -> i32
 		m.deniedFunc = next
 		next++
+	}
+	if m.opts.Profile {
+		if !m.opts.Meter {
+			return unsupported("profiling needs the meter")
+		}
+		m.enterType = m.addType([]byte{0x60, 2, 0x7f, 0x7e, 0}) // (i32, i64) -> ()
+		m.exitType = m.addType([]byte{0x60, 1, 0x7e, 0})        // (i64) -> ()
+		m.enterFunc, m.exitFunc = next, next+1
+		next += 2
 	}
 	m.addedImports = next - m.numFuncImports
 	m.hookFunc = next + uint32(len(m.funcTypes))

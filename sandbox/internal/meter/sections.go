@@ -39,6 +39,9 @@ func (m *rewriter) rewriteImports(body []byte) []byte {
 	if m.hook {
 		added = append(added, imp{GrowDeniedName, m.deniedType})
 	}
+	if m.opts.Profile {
+		added = append(added, imp{ProfileEnterName, m.enterType}, imp{ProfileExitName, m.exitType})
+	}
 	w.u32(n + uint32(len(added)))
 	w.raw(rest)
 	for _, a := range added {

@@ -113,6 +113,9 @@ func (e *Engine) Close(ctx context.Context) error { return e.validator.Close(ctx
 // Compile implements core.Engine: it starts the module's worker and
 // has it compile the module.
 func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleConfig) (sandbox.Module, error) {
+	if cfg.Profile != nil {
+		return nil, errors.New("the guest profiler runs callbacks in process: profile one under isolation: pooled (callbox profile does)")
+	}
 	m := &module{e: e, wasm: wasm, cfg: cfg}
 	w, err := m.start(ctx)
 	if err != nil {

@@ -23,7 +23,14 @@ func wazeroConfigs() []config {
 		{name: "wazero", open: openWazero},
 		{name: "wazero+meter", rewrite: rewriter(wz.MeterOptions(wz.DefaultMaxStack, false), false), open: openWazero},
 		{name: "wazero+meter+nan", rewrite: rewriter(wz.MeterOptions(wz.DefaultMaxStack, true), false), open: openWazero, canonicalNaN: true},
+		{name: "wazero+meter+profile", rewrite: rewriter(profiled(wz.MeterOptions(wz.DefaultMaxStack, false)), false), open: openWazero},
 	}
+}
+
+// profiled adds the guest profiler's reports to a rewrite's options.
+func profiled(opts meter.Options) meter.Options {
+	opts.Profile = true
+	return opts
 }
 
 type wazeroWorld struct {
@@ -43,6 +50,8 @@ func openWazero(cfg config) world {
 		NewFunctionBuilder().WithFunc(func(_ context.Context, budget int64) int64 { return refill(budget) }).Export(meter.RefillName).
 		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errMeterOverflow) }).Export(meter.OverflowName).
 		NewFunctionBuilder().WithFunc(func(context.Context, int32) {}).Export(meter.GrowDeniedName).
+		NewFunctionBuilder().WithFunc(func(context.Context, int32, int64) {}).Export(meter.ProfileEnterName).
+		NewFunctionBuilder().WithFunc(func(context.Context, int64) {}).Export(meter.ProfileExitName).
 		Instantiate(ctx); err != nil {
 		panic(err)
 	}

@@ -37,7 +37,8 @@ type Table struct {
 	imports     []string    // "module.name" of each imported function
 	bodies      [][2]uint64 // each defined function's body, code-relative [start, end)
 	names       map[uint32]string
-	lines       []row // ascending by addr
+	exports     map[uint32]string // the first export name of each exported function
+	lines       []row             // ascending by addr
 	files       []string
 	subprograms []subprogram // ascending by lo
 }
@@ -78,6 +79,12 @@ func Read(wasm []byte) *Table {
 		}
 	}
 	t.codeStart, t.bodies = m.CodeStart, m.Bodies
+	t.exports = map[uint32]string{}
+	for _, e := range m.Exports {
+		if _, seen := t.exports[e.Index]; e.Kind == wasmbin.KindFunc && !seen {
+			t.exports[e.Index] = Clip(e.Name)
+		}
+	}
 	for _, body := range m.Custom["name"] {
 		t.readNames(body)
 	}
@@ -221,6 +228,37 @@ func (t *Table) FuncAt(off uint64) (uint32, bool) {
 		return 0, false
 	}
 	return t.funcImports + uint32(k), true
+}
+
+// ExportName is the name function idx is exported under (its first), or
+// "".
+func (t *Table) ExportName(idx uint32) string { return t.exports[idx] }
+
+// Body is the code-relative offset of defined function idx's body (its
+// locals' declarations first); false for an import or an index past the
+// module's functions.
+func (t *Table) Body(idx uint32) (uint64, bool) {
+	if idx < t.funcImports || idx-t.funcImports >= uint32(len(t.bodies)) {
+		return 0, false
+	}
+	return t.bodies[idx-t.funcImports][0], true
+}
+
+// BodySource is the source place of the first line-table row inside
+// defined function idx's body, where the module's DWARF has one.
+func (t *Table) BodySource(idx uint32) (Source, bool) {
+	start, ok := t.Body(idx)
+	if !ok {
+		return Source{}, false
+	}
+	end := t.bodies[idx-t.funcImports][1]
+	k := sort.Search(len(t.lines), func(i int) bool { return t.lines[i].addr >= start })
+	for ; k < len(t.lines) && t.lines[k].addr < end; k++ {
+		if r := t.lines[k]; r.file >= 0 && r.line > 0 {
+			return Source{File: t.files[r.file], Line: r.line, Column: r.col}, true
+		}
+	}
+	return Source{}, false
 }
 
 // Name is function idx's name: the name section's, demangled (Rust and

@@ -79,7 +79,7 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 		opts.EpochInterval = time.Millisecond
 	}
 	e := &Engine{opts: opts, engines: map[engineKey]*wt.Engine{}, hostIndex: map[string]int{}, validator: validate.New()}
-	e.hostFuncs = append(append(core.HostFuncs(true), core.GrowDeniedFunc()), meterFuncs()...)
+	e.hostFuncs = append(append(append(core.HostFuncs(true), core.GrowDeniedFunc()), meterFuncs()...), core.ProfileFuncs()...)
 	for i, hf := range e.hostFuncs {
 		e.hostIndex[hf.Module+"."+hf.Name] = i
 	}
@@ -172,10 +172,12 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	if err != nil {
 		return nil, err
 	}
-	metered := cfg.Limits.Fuel > 0
+	// The guest profiler counts fuel through the meter, so a profiled
+	// module is metered whatever its fuel.
+	metered, profiled := cfg.Limits.Fuel > 0 || cfg.Profile != nil, cfg.Profile != nil
 	original := wasm // the closure below replaces wasm with its rewrite
 	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), "wasmtime"+Version,
-		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("stack%d", ek.maxStack), fmt.Sprintf("nan%v", ek.nanCanon), runtime.GOARCH)
+		fmt.Sprintf("fuel%v", metered), fmt.Sprintf("prof%v", profiled), fmt.Sprintf("stack%d", ek.maxStack), fmt.Sprintf("nan%v", ek.nanCanon), runtime.GOARCH)
 	mod, err := e.modules.Get(key, func(path string) (*wt.Module, bool) {
 		// Deserializing from the file lets wasmtime map it instead of
 		// copying it.
@@ -186,8 +188,10 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 		// hook tells the host when that refusal was the memory limit. A
 		// module the rewriter cannot handle runs as is (MemoryLimit is
 		// then inferred from the memory size).
-		rewritten, err := meter.Instrument(wasm, MeterOptions(metered))
+		rewritten, err := meter.Instrument(wasm, meterOptions(metered, profiled))
 		switch {
+		case err != nil && profiled:
+			return nil, fmt.Errorf("the guest profiler counts fuel by metering the module, and this one cannot be metered (%w)", err)
 		case err != nil && metered:
 			return nil, fmt.Errorf("fuel is counted by metering the module, and this one cannot be metered (%w); remove fuel", err)
 		case err == nil:
@@ -207,13 +211,16 @@ func (e *Engine) Compile(_ context.Context, wasm []byte, cfg sandbox.ModuleConfi
 	if metered {
 		hfs = append(hfs, meterFuncs()...)
 	}
+	if profiled {
+		hfs = append(hfs, core.ProfileFuncs()...)
+	}
 	for _, hf := range hfs {
 		if err := e.define(linker, hf); err != nil {
 			linker.Close()
 			return nil, err
 		}
 	}
-	opts := MeterOptions(metered)
+	opts := meterOptions(metered, profiled)
 	return &module{e: e, eng: eng, mod: mod, linker: linker, cfg: cfg, metered: metered, bt: core.NewBacktrace(original, &opts)}, nil
 }
 
@@ -226,6 +233,14 @@ const meteredStack = 1 << 62
 // set never to trip) when the callback has fuel.
 func MeterOptions(fuel bool) meter.Options {
 	return meter.Options{Meter: fuel, StackLimit: meteredStack, GrowHook: true}
+}
+
+// meterOptions are MeterOptions with the guest profiler's reports where
+// the module is profiled.
+func meterOptions(fuel, profile bool) meter.Options {
+	opts := MeterOptions(fuel)
+	opts.Profile = profile
+	return opts
 }
 
 // meterFuncs are the metered module's imports: the refill (fuel accounting

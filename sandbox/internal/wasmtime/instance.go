@@ -36,6 +36,9 @@ import (
 // deadline, like a call.
 func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.Instance, error) {
 	inst := &instance{m: m, state: core.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	if m.cfg.Profile != nil {
+		inst.state.Profile = core.NewProfileRecorder(m.cfg.Profile)
+	}
 	inst.SetDeadline(deadline)
 	inst.store = wt.NewStoreWithData(m.eng, inst)
 	lim := m.cfg.Limits
@@ -329,6 +332,7 @@ func (i *instance) end(err error, res *C.cb_call_result_t) *sandbox.Trap {
 	if i.m.metered && res != nil && i.budgetRaw != nil {
 		i.fuelUsed, i.fuelKnown = i.state.Fuel.Used(int64(res.counter)), true
 	}
+	i.state.ProfileEnd(i.fuelUsed)
 	return t
 }
 

@@ -146,6 +146,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		NewFunctionBuilder().
 		WithGoModuleFunction(e.adapt(core.GrowDeniedFunc()), []api.ValueType{api.ValueTypeI32}, nil).
 		Export(meter.GrowDeniedName).
+		NewFunctionBuilder().
+		WithGoModuleFunction(e.adapt(core.ProfileFuncs()[0]), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil).
+		Export(meter.ProfileEnterName).
+		NewFunctionBuilder().
+		WithGoModuleFunction(e.adapt(core.ProfileFuncs()[1]), []api.ValueType{api.ValueTypeI64}, nil).
+		Export(meter.ProfileExitName).
 		Instantiate(ctx); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("host module %s: %w", meter.RefillModule, err)
@@ -269,9 +275,12 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 	if cfg.Limits.MaxStack > 0 {
 		m.stackLimit = int64(cfg.Limits.MaxStack)
 	}
+	if cfg.Profile != nil && !e.metered {
+		return nil, errors.New("the guest profiler counts fuel through the meter, which this engine was built without")
+	}
 	switch {
 	case e.metered:
-		opts := MeterOptions(m.stackLimit, cfg.Deterministic)
+		opts := meterOptions(m.stackLimit, cfg)
 		m.bt = core.NewBacktrace(wasm, &opts)
 	case cfg.Deterministic:
 		opts := meter.Options{CanonicalNaN: true}
@@ -280,7 +289,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, cfg sandbox.ModuleCon
 		m.bt = core.NewBacktrace(wasm, nil)
 	}
 	if e.metered {
-		metered, err := e.meter(wasm, cfg, MeterOptions(m.stackLimit, cfg.Deterministic))
+		metered, err := e.meter(wasm, cfg, meterOptions(m.stackLimit, cfg))
 		if errors.Is(err, meter.ErrTooManyBlocks) {
 			return nil, fmt.Errorf("%w: the wazero engine compiles a function in time that grows with the square of its blocks; use engine: wasmtime", err)
 		}
@@ -338,7 +347,7 @@ func (e *Engine) compile(ctx context.Context, wasm []byte) (cm wazero.CompiledMo
 // rewrite.
 func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, opts meter.Options) ([]byte, error) {
 	key := core.CacheKey(sandbox.ModuleSum(wasm, cfg), fmt.Sprintf("meter%d", meter.Version), fmt.Sprintf("stack%d", opts.StackLimit),
-		fmt.Sprintf("nan%v", opts.CanonicalNaN), "anchors1")
+		fmt.Sprintf("nan%v", opts.CanonicalNaN), fmt.Sprintf("prof%v", opts.Profile), "anchors1")
 	return e.rewrites.Get(key, readFile, func() ([]byte, error) {
 		out, err := meter.Instrument(wasm, opts)
 		if err != nil {
@@ -354,6 +363,14 @@ func (e *Engine) meter(wasm []byte, cfg sandbox.ModuleConfig, opts meter.Options
 // for a deterministic callback, canonical NaNs.
 func MeterOptions(stackLimit int64, deterministic bool) meter.Options {
 	return meter.Options{Meter: true, StackLimit: stackLimit, GrowHook: true, MaxBlocks: MaxFunctionBlocks, CanonicalNaN: deterministic}
+}
+
+// meterOptions are MeterOptions for a module's config, with the guest
+// profiler's reports where it asks for them.
+func meterOptions(stackLimit int64, cfg sandbox.ModuleConfig) meter.Options {
+	opts := MeterOptions(stackLimit, cfg.Deterministic)
+	opts.Profile = cfg.Profile != nil
+	return opts
 }
 
 func readFile(path string) ([]byte, bool) {
@@ -398,6 +415,9 @@ func (m *module) Close(ctx context.Context) error { return m.cm.Close(ctx) }
 // deadline.
 func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.Instance, error) {
 	inst := &instance{m: m, state: core.NewGuestState(&m.cfg.Limits, m.cfg.Logger)}
+	if m.cfg.Profile != nil {
+		inst.state.Profile = core.NewProfileRecorder(m.cfg.Profile)
+	}
 	inst.SetDeadline(deadline)
 	alloc := &allocator{limit: m.cfg.Limits.MaxMemory, state: inst.state, shared: m.e.shared}
 	inst.alloc = alloc
@@ -493,6 +513,9 @@ func (i *instance) end() {
 	i.callCtx = nil
 	if i.budget != nil {
 		i.fuelUsed = i.state.Fuel.Used(int64(i.budget.Get()))
+		i.state.ProfileEnd(i.fuelUsed)
+	} else {
+		i.state.ProfileEnd(0) // instantiation: its reports counted its fuel
 	}
 }
 
