@@ -149,7 +149,7 @@ func newRoot() *cobra.Command {
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newNpyCmd(), newLowerCmd(), newExecCmd(), newVersionCmd(), newNewCmd(), newReplayCmd())
+	root.AddCommand(newRunCmd(), newInspectCmd(), newCheckCmd(), newDemoCmd(), newNpyCmd(), newLowerCmd(), newExecCmd(), newVersionCmd(), newNewCmd(), newReplayCmd(), newProfileCmd())
 	return root
 }
 
