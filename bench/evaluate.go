@@ -251,7 +251,34 @@ func (r *Report) evaluate() []Target {
 	if len(r.UserKernels) > 0 {
 		ts = append(ts, r.userKernelsTarget())
 	}
-	return append(ts, r.processTarget(), r.elixirTarget())
+	return append(ts, r.processTarget(), r.elixirTarget(), r.profilerTarget())
+}
+
+// profilerTarget is the guest profiler's overhead (issue 47), from
+// BenchmarkGuestProfiler (host/profile_bench_test.go): profiled against
+// plain calls of a loop-bound and a call-bound guest, in interleaved
+// rounds. On wasmtime a profiled module is metered (the profiler counts
+// fuel) where a plain one without fuel is not, so its loop-bound ratio
+// includes the meter's cost.
+func (r *Report) profilerTarget() Target {
+	t := Target{N: 16, Title: "guest profiler: a loop-bound guest profiled <= 1.1x unprofiled on wazero, <= 1.5x on wasmtime (the meter included); a guest call's two reports measured"}
+	for _, e := range Engines() {
+		m := goBenchMetrics(r.GoBench, "BenchmarkGuestProfiler/"+e)
+		x, ok := m["loops-ratio"]
+		if !ok {
+			x = math.NaN()
+		}
+		limit := 1.1
+		if e == "wasmtime" {
+			limit = 1.5
+		}
+		c := ratioCheck(e+" loop-bound guest: profiled / plain", x, math.NaN(), limit, true)
+		if ok {
+			c.Value += fmt.Sprintf(" (a call-bound guest, 10,000 guest calls a call: %s; each guest call's reports: %s)", fmtRatio(m["calls-ratio"]), formatNs(m["report-ns"]))
+		}
+		t.Checks = append(t.Checks, c)
+	}
+	return t
 }
 
 // elixirLine matches a result line of elixir/bench/call_bench.exs: the

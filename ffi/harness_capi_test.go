@@ -24,7 +24,7 @@ import (
 func TestHarnessCAPI(t *testing.T) {
 	r := harnessGroups(t, false, nil, "version", "open", "list", "dtypes", "shapes", "bad", "chains", "batch", "close")
 
-	assert.Equal(t, "1.12.0 11200", r.vals["version"])
+	assert.Equal(t, "1.13.0 11300", r.vals["version"])
 
 	// Opening.
 	r.fails(t, "open_null_path", abi.InvalidArgument, "config_path: NULL")

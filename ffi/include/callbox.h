@@ -1,5 +1,5 @@
 /*
- * callbox.h - the C API of libcallbox, version 1.12.
+ * callbox.h - the C API of libcallbox, version 1.13.
  *
  * libcallbox runs untrusted tensor callbacks (WebAssembly modules) in
  * sandboxes with hard limits, for any runtime with a C FFI: a C or C++
@@ -122,9 +122,10 @@ extern "C" {
  *        (callbox_xla_failure); the XLA attribute host
  *        (callbox_xla_host_attr)
  *   1.12 callbox_error.frames: the guest's frames of a failure inside the
- *        guest (callbox_frame), in the module as its author built it */
+ *        guest (callbox_frame), in the module as its author built it
+ *   1.13 callbox_profile (the guest profiler), callbox_string_free */
 #define CALLBOX_VERSION_MAJOR 1
-#define CALLBOX_VERSION_MINOR 12
+#define CALLBOX_VERSION_MINOR 13
 #define CALLBOX_VERSION_PATCH 0
 
 
@@ -531,6 +532,30 @@ callbox_error *callbox_output_types(callbox_host host, const char *callback,
 callbox_error *callbox_call(callbox_host host, const char *callback,
                             const callbox_tensor *inputs, size_t num_inputs,
                             callbox_tensor *outputs, size_t num_outputs);
+
+/* ---- The guest profiler (since 1.13) -------------------------------------
+ *
+ * Where a callback's own functions spend their work: callbox_profile calls
+ * the callback calls times with inputs on a copy of it compiled with the
+ * guest profiler (in process, under the callback's engine and limits; a
+ * callback under isolation: process is profiled under isolation: pooled),
+ * and reports fuel (wasm instructions, counted alike on both engines),
+ * wall time and calls per guest function and call path. pprof_path (NULL:
+ * none) receives the profile in pprof's format (go tool pprof reads it);
+ * *summary (summary NULL: none) receives it as JSON, the fields of Go's
+ * host.GuestProfile ({"callback", "engine", "calls", "failed",
+ * "elapsed" (ns), "functions": [{"frame": {"func", "func_index", "offset",
+ * "file", "line", "column"}, "self": {"fuel", "nanos", "calls"},
+ * "total": {...}}]}), the most self fuel first; free it with
+ * callbox_string_free. A call that fails is counted and profiled up to
+ * where it stopped; callbox_profile fails when every call failed (the last
+ * call's error). The output tensors are the library's and discarded. */
+callbox_error *callbox_profile(callbox_host host, const char *callback,
+                               const callbox_tensor *inputs, size_t num_inputs,
+                               uint64_t calls, const char *pprof_path, char **summary);
+/* Frees a string the library returned (callbox_profile's summary); NULL is
+ * allowed. */
+void callbox_string_free(char *s);
 
 /* ---- Cancellation (since 1.2) ------------------------------------------
  *

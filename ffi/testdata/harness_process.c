@@ -157,6 +157,8 @@ void group_fork(const char *cfg) {
     report("fork_entry_callbox_callback_params", callbox_callback_params(host, "copy_f32", NULL, 0, &nparams));
     report("fork_entry_callbox_callback_refusal", callbox_callback_refusal(host, "copy_f32", "why"));
     report("fork_entry_callbox_output_types", callbox_output_types(host, "copy_f32", &ti, 1, types, 1));
+    char *summary = NULL;
+    report("fork_entry_callbox_profile", callbox_profile(host, "copy_f32", &ti, 1, 1, NULL, &summary));
     report("fork_entry_callbox_call_batch", callbox_call_batch(host, 0, NULL, "copy_f32", &ti, 1, &to, 1));
     callbox_request req = {sizeof req, "copy_f32", NULL, 0, &ti, 1, &to, 1, 0, 0, 0};
     report("fork_entry_callbox_request_run", callbox_request_run(host, &req));

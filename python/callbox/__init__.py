@@ -40,7 +40,7 @@ from .errors import (
     Overloaded,
     WorkerDied,
 )
-from .host import CallbackInfo, CallbackLimits, Chain, Host
+from .host import CallbackInfo, CallbackLimits, Chain, Host, Profile, ProfileFunction, ProfileWork
 from .replay import Replay, replay
 
 __version__ = "1.4.0"
@@ -74,7 +74,7 @@ def cuda_stats() -> Optional[Dict[str, Any]]:
 
 __all__ = [
     "Host", "Chain", "CallbackInfo", "CallbackLimits", "CallbackError", "ChainError", "Frame", "find_library", "library_version",
-    "cuda_stats", "Replay", "replay",
+    "cuda_stats", "Replay", "replay", "Profile", "ProfileFunction", "ProfileWork",
     "Timeout", "FuelExhausted", "MemoryLimit", "StackOverflow", "Unreachable", "MemoryOutOfBounds",
     "DivideByZero", "IntegerOverflow", "InvalidConversion", "TableOutOfBounds", "IndirectCallMismatch",
     "GuestError", "ABIViolation", "HostPanic", "Canceled", "OtherTrap", "InvalidArgument",

@@ -47,7 +47,7 @@ def hostile_name(export, kind, engine):
 
 
 def _wat2wasm(src, dst):
-    subprocess.run([shutil.which("wat2wasm"), str(src), "-o", str(dst)], check=True)
+    subprocess.run([shutil.which("wat2wasm"), "--debug-names", str(src), "-o", str(dst)], check=True)
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +57,8 @@ def guest_dir():
     left there (carried with build/) are used."""
     d = ROOT / "build" / "testguests"
     sources = [(ROOT / "ffi" / "testdata" / "kit.wat", d / "kit.wasm"),
-               (ROOT / "python" / "tests" / "testdata" / "panic.wat", d / "panic.wasm")]
+               (ROOT / "python" / "tests" / "testdata" / "panic.wat", d / "panic.wasm"),
+               (ROOT / "python" / "tests" / "testdata" / "profile.wat", d / "profile.wasm")]
     for module in sorted({h[0] for h in HOSTILE}):
         sources.append((ROOT / "host" / "testdata" / "hostile" / (module + ".wat"), d / (module + ".wasm")))
     if shutil.which("wat2wasm"):

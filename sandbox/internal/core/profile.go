@@ -125,21 +125,29 @@ func (g *GuestState) ProfileEnd(used uint64) {
 	}
 }
 
+// ProfileEnter is the profiler's entry report: function fn (of the module
+// as built) started with the guest's counter at counter.
+func (g *GuestState) ProfileEnter(fn uint32, counter int64) {
+	if g.Profile != nil {
+		g.Profile.enter(fn, g.Fuel.Spent(counter))
+	}
+}
+
+// ProfileExit is the profiler's exit report: the function on top returned
+// with the guest's counter at counter.
+func (g *GuestState) ProfileExit(counter int64) {
+	if g.Profile != nil {
+		g.Profile.exit(g.Fuel.Spent(counter))
+	}
+}
+
 // ProfileFuncs are the meter's profiler imports (meter.Options.Profile):
 // they read the fuel used from the counter value the guest passes.
 func ProfileFuncs() []HostFunc {
 	return []HostFunc{
 		{Module: meter.RefillModule, Name: meter.ProfileEnterName, Params: []sandbox.ValType{sandbox.I32, sandbox.I64},
-			Fn: func(g *GuestState, _ []byte, s []uint64) {
-				if g.Profile != nil {
-					g.Profile.enter(uint32(s[0]), g.Fuel.Spent(int64(s[1])))
-				}
-			}},
+			Fn: func(g *GuestState, _ []byte, s []uint64) { g.ProfileEnter(uint32(s[0]), int64(s[1])) }},
 		{Module: meter.RefillModule, Name: meter.ProfileExitName, Params: []sandbox.ValType{sandbox.I64},
-			Fn: func(g *GuestState, _ []byte, s []uint64) {
-				if g.Profile != nil {
-					g.Profile.exit(g.Fuel.Spent(int64(s[0])))
-				}
-			}},
+			Fn: func(g *GuestState, _ []byte, s []uint64) { g.ProfileExit(int64(s[0])) }},
 	}
 }

@@ -147,10 +147,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		WithGoModuleFunction(e.adapt(core.GrowDeniedFunc()), []api.ValueType{api.ValueTypeI32}, nil).
 		Export(meter.GrowDeniedName).
 		NewFunctionBuilder().
-		WithGoModuleFunction(e.adapt(core.ProfileFuncs()[0]), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil).
+		WithGoModuleFunction(api.GoModuleFunc(e.profileEnter), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, nil).
 		Export(meter.ProfileEnterName).
 		NewFunctionBuilder().
-		WithGoModuleFunction(e.adapt(core.ProfileFuncs()[1]), []api.ValueType{api.ValueTypeI64}, nil).
+		WithGoModuleFunction(api.GoModuleFunc(e.profileExit), []api.ValueType{api.ValueTypeI64}, nil).
 		Export(meter.ProfileExitName).
 		Instantiate(ctx); err != nil {
 		_ = e.Close(ctx)
@@ -516,6 +516,22 @@ func (i *instance) end() {
 		i.state.ProfileEnd(i.fuelUsed)
 	} else {
 		i.state.ProfileEnd(0) // instantiation: its reports counted its fuel
+	}
+}
+
+// profileEnter and profileExit are the guest profiler's imports
+// (core.ProfileFuncs), called on every guest function call of a profiled
+// module: direct, without adapt's general path (memory view, panic
+// containment: they touch neither guest memory nor anything that panics).
+func (e *Engine) profileEnter(ctx context.Context, mod api.Module, stack []uint64) {
+	if inst := e.instanceOf(ctx, mod); inst != nil {
+		inst.state.ProfileEnter(uint32(stack[0]), int64(stack[1]))
+	}
+}
+
+func (e *Engine) profileExit(ctx context.Context, mod api.Module, stack []uint64) {
+	if inst := e.instanceOf(ctx, mod); inst != nil {
+		inst.state.ProfileExit(int64(stack[0]))
 	}
 }
 

@@ -1,0 +1,99 @@
+package main
+
+/*
+#define CALLBOX_BUILDING_LIBRARY 1
+#include <stdlib.h>
+#include "include/callbox.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
+)
+
+// maxProfileCalls bounds callbox_profile's calls argument: a C caller's
+// number, passed to the host as an int.
+const maxProfileCalls = 1 << 31
+
+//export cbxgo_profile
+func cbxgo_profile(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, calls C.uint64_t, pprofPath *C.char, summary **C.char) *C.callbox_error {
+	return entry("callbox_profile", func() error {
+		if summary != nil {
+			*summary = nil
+		}
+		if calls == 0 || calls > maxProfileCalls {
+			return badArg(arg("calls"), "%d: want 1 to %d", uint64(calls), maxProfileCalls)
+		}
+		var path string
+		if pprofPath != nil {
+			p, err := cString(cbytes(pprofPath), "pprof_path")
+			if err != nil {
+				return err
+			}
+			path = p
+		}
+		return profileDL(context.Background(), uint64(h), cbytes(callback), dlTensors(inputs), uintptr(nIn), uint64(calls), path, summary)
+	})
+}
+
+// profileDL is callbox_profile: Host.Profile of a callback on DLPack
+// inputs, its pprof written to path ("" none) and its summary returned
+// as JSON in C memory (*summary, when summary is not NULL).
+func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, calls uint64, path string, summary **C.char) error {
+	bh, name, _, err := callSetup(h, nil, callback)
+	if err != nil {
+		return err
+	}
+	in, err := fromDLs("input", inputs, nIn, nil)
+	if err != nil {
+		return err
+	}
+	p, err := bh.h.Profile(ctx, name, int(calls), in...)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		if err := writePprof(path, p.WritePprof); err != nil {
+			return err
+		}
+	}
+	if summary != nil {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("callbox_profile: %w", err)
+		}
+		*summary = C.CString(string(b))
+	}
+	return nil
+}
+
+// writePprof writes the profile through a temporary file beside path, so
+// a failure leaves path as it was.
+func writePprof(path string, write func(w io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return badArg(arg("pprof_path"), "%v", err)
+	}
+	defer os.Remove(f.Name())
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("callbox_profile: pprof_path %s: %w", path, err)
+	}
+	return nil
+}
