@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/sandbox"
+	"github.com/seed4b3e0ccb/callbox/sandbox/engines"
 )
 
 // The guest profiler: where a callback's own functions spend their work.
@@ -63,13 +64,13 @@ type GuestProfile struct {
 // buffers), which `go tool pprof` reads: one sample per call path with
 // the sample types fuel (the default), wall (nanoseconds) and calls.
 func (p *GuestProfile) WritePprof(w io.Writer) error {
-	return sandbox.WritePprof(w, p.wasm, p.paths, p.Elapsed)
+	return engines.WritePprof(w, p.wasm, p.paths, p.Elapsed)
 }
 
 func newGuestProfile(c *Callback, prof *sandbox.GuestProfile) *GuestProfile {
 	paths, guestCalls, elapsed := prof.Snapshot()
 	out := &GuestProfile{Callback: c.name, Engine: c.engine.Name(), Calls: guestCalls, Elapsed: elapsed, wasm: c.wasm, paths: paths}
-	for _, f := range sandbox.ProfileFuncs(c.wasm, paths) {
+	for _, f := range engines.ProfileFuncs(c.wasm, paths) {
 		out.Functions = append(out.Functions, ProfileFunction{Frame: Frame(f.Frame), Self: ProfileWork(f.Self), Total: ProfileWork(f.Total)})
 	}
 	return out

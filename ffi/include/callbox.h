@@ -534,27 +534,18 @@ callbox_error *callbox_call(callbox_host host, const char *callback,
                             callbox_tensor *outputs, size_t num_outputs);
 
 /* ---- The guest profiler (since 1.13) -------------------------------------
- *
- * Where a callback's own functions spend their work: callbox_profile calls
- * the callback calls times with inputs on a copy of it compiled with the
- * guest profiler (in process, under the callback's engine and limits; a
- * callback under isolation: process is profiled under isolation: pooled),
- * and reports fuel (wasm instructions, counted alike on both engines),
- * wall time and calls per guest function and call path. pprof_path (NULL:
- * none) receives the profile in pprof's format (go tool pprof reads it);
- * *summary (summary NULL: none) receives it as JSON, the fields of Go's
- * host.GuestProfile ({"callback", "engine", "calls", "failed",
- * "elapsed" (ns), "functions": [{"frame": {"func", "func_index", "offset",
- * "file", "line", "column"}, "self": {"fuel", "nanos", "calls"},
- * "total": {...}}]}), the most self fuel first; free it with
- * callbox_string_free. A call that fails is counted and profiled up to
- * where it stopped; callbox_profile fails when every call failed (the last
- * call's error). The output tensors are the library's and discarded. */
+ * callbox_profile calls the callback calls times with inputs on a copy of it
+ * compiled with the guest profiler (in process; Go's Host.Profile) and
+ * writes the profile in pprof's format to pprof_path (NULL: none) and as
+ * JSON (the fields of Go's host.GuestProfile: callback, engine, calls,
+ * failed, elapsed ns, functions with frame, self and total work: fuel,
+ * nanos, calls) to *summary (summary NULL: none), which
+ * callbox_string_free frees. It fails when every call failed (the last
+ * call's error). */
 callbox_error *callbox_profile(callbox_host host, const char *callback,
                                const callbox_tensor *inputs, size_t num_inputs,
                                uint64_t calls, const char *pprof_path, char **summary);
-/* Frees a string the library returned (callbox_profile's summary); NULL is
- * allowed. */
+/* Frees a string the library returned; NULL is allowed. */
 void callbox_string_free(char *s);
 
 /* ---- Cancellation (since 1.2) ------------------------------------------

@@ -40,7 +40,8 @@ from .errors import (
     Overloaded,
     WorkerDied,
 )
-from .host import CallbackInfo, CallbackLimits, Chain, Host, Profile, ProfileFunction, ProfileWork
+from .host import CallbackInfo, CallbackLimits, Chain, Host
+from .profile import Profile, ProfileFunction, ProfileWork
 from .replay import Replay, replay
 
 __version__ = "1.4.0"

@@ -11,7 +11,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _lib
-from .errors import CallbackError, Canceled, FailedPrecondition, Frame, InvalidArgument, check
+from .errors import CallbackError, Canceled, FailedPrecondition, InvalidArgument, check
+from .profile import Profile
 
 
 class Param(NamedTuple):
@@ -584,7 +585,7 @@ class Host:
         return _result(outs, out)
 
     def profile(self, name: str, *arrays: ArrayLike, calls: int = 10,
-                pprof: Optional[Union[str, "os.PathLike[str]"]] = None) -> "Profile":
+                pprof: Optional[Union[str, "os.PathLike[str]"]] = None) -> Profile:
         """Profile where a callback's own functions spend their work: call it
         `calls` times with these arguments (converted as for call) on a copy
         compiled with the guest profiler, in process, under its engine and
@@ -606,7 +607,7 @@ class Host:
             text = ctypes.string_at(summary.value).decode()
         finally:
             self._lib.callbox_string_free(summary)
-        return Profile._from_json(json.loads(text))
+        return Profile.from_json(json.loads(text))
 
     def call_batch(self, name: str, *arrays: ArrayLike, out: Optional[Out] = None,
                    chain: Optional[str] = None) -> Result:
@@ -666,58 +667,6 @@ class Host:
         """The ordered chain with this name (the same chain for the same
         name)."""
         return Chain(self, name)
-
-
-class ProfileWork(NamedTuple):
-    """Work charged to a guest function: fuel units (wasm instructions,
-    plus bulk rates), wall time in seconds (the profiler's own cost per
-    guest call included) and the times it was entered."""
-
-    fuel: int
-    wall: float
-    calls: int
-
-
-class ProfileFunction(NamedTuple):
-    """One guest function in a Profile: frame names it (offset: its body's
-    first byte; file and line: its first source line, where the module has
-    DWARF); self is the work in the function, total with what it called."""
-
-    frame: Frame
-    self: ProfileWork
-    total: ProfileWork
-
-
-class Profile(NamedTuple):
-    """Where a callback's guest spent its work over some calls
-    (Host.profile), as the library reports it."""
-
-    callback: str
-    engine: str
-    calls: int
-    failed: int
-    elapsed: float
-    functions: List[ProfileFunction]
-
-    @staticmethod
-    def _from_json(d: Dict[str, Any]) -> "Profile":
-        def work(w: Dict[str, Any]) -> ProfileWork:
-            return ProfileWork(w["fuel"], w["nanos"] / 1e9, w["calls"])
-
-        fns = []
-        for f in d.get("functions") or []:
-            fr = f["frame"]
-            frame = Frame(fr.get("func", ""), fr.get("module", ""), fr.get("file", ""), fr.get("line", 0),
-                          fr.get("column", 0), fr.get("func_index", 0), fr.get("offset", 0))
-            fns.append(ProfileFunction(frame, work(f["self"]), work(f["total"])))
-        return Profile(d["callback"], d["engine"], d["calls"], d["failed"], d["elapsed"] / 1e9, fns)
-
-    def function(self, name: str) -> ProfileFunction:
-        """The function named name (KeyError when the profile has none)."""
-        for f in self.functions:
-            if f.frame.func == name:
-                return f
-        raise KeyError(name)
 
 
 def _invoke(lib, handle, chain, name, ins, outs):
