@@ -10,6 +10,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/cuda"
 	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/ffi/internal/hugepage"
 )
 
 // xlaMaxBuffers is CBX_MAX_BUFFERS (xla_ffi.h).
@@ -192,6 +193,9 @@ func xlaExecute(ctx context.Context, c *xlaCall) (string, error) {
 	out, err := xlaTensors("result", c.Rets[:c.NumRets], sc.out[:])
 	if err != nil {
 		return callback, ci.refused(err)
+	}
+	for _, t := range out {
+		hugepage.Advise(t.Data) // XLA's fresh result buffers (package hugepage)
 	}
 	return callback, bh.doOn(ctx, ci, chain, in, out, c.Batched != 0, 0)
 }

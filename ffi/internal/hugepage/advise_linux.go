@@ -1,0 +1,23 @@
+package hugepage
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Advise asks for huge pages behind b's 2 MiB-aligned interior when b
+// holds at least MinBytes. It reports whether the kernel took the advice;
+// a refusal (no THP support, memory that cannot have it) changes nothing.
+// b must be memory the Go runtime does not manage (a foreign buffer).
+func Advise(b []byte) bool {
+	if len(b) < MinBytes {
+		return false
+	}
+	start, n := interior(uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if n == 0 {
+		return false
+	}
+	_, _, errno := unix.Syscall(unix.SYS_MADVISE, start, n, unix.MADV_HUGEPAGE)
+	return errno == 0
+}
