@@ -47,7 +47,8 @@ func TestGoBenchMetrics(t *testing.T) {
 }
 
 func TestProcessTarget(t *testing.T) {
-	out := "BenchmarkProcessCall/1KiB/wazero-2 \t 100\t 13000 ns/op\t 900 inproc-ns/op\t 12500 process-ns/op\t 13.9 ratio\n" +
+	out := "BenchmarkProcessCall/1KiB/wazero-2 \t 100\t 13000 ns/op\t 900 inproc-ns/op\t 4500 process-ns/op\t 5.0 ratio\n" +
+		"BenchmarkProcessBell/wazero-2 \t 1\t 1 ns/op\t 14.8 one-bell-cpu-us\t 9149 one-bell-ns/call\t 29.0 one-socket-cpu-us\t 32290 one-socket-ns/call\t 3.529 one-speedup\t 12.8 crowd-bell-cpu-us\t 8969 crowd-bell-ns/call\t 29.2 crowd-socket-cpu-us\t 23034 crowd-socket-ns/call\t 0.97 crowd-speedup\n" +
 		"BenchmarkProcessCall/4MiB/wazero-2 \t 100\t 1 ns/op\t 1.13 ratio\n" +
 		"BenchmarkProcessCall/32MiB/wazero-2 \t 100\t 1 ns/op\t 1.25 ratio\n" +
 		"BenchmarkWorkerStart/wazero-2 \t 10\t 1 ns/op\t 2400 inproc-load-µs\t 6500 process-load-µs\n" +
@@ -58,7 +59,9 @@ func TestProcessTarget(t *testing.T) {
 		checks[c.What] = c
 	}
 	assert.True(t, checks["wazero 1 KiB call in a worker"].Met)
-	assert.Contains(t, checks["wazero 1 KiB call in a worker"].Value, "12.50 µs")
+	assert.Contains(t, checks["wazero 1 KiB call in a worker"].Value, "4.50 µs")
+	assert.True(t, checks["wazero 1 KiB calls from one caller: doorbell / socket calls/s"].Met)
+	assert.False(t, checks["wazero 1 KiB calls from twice as many callers as cores: doorbell / socket calls/s"].Met, "0.97x misses 1x")
 	assert.True(t, checks["wazero 4MiB: in a worker / in process"].Met)
 	assert.False(t, checks["wazero 32MiB: in a worker / in process"].Met, "1.25x misses 1.2x")
 	assert.True(t, checks["wazero load with a new worker"].Met)

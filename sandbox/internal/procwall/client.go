@@ -43,6 +43,12 @@ type Options struct {
 	// User is who the workers run as when the host runs as root (UID <
 	// 0: the host's own user); see ResolveUser.
 	User User
+	// SocketOnly exchanges every request and reply over the instance
+	// socket, without the doorbell (bell.go). New sets it when the
+	// environment has CALLBOX_PROCESS_BELL=off (the benchmarks measure the
+	// doorbell against it; an operator can turn the doorbell's spinning
+	// off with it).
+	SocketOnly bool
 }
 
 // Engine runs each compiled module in a worker process of its own.
@@ -74,6 +80,9 @@ func New(_ context.Context, o Options) (*Engine, error) {
 	}
 	if st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("isolation: process: the worker %s is not an executable file", o.Worker)
+	}
+	if os.Getenv("CALLBOX_PROCESS_BELL") == "off" {
+		o.SocketOnly = true
 	}
 	return &Engine{o: o, validator: validate.New()}, nil
 }

@@ -255,7 +255,40 @@ func (m *module) Instantiate(ctx context.Context, deadline time.Time) (sandbox.I
 		return nil, err
 	}
 	i.SetDeadline(deadline)
+	if !m.e.o.SocketOnly {
+		i.ringBell(ctx, deadline)
+	}
 	return i, nil
+}
+
+// ringBell sets up the instance's doorbell (bell.go). Where it cannot (no
+// memfd, a worker that could not map it), the instance keeps the socket
+// for every exchange: slower, the same otherwise.
+func (i *instance) ringBell(ctx context.Context, deadline time.Time) {
+	fd, err := newBellFile()
+	if err != nil {
+		return
+	}
+	b, err := mapBell(fd, hostSpin)
+	if err != nil {
+		closeFD(fd)
+		return
+	}
+	i.e.reset(opBell)
+	err = send(i.sock, i.e.b, fd)
+	closeFD(fd)
+	if err != nil {
+		b.close()
+		return
+	}
+	msg, rfd, err := i.roundTrip(ctx, deadline, nil)
+	closeFD(rfd)
+	d := dec{b: msg}
+	if err != nil || d.u8() != opBellReady || d.error() != nil {
+		b.close()
+		return
+	}
+	i.bell = b
 }
 
 // instance is one guest instance living in the worker.
@@ -278,6 +311,10 @@ type instance struct {
 	grace time.Duration
 	e     enc
 	rbuf  []byte
+	// bell is the instance's doorbell (nil: every exchange on the socket)
+	// and bseq its last request's sequence.
+	bell *bell
+	bseq uint32
 }
 
 var (
@@ -316,15 +353,20 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 		})
 	}
 	var err error
-	if e != nil {
-		if err = send(i.sock, e.b, -1); err != nil {
-			err = fmt.Errorf("%w: %w", errNotSent, err)
-		}
-	}
 	var msg []byte
 	fd := -1
-	if err == nil {
-		msg, fd, err = recv(i.sock, i.rbuf, maxMessage, e == nil) // only the instantiation's reply carries a descriptor
+	switch {
+	case i.bell != nil && e != nil:
+		msg, err = i.ring(e.b)
+	default:
+		if e != nil {
+			if err = send(i.sock, e.b, -1); err != nil {
+				err = fmt.Errorf("%w: %w", errNotSent, err)
+			}
+		}
+		if err == nil {
+			msg, fd, err = recv(i.sock, i.rbuf, maxMessage, e == nil) // only the instantiation's reply carries a descriptor
+		}
 	}
 	if !deadline.IsZero() {
 		i.kill.Stop()
@@ -339,6 +381,57 @@ func (i *instance) roundTrip(ctx context.Context, deadline time.Time, e *enc) ([
 		i.rbuf = msg[:cap(msg)]
 	}
 	return msg, fd, nil
+}
+
+// ring is one exchange through the doorbell: the request posted (on the
+// socket when it does not fit), the reply awaited and copied out of the
+// shared page (or read from the socket where the worker put it there).
+// A worker that died before it took the request never saw it
+// (errNotSent).
+func (i *instance) ring(req []byte) ([]byte, error) {
+	b := i.bell
+	i.bseq++
+	seq := i.bseq
+	if len(req) <= areaMax {
+		b.post(offReqSeq, offReqLen, reqArea, offWorkerZz, req, uint32(len(req)), seq)
+	} else {
+		b.post(offReqSeq, offReqLen, reqArea, offWorkerZz, nil, lenOnSocket, seq)
+		if err := send(i.sock, req, -1); err != nil {
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
+		}
+	}
+	if _, err := b.await(offRepSeq, offHostZz, seq, true, i.peerAlive); err != nil {
+		if b.word(offAckSeq).Load() != seq {
+			return nil, fmt.Errorf("%w: %w", errNotSent, errPeerGone)
+		}
+		return nil, errPeerGone
+	}
+	n := b.word(offRepLen).Load()
+	switch {
+	case n == lenOnSocket:
+		msg, fd, err := recv(i.sock, i.rbuf, maxMessage, false)
+		closeFD(fd)
+		return msg, err
+	case n > areaMax:
+		return nil, fmt.Errorf("the worker's reply claims %d bytes in the doorbell, which holds %d", n, areaMax)
+	}
+	if cap(i.rbuf) < int(n) {
+		i.rbuf = make([]byte, max(int(n), maxPacket))
+	}
+	msg := i.rbuf[:n]
+	copy(msg, b.mem[repArea:repArea+int(n)])
+	return msg, nil
+}
+
+// peerAlive is the doorbell's check of a worker it waits for: not reaped,
+// the socket not hung up, the instance not closed.
+func (i *instance) peerAlive() bool {
+	select {
+	case <-i.w.exited:
+		return false
+	default:
+	}
+	return !i.gone.Load() && !hungUp(i.sock)
 }
 
 // armKill arms the instance's one kill timer (made on first use, reset
@@ -418,8 +511,24 @@ func (i *instance) broken(what string, err error) error {
 // is known dead, or when the instance's socket has hung up (a worker the
 // kernel has ended, but the host not yet reaped), so the pool never hands
 // a call an instance whose worker is gone.
+//
+// With a doorbell it asks no system call (a poll of the socket costs more
+// than the rest of the round trip): a worker that died and is not reaped
+// yet passes, and the call's ring then finds it gone without having
+// reached it (errNotSent), which the host treats as Alive's false.
 func (i *instance) Alive() bool {
-	return !i.gone.Load() && !i.w.dead.Load() && !hungUp(i.sock)
+	if i.gone.Load() || i.w.dead.Load() {
+		return false
+	}
+	if i.bell != nil {
+		select {
+		case <-i.w.exited:
+			return false
+		default:
+			return true
+		}
+	}
+	return !hungUp(i.sock)
 }
 
 // hungUp reports, without blocking, whether the other end of sock is gone.
@@ -583,7 +692,7 @@ func (i *instance) FuelConsumed() (uint64, bool) { return i.fuel, i.fuelOK }
 // (the frame a call renews from, a result being read) stays readable,
 // holding what the memory held when the worker stopped.
 func (i *instance) Close(context.Context) error {
-	if !i.gone.Load() {
+	if !i.gone.Load() && i.bell == nil {
 		i.e.reset(opClose)
 		_ = send(i.sock, i.e.b, -1)
 	}
@@ -592,11 +701,16 @@ func (i *instance) Close(context.Context) error {
 	return nil
 }
 
-// close disconnects the instance from its worker. The memory mapping is
-// kept (see Close).
+// close disconnects the instance from its worker (through the doorbell,
+// where it has one, so the worker's side ends at once). The memory
+// mapping is kept (see Close).
 func (i *instance) close() {
 	if i.gone.Swap(true) {
 		return
+	}
+	if i.bell != nil {
+		i.bseq++
+		i.bell.post(offReqSeq, offReqLen, reqArea, offWorkerZz, nil, lenClose, i.bseq)
 	}
 	closeFD(i.sock)
 }
@@ -608,4 +722,5 @@ func (i *instance) release() {
 		i.mem = nil
 	}
 	i.view = nil
+	i.bell.close()
 }

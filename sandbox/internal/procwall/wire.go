@@ -21,7 +21,7 @@ import (
 
 // protocolVersion is the wire's version; the worker states it in its hello
 // and the host refuses any other.
-const protocolVersion = 3
+const protocolVersion = 4
 
 const (
 	maxPacket  = 60 << 10
@@ -42,10 +42,12 @@ const (
 	opExport byte = 20 // name, params, results
 	opCall   byte = 21 // u32 function, i64 deadline, i64 caller deadline, stack
 	opClose  byte = 22
+	opBell   byte = 23 // the doorbell's memfd (bell.go): later requests come through it
 	// instance socket, worker -> host
 	opInstantiated byte = 30 // error, then the memory: fd, reserved, length
 	opExported     byte = 31 // error, u32 function
 	opReturned     byte = 32 // error, stack, memory length, guest state, logs
+	opBellReady    byte = 33 // error: the worker mapped the doorbell (or not: the socket stays)
 )
 
 // enc builds one message.

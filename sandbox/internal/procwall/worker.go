@@ -231,11 +231,57 @@ func (s *server) serveInstance(sock int, id uint64, deadline int64) {
 		return
 	}
 	var buf []byte
+	var bl *bell
+	defer func() { bl.close() }()
+	var last uint32 // the doorbell's last request
 	for {
-		msg, fd, err := recv(sock, buf, maxMessage, false)
-		closeFD(fd)
-		if err != nil {
-			return
+		var msg []byte
+		if bl == nil {
+			m, fd, err := recv(sock, buf, maxMessage, true)
+			if err != nil {
+				closeFD(fd)
+				return
+			}
+			if len(m) > 0 && m[0] == opBell {
+				b, err := mapBell(fd, workerSpin)
+				closeFD(fd)
+				e.reset(opBellReady)
+				e.err(err)
+				if send(sock, e.b, -1) != nil {
+					b.close()
+					return
+				}
+				bl = b
+				continue
+			}
+			closeFD(fd)
+			msg = m
+		} else {
+			v, err := bl.await(offReqSeq, offWorkerZz, last, false, func() bool { return !hungUp(sock) })
+			if err != nil {
+				return
+			}
+			last = v
+			bl.word(offAckSeq).Store(v)
+			switch n := bl.word(offReqLen).Load(); {
+			case n == lenClose:
+				return
+			case n == lenOnSocket:
+				m, fd, err := recv(sock, buf, maxMessage, false)
+				closeFD(fd)
+				if err != nil {
+					return
+				}
+				msg = m
+			case n > areaMax:
+				return
+			default:
+				if cap(buf) < int(n) {
+					buf = make([]byte, max(int(n), maxPacket))
+				}
+				msg = buf[:n]
+				copy(msg, bl.mem[reqArea:reqArea+int(n)])
+			}
 		}
 		if len(msg) <= maxPacket {
 			buf = msg[:cap(msg)]
@@ -250,10 +296,25 @@ func (s *server) serveInstance(sock int, id uint64, deadline int64) {
 		default:
 			return // opClose, or a message the host never sends
 		}
-		if send(sock, e.b, -1) != nil {
+		if !reply(sock, bl, e.b, last) {
 			return
 		}
 	}
+}
+
+// reply sends a reply on the socket or, once the instance has a doorbell,
+// through it as the answer to request seq (on the socket, the doorbell
+// saying so, when it does not fit).
+func reply(sock int, bl *bell, msg []byte, seq uint32) bool {
+	if bl == nil {
+		return send(sock, msg, -1) == nil
+	}
+	if len(msg) <= areaMax {
+		bl.post(offRepSeq, offRepLen, repArea, offHostZz, msg, uint32(len(msg)), seq)
+		return true
+	}
+	bl.post(offRepSeq, offRepLen, repArea, offHostZz, nil, lenOnSocket, seq)
+	return send(sock, msg, -1) == nil
 }
 
 func (sv *served) export(d *dec, e *enc) {
