@@ -335,3 +335,47 @@ func TestBulkFuelRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFuelRate measures the CPU time one fuel unit buys in each class
+// of work, on each engine: every workload runs until a budget of 50 million
+// units is exhausted, and the benchmark reports nanoseconds per unit
+// (ns/fuel). This is the CPU-time check behind the rates in package meter
+// (docs/SECURITY.md quotes it): a budget bounds a call's CPU time at about
+// the budget times the largest ns/fuel.
+func BenchmarkFuelRate(b *testing.B) {
+	const fuel = 50_000_000
+	for _, ec := range engines(nil) {
+		for _, bc := range append([]struct {
+			export string
+			charge int64
+		}{{"plain", 0}}, bulkCases...) {
+			b.Run(ec.name+"/"+bc.export, func(b *testing.B) {
+				e := ec.newB(b)
+				lim := limits()
+				lim.Fuel = fuel
+				lim.MaxMemory = 1 << 30
+				lim.MaxError, lim.MaxLog = 1<<20, 1<<40
+				lim.Timeout = time.Minute
+				ctx := context.Background()
+				m, err := e.Compile(ctx, wat.Must(bulkWAT()), sandbox.ModuleConfig{Name: "bulk", Limits: lim, WASI: true})
+				require.NoError(b, err)
+				defer m.Close(ctx)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					inst, err := m.Instantiate(ctx, sandbox.Deadline(time.Now(), lim.Timeout))
+					require.NoError(b, err)
+					fn, err := inst.Export(bc.export, i32toi32[0], i32toi32[1])
+					require.NoError(b, err)
+					b.StartTimer()
+					err = inst.Call(ctx, fn, []uint64{0})
+					b.StopTimer()
+					require.ErrorIs(b, err, abi.FuelExhausted)
+					_ = inst.Close(ctx)
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/fuel, "ns/fuel")
+			})
+		}
+	}
+}
