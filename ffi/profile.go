@@ -11,11 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/seed4b3e0ccb/callbox/ffi/internal/dlpack"
+	"github.com/seed4b3e0ccb/callbox/internal/atomicfile"
 )
 
 // maxProfileCalls bounds callbox_profile's calls argument: a C caller's
@@ -60,8 +58,8 @@ func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Ten
 		return err
 	}
 	if path != "" {
-		if err := writePprof(path, p.WritePprof); err != nil {
-			return err
+		if err := atomicfile.Write(path, p.WritePprof); err != nil {
+			return fmt.Errorf("callbox_profile: pprof_path %w", err)
 		}
 	}
 	if summary != nil {
@@ -70,30 +68,6 @@ func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Ten
 			return fmt.Errorf("callbox_profile: %w", err)
 		}
 		*summary = C.CString(string(b))
-	}
-	return nil
-}
-
-// writePprof writes the profile through a temporary file beside path, so
-// a failure leaves path as it was.
-func writePprof(path string, write func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return badArg(arg("pprof_path"), "%v", err)
-	}
-	defer os.Remove(f.Name())
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("callbox_profile: pprof_path %s: %w", path, err)
 	}
 	return nil
 }

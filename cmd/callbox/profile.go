@@ -11,11 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seed4b3e0ccb/callbox/abi"
 	"github.com/seed4b3e0ccb/callbox/config"
-	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
-	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
+	"github.com/seed4b3e0ccb/callbox/internal/atomicfile"
 )
 
 func newProfileCmd() *cobra.Command {
@@ -45,23 +43,10 @@ func newProfileCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("profile: -n %d: want at least one call", calls))
 			}
 			ctx := cmd.Context()
-			cfg, err := configfile.Load(cfgPath)
-			if err != nil {
-				return usageErr(err)
-			}
-			if cfg, err = host.ExpandModules(cfg); err != nil {
-				return usageErr(err)
-			}
 			name := args[0]
-			cb, ok := cfg.Callback(name)
-			if !ok {
-				return usageErr(fmt.Errorf("%s: no callback %q (have: %s)", cfgPath, name, callbackNames(cfg)))
-			}
-			inputs := make([]abi.Tensor, len(ins))
-			for i, p := range ins {
-				if inputs[i], err = tensorfile.ReadFile(p); err != nil {
-					return usageErr(fmt.Errorf("--in %s", err))
-				}
+			cfg, cb, inputs, err := loadCallback(cfgPath, name, ins)
+			if err != nil {
+				return err
 			}
 			if out != "" {
 				if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
@@ -89,7 +74,7 @@ func newProfileCmd() *cobra.Command {
 			}
 			printProfile(cmd.OutOrStdout(), p, top)
 			if out != "" {
-				if err := writeFileAtomic(out, p.WritePprof); err != nil {
+				if err := atomicfile.Write(out, p.WritePprof); err != nil {
 					return outputErr(fmt.Errorf("-o %w", err))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (go tool pprof -top %s)\n", out, out)
@@ -139,28 +124,4 @@ func printProfile(w io.Writer, p *host.GuestProfile, top int) {
 	if top > 0 && len(p.Functions) > top {
 		fmt.Fprintf(w, "(%d more functions; --top 0 prints all)\n", len(p.Functions)-top)
 	}
-}
-
-// writeFileAtomic writes a file through a temporary name beside it, so a
-// failure leaves path as it was.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

@@ -37,24 +37,10 @@ func newRunCmd() *cobra.Command {
 				return usageErr(errors.New("run: -c CONFIG is required"))
 			}
 			ctx := cmd.Context()
-			cfg, err := configfile.Load(cfgPath)
-			if err != nil {
-				return usageErr(err)
-			}
-			// The callbacks of modules entries, by name, as the host loads them.
-			if cfg, err = host.ExpandModules(cfg); err != nil {
-				return usageErr(err)
-			}
 			name := args[0]
-			cb, ok := cfg.Callback(name)
-			if !ok {
-				return usageErr(fmt.Errorf("%s: no callback %q (have: %s)", cfgPath, name, callbackNames(cfg)))
-			}
-			inputs := make([]abi.Tensor, len(ins))
-			for i, p := range ins {
-				if inputs[i], err = tensorfile.ReadFile(p); err != nil {
-					return usageErr(fmt.Errorf("--in %s", err))
-				}
+			cfg, cb, inputs, err := loadCallback(cfgPath, name, ins)
+			if err != nil {
+				return err
 			}
 			// Load only the callback being run: a broken sibling in the
 			// same config must not stop it.
@@ -180,6 +166,30 @@ func writeOuts(w io.Writer, outs []string, results []abi.Tensor) (err error) {
 		}
 	}
 	return nil
+}
+
+// loadCallback reads the config at cfgPath, finds callback name in it
+// (modules entries expanded, as the host loads them) and reads the --in
+// files; a failure is a usage error naming the file or the callback.
+func loadCallback(cfgPath, name string, ins []string) (*config.Config, config.Callback, []abi.Tensor, error) {
+	cfg, err := configfile.Load(cfgPath)
+	if err != nil {
+		return nil, config.Callback{}, nil, usageErr(err)
+	}
+	if cfg, err = host.ExpandModules(cfg); err != nil {
+		return nil, config.Callback{}, nil, usageErr(err)
+	}
+	cb, ok := cfg.Callback(name)
+	if !ok {
+		return nil, config.Callback{}, nil, usageErr(fmt.Errorf("%s: no callback %q (have: %s)", cfgPath, name, callbackNames(cfg)))
+	}
+	inputs := make([]abi.Tensor, len(ins))
+	for i, p := range ins {
+		if inputs[i], err = tensorfile.ReadFile(p); err != nil {
+			return nil, config.Callback{}, nil, usageErr(fmt.Errorf("--in %s", err))
+		}
+	}
+	return cfg, cb, inputs, nil
 }
 
 func callbackNames(cfg *config.Config) string {

@@ -10,7 +10,8 @@
 // the development VM (perf), where host.call's result (NumPy's, which
 // advises huge pages for arrays of 4 MiB and more) takes 16 faults of
 // 2 MiB. Advising the buffer's 2 MiB-aligned interior does the same for
-// XLA's. The advice changes no byte of the buffer and nothing of its
+// XLA's, and populating the whole buffer in one madvise call faults in the
+// pages outside that interior without a trap each. The advice changes no byte of the buffer and nothing of its
 // lifetime: the allocator still owns and frees it.
 package hugepage
 
