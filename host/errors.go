@@ -239,6 +239,14 @@ type LoadError struct {
 	Err      error
 }
 
+// newLoadError is the LoadError of callback name's failed load (h.load's
+// error): its kind from where it arose (loadKind), its cause carrying no
+// other kind.
+func newLoadError(name string, err error) *LoadError {
+	kind := loadKind(err)
+	return &LoadError{Callback: name, kind: kind, Err: soleKind(err, kind)}
+}
+
 func (e *LoadError) Error() string { return fmt.Sprintf("callback %q: %v", e.Callback, e.Err) }
 
 // Unwrap returns the cause.

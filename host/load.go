@@ -102,8 +102,7 @@ func (h *Host) LoadModule(ctx context.Context, cb config.Callback, wasm []byte) 
 	}
 	c, err := h.load(ctx, cb, wasm, nil)
 	if err != nil {
-		kind := loadKind(err)
-		return &LoadError{Callback: cb.Name, kind: kind, Err: soleKind(err, kind)}
+		return newLoadError(cb.Name, err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -115,7 +115,7 @@ func (h *Host) Profile(ctx context.Context, name string, calls int, inputs ...Te
 	prof := sandbox.NewGuestProfile()
 	pc, err := h.load(ctx, spec, wasm, prof)
 	if err != nil {
-		return nil, &LoadError{Callback: spec.Name, kind: loadKind(err), Err: err}
+		return nil, newLoadError(spec.Name, err)
 	}
 	defer func() { _ = pc.close(context.WithoutCancel(ctx)) }()
 	var failed uint64

@@ -88,8 +88,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		}
 		c, err := h.load(ctx, spec, wasm, nil)
 		if err != nil {
-			kind := loadKind(err)
-			return fail(&LoadError{Callback: spec.Name, kind: kind, Err: soleKind(err, kind)})
+			return fail(newLoadError(spec.Name, err))
 		}
 		built = append(built, c)
 		next[spec.Name] = c
