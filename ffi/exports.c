@@ -140,7 +140,7 @@ extern callbox_error *cbxgo_callback_refusal(callbox_host, const char *, const c
 extern callbox_error *cbxgo_output_types(callbox_host, const char *, const callbox_tensor *, size_t, callbox_type *,
                                          size_t);
 extern callbox_error *cbxgo_call(callbox_host, const char *, const callbox_tensor *, size_t, callbox_tensor *, size_t);
-extern callbox_error *cbxgo_profile(callbox_host, const char *, const callbox_tensor *, size_t, uint64_t, const char *, char **);
+extern callbox_error *cbxgo_profile(callbox_host, const char *, const callbox_tensor *, size_t, int64_t, const char *, char **);
 extern callbox_error *cbxgo_call_cancelable(callbox_host, callbox_cancel_token, const char *, const char *,
                                             const callbox_tensor *, size_t, callbox_tensor *, size_t);
 extern callbox_error *cbxgo_call_within(callbox_host, callbox_cancel_token, const char *, const callbox_tensor *, size_t,
@@ -378,7 +378,7 @@ callbox_error *callbox_call(callbox_host host, const char *callback, const callb
 }
 
 callbox_error *callbox_profile(callbox_host host, const char *callback, const callbox_tensor *inputs,
-                               size_t num_inputs, uint64_t calls, const char *pprof_path, char **summary) {
+                               size_t num_inputs, int64_t calls, const char *pprof_path, char **summary) {
   if (summary != NULL && cbx_in_fork_child()) *summary = NULL;
   CBX_GUARD("callbox_profile");
   return cbxgo_profile(host, callback, inputs, num_inputs, calls, pprof_path, summary);

@@ -16,18 +16,11 @@ import (
 	"github.com/seed4b3e0ccb/callbox/internal/atomicfile"
 )
 
-// maxProfileCalls bounds callbox_profile's calls argument: a C caller's
-// number, passed to the host as an int.
-const maxProfileCalls = 1 << 31
-
 //export cbxgo_profile
-func cbxgo_profile(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, calls C.uint64_t, pprofPath *C.char, summary **C.char) *C.callbox_error {
+func cbxgo_profile(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor, nIn C.size_t, calls C.int64_t, pprofPath *C.char, summary **C.char) *C.callbox_error {
 	return entry("callbox_profile", func() error {
 		if summary != nil {
 			*summary = nil
-		}
-		if calls == 0 || calls > maxProfileCalls {
-			return badArg(arg("calls"), "%d: want 1 to %d", uint64(calls), maxProfileCalls)
 		}
 		var path string
 		if pprofPath != nil {
@@ -37,14 +30,14 @@ func cbxgo_profile(h C.callbox_host, callback *C.char, inputs *C.callbox_tensor,
 			}
 			path = p
 		}
-		return profileDL(context.Background(), uint64(h), cbytes(callback), dlTensors(inputs), uintptr(nIn), uint64(calls), path, summary)
+		return profileDL(context.Background(), uint64(h), cbytes(callback), dlTensors(inputs), uintptr(nIn), int64(calls), path, summary)
 	})
 }
 
 // profileDL is callbox_profile: Host.Profile of a callback on DLPack
 // inputs, its pprof written to path ("" none) and its summary returned
 // as JSON in C memory (*summary, when summary is not NULL).
-func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, calls uint64, path string, summary **C.char) error {
+func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Tensor, nIn uintptr, calls int64, path string, summary **C.char) error {
 	bh, name, _, err := callSetup(h, nil, callback)
 	if err != nil {
 		return err
@@ -53,7 +46,7 @@ func profileDL(ctx context.Context, h uint64, callback *byte, inputs *dlpack.Ten
 	if err != nil {
 		return err
 	}
-	p, err := bh.h.Profile(ctx, name, int(calls), in...)
+	p, err := bh.h.Profile(ctx, name, int(calls), in...) // Host.Profile refuses calls below 1, in its words
 	if err != nil {
 		return err
 	}

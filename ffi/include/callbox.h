@@ -544,7 +544,7 @@ callbox_error *callbox_call(callbox_host host, const char *callback,
  * call's error). */
 callbox_error *callbox_profile(callbox_host host, const char *callback,
                                const callbox_tensor *inputs, size_t num_inputs,
-                               uint64_t calls, const char *pprof_path, char **summary);
+                               int64_t calls, const char *pprof_path, char **summary);
 /* Frees a string the library returned; NULL is allowed. */
 void callbox_string_free(char *s);
 

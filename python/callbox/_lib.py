@@ -195,7 +195,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     fn("callbox_output_types", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.POINTER(Type), ctypes.c_size_t)
     fn("callbox_call", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, TensorP, ctypes.c_size_t)
     if hasattr(lib, "callbox_profile"):  # 1.13: the guest profiler
-        fn("callbox_profile", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_char_p,
+        fn("callbox_profile", Host, ctypes.c_char_p, TensorP, ctypes.c_size_t, ctypes.c_int64, ctypes.c_char_p,
            ctypes.POINTER(ctypes.c_void_p))
         lib.callbox_string_free.argtypes = [ctypes.c_void_p]
         lib.callbox_string_free.restype = None

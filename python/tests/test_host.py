@@ -527,3 +527,5 @@ def test_profile(guest_dir, tmp_path, engine):
     with callbox.Host(cfg) as h:
         with pytest.raises(callbox.InvalidArgument, match="calls"):
             h.profile("ratio", calls=0)
+        with pytest.raises(callbox.InvalidArgument, match="calls is -1"):
+            h.profile("ratio", calls=-1)
