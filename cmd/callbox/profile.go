@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -49,8 +47,8 @@ func newProfileCmd() *cobra.Command {
 				return err
 			}
 			if out != "" {
-				if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-					return usageErr(fmt.Errorf("-o %s: directory %s does not exist", out, filepath.Dir(out)))
+				if err := checkDir("-o", out); err != nil {
+					return usageErr(err)
 				}
 			}
 			if cb.InWorker() {

@@ -108,12 +108,21 @@ func checkOuts(outs []string, info host.Info) error {
 		if err := tensorfile.Supports(results[i].DType); err != nil {
 			return fmt.Errorf("--out %s: result %d: %w", p, i, err)
 		}
-		dir := filepath.Dir(p)
-		if st, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("--out %s: directory %s: %w", p, dir, err)
-		} else if !st.IsDir() {
-			return fmt.Errorf("--out %s: %s is not a directory", p, dir)
+		if err := checkDir("--out", p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkDir refuses, before anything runs, an output path (of flag) whose
+// directory does not exist.
+func checkDir(flag, path string) error {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("%s %s: directory %s: %w", flag, path, dir, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
 	}
 	return nil
 }
