@@ -58,6 +58,10 @@ type Frame struct {
 // String is "name (file:line:col) @0xOFF", leaving out what is unknown.
 func (f Frame) String() string { return sandbox.Frame(f).String() }
 
+// Name is the frame's function as String prints it: its name, else
+// "module.?" for an unnamed import, else "func[N]".
+func (f Frame) Name() string { return sandbox.Frame(f).Name() }
+
 // ErrUnknownCallback is returned for a name no loaded callback has. Its
 // kind is UnknownCallback.
 var ErrUnknownCallback error = &kindedError{UnknownCallback, "unknown callback"}

@@ -25,17 +25,22 @@ type Frame struct {
 	Column    uint32 // source column (from 1); 0: unknown
 }
 
+// Name is the frame's function as printed: its name, else "module.?" for
+// an unnamed import, else "func[N]".
+func (f Frame) Name() string {
+	switch {
+	case f.Func != "":
+		return f.Func
+	case f.Module != "":
+		return f.Module + ".?"
+	}
+	return fmt.Sprintf("func[%d]", f.FuncIndex)
+}
+
 // String is "name (file:line:col) @0xOFF", leaving out what is unknown.
 func (f Frame) String() string {
 	var b strings.Builder
-	switch {
-	case f.Func != "":
-		b.WriteString(f.Func)
-	case f.Module != "":
-		b.WriteString(f.Module + ".?")
-	default:
-		fmt.Fprintf(&b, "func[%d]", f.FuncIndex)
-	}
+	b.WriteString(f.Name())
 	if f.File != "" {
 		b.WriteString(" (" + f.File)
 		if f.Line > 0 {

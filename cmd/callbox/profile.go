@@ -116,7 +116,7 @@ func printProfile(w io.Writer, p *host.GuestProfile, top int) {
 			where = fmt.Sprintf(" (%s:%d)", f.Frame.File, f.Frame.Line)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%v\t  %s%s\n", f.Self.Fuel, pct(f.Self.Fuel), f.Total.Fuel, pct(f.Total.Fuel),
-			f.Self.Calls, time.Duration(f.Self.Nanos).Round(time.Microsecond), f.Frame.Func, where)
+			f.Self.Calls, time.Duration(f.Self.Nanos).Round(time.Microsecond), f.Frame.Name(), where)
 	}
 	_ = tw.Flush()
 	if top > 0 && len(p.Functions) > top {

@@ -77,9 +77,6 @@ func funcFrame(t *symbols.Table, idx uint32) sandbox.Frame {
 	if f.Func == "" {
 		f.Func = t.ExportName(idx)
 	}
-	if f.Func == "" {
-		f.Func = fmt.Sprintf("func[%d]", idx)
-	}
 	return f
 }
 
@@ -109,7 +106,7 @@ func WritePprof(w io.Writer, wasm []byte, paths []sandbox.ProfilePath, elapsed t
 			return l
 		}
 		fr := funcFrame(t, idx)
-		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fr.Func, SystemName: fr.Func, Filename: fr.File, StartLine: int64(fr.Line)}
+		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fr.Name(), SystemName: fr.Name(), Filename: fr.File, StartLine: int64(fr.Line)}
 		p.Function = append(p.Function, fn)
 		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: p.Mapping[0], Address: fr.Offset,
 			Line: []profile.Line{{Function: fn, Line: int64(fr.Line), Column: int64(fr.Column)}}}
