@@ -37,6 +37,12 @@ mhlo.backend_config). Under vmap an ordered call runs once per batch
 element, in order, whatever the callback's `batching` key (io_callback
 refuses to vmap ordered callbacks).
 
+Under jax.jit a program with an ordered call takes JAX's slow dispatch
+(a token from each execution into the next, through Python);
+callbox.jax.jit(f) starts that token inside the program, so the ordered
+call costs what an unordered one does, with the order its docstring
+states.
+
 Programs lowered by `callbox lower` (lowering/) name the same target,
 "callbox": they run in any process where register() was called.
 """
@@ -62,6 +68,7 @@ from jax._src import ffi as _jax_ffi
 from jax._src.interpreters import ad as _ad
 from jax._src.interpreters import batching as _batching
 from jax._src.interpreters import mlir as _mlir
+from jax._src.interpreters import partial_eval as _pe
 from jax._src.lib.mlir import ir as _ir
 from jax._src.lib.mlir.dialects import hlo as _hlo
 from jax._src.sharding_impls import SdyArray as _SdyArray
@@ -671,3 +678,144 @@ def _ordered_jvp(primals, tangents, *, name, **_):
 
 
 _ad.primitive_jvps[_ordered_p] = _ordered_jvp
+
+
+# ---- callbox.jax.jit: ordered calls on JAX's fast dispatch ----
+#
+# JAX leaves its C++ dispatch fast path for any program whose jaxpr has an
+# effect at the top (pjit's _get_fastpath_data): ordered effects thread a
+# runtime token from each execution into the next through Python. The scope
+# below keeps callbox's ordered effect inside the program, where JAX threads
+# its token through every equation, cond, while, scan and nested jit, and
+# starts that token in the program itself (stablehlo.create_token) instead of
+# taking it from the last execution. The program then has no effect at the
+# top and dispatches as fast as an unordered call; order between executions
+# is XLA's: its CPU client makes each execution on a device wait for the one
+# enqueued on that device before it (see jit()).
+
+
+def jit(fun: Optional[Callable] = None, **jit_kwargs: Any) -> Any:
+    """jax.jit for functions with ordered callbox calls: they keep their
+    order and the program keeps JAX's fast dispatch (an ordered call costs
+    what an unordered one does; under jax.jit each execution with one takes
+    JAX's slow path, 10-30x the cost). A decorator (@callbox.jax.jit or
+    @callbox.jax.jit(static_argnums=...)) taking jax.jit's keywords.
+
+    The order it keeps:
+      - within one execution: program order, through cond, while, scan,
+        fori_loop, vmap and nested jit, as under jax.jit; a failing call
+        stops the calls after it;
+      - between executions on one device dispatched from one thread: the
+        order of dispatch (XLA's CPU client starts an execution on a device
+        only after the one enqueued there before it has ended, whatever its
+        inputs; a GPU runs one device's executions on one stream);
+      - from several threads: each execution in program order, executions
+        in the order XLA enqueues them; XLA records a device's last
+        execution under two separate locks, so two threads dispatching at
+        the same instant may each run after the same earlier execution,
+        and one thread's next execution may then start before its previous
+        one has ended;
+      - over several devices: each device in its own order (executions on
+        different devices are not ordered, nor an execution over several
+        devices with one on a single device).
+    Where a program needs exactly io_callback(ordered=True)'s order (a
+    token from each execution into the next, per thread, over every device)
+    use jax.jit: the same calls there take JAX's ordered effect.
+
+    A failing call raises where the program's results are waited for, as
+    an unordered call's does (not at the next execution, as under jax.jit
+    with an ordered effect), so a function with ordered calls must return
+    an array: callbox.jax.jit refuses one that returns none. Called inside
+    another traced function (jit, vmap, grad) the function is traced as
+    under jax.jit, so its calls join the enclosing program's order. An
+    unordered call on a chain (chain=..., ordered=False) carries JAX's FFI
+    effect, which takes the slow path still; make it ordered."""
+    if fun is None:
+        return lambda f: jit(f, **jit_kwargs)
+    return OrderedJit(fun, jit_kwargs)
+
+
+class OrderedJit:
+    """A function compiled by callbox.jax.jit (see jit()): called at the top
+    level it runs its scoped program; inside another trace, jax.jit's."""
+
+    def __init__(self, fun: Callable, jit_kwargs: dict):
+        functools.update_wrapper(self, fun)
+        self._scoped = jax.jit(_scoped(fun), **jit_kwargs)
+        self._plain = jax.jit(fun, **jit_kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _core.trace_state_clean():
+            return self._scoped(*args, **kwargs)
+        return self._plain(*args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        """The scoped program, lowered (jax.jit's lower)."""
+        return self._scoped.lower(*args, **kwargs)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        """The result shapes (jax.jit's eval_shape)."""
+        return self._plain.eval_shape(*args, **kwargs)
+
+
+def _scoped(fun):
+    """fun, traced into one callbox_ordered_scope equation: the function
+    jit() compiles. Arguments that are not traced (static ones) are
+    constants of the trace."""
+
+    @functools.wraps(fun)
+    def scoped(*args, **kwargs):
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, _core.Tracer)]
+
+        def flat(*values):
+            merged = list(leaves)
+            for i, v in zip(traced, values):
+                merged[i] = v
+            a, k = jax.tree_util.tree_unflatten(tree, merged)
+            return fun(*a, **k)
+
+        closed, shapes = jax.make_jaxpr(flat, return_shape=True)(*[leaves[i] for i in traced])
+        out_leaves, out_tree = jax.tree_util.tree_flatten(shapes)
+        if not out_leaves and _effect in closed.effects:
+            raise TypeError(
+                "callbox.jax.jit: %s makes ordered callbox calls and returns no array, so a failing call would "
+                "be raised nowhere (its failure is raised where the results are waited for). Return an array "
+                "(a tap returns its input), or use jax.jit (JAX's ordered effect raises it at the next "
+                "execution)." % getattr(fun, "__qualname__", fun))
+        jaxpr = _core.ClosedJaxpr(_pe.convert_constvars_jaxpr(closed.jaxpr), ())
+        outs = _scope_p.bind(*closed.consts, *[leaves[i] for i in traced], jaxpr=jaxpr)
+        return jax.tree_util.tree_unflatten(out_tree, outs)
+
+    return scoped
+
+
+_scope_p = _core.Primitive("callbox_ordered_scope")
+_scope_p.multiple_results = True
+_scope_p.def_impl(lambda *args, jaxpr: _core.jaxpr_as_fun(jaxpr)(*args))
+
+
+@_scope_p.def_effectful_abstract_eval
+def _scope_abstract_eval(*avals, jaxpr):
+    # Every effect of the body but callbox's ordered one, whose token the
+    # scope starts itself (other ordered effects, io_callback's, still take
+    # their tokens from outside).
+    return jaxpr.out_avals, {e for e in jaxpr.effects if not isinstance(e, CallboxOrderedEffect)}
+
+
+def _scope_lowering(ctx, *args, jaxpr):
+    lower = _mlir.lower_fun(_core.jaxpr_as_fun(jaxpr), multiple_results=True)
+    if _effect not in jaxpr.effects:
+        return lower(ctx, *args)
+    outer = dict(ctx.tokens_in.items())
+    inner = ctx.replace(tokens_in=_mlir.TokenSet({**outer, _effect: _mlir.create_token()}))
+    outs = lower(inner, *args)
+    if outer:
+        ctx.set_tokens_out(_mlir.TokenSet({e: inner.tokens_out.get(e) for e in outer}))
+    return outs
+
+
+_mlir.register_lowering(_scope_p, _scope_lowering)
+# The scope makes ordered calls: JAX's dead-code elimination must keep it
+# even where its results are unused (it drops an equation without effects).
+_pe.dce_rules[_scope_p] = lambda used_outputs, eqn: ([True] * len(eqn.invars), eqn)
