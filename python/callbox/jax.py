@@ -749,6 +749,15 @@ class OrderedJit:
             return self._scoped(*args, **kwargs)
         return self._plain(*args, **kwargs)
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # A method: bound to its instance, as a jax.jit function is.
+        return self if obj is None else functools.partial(self, obj)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """The scoped program, traced (jax.jit's trace; jax.export exports
+        it: the exported program has no ordered effect)."""
+        return self._scoped.trace(*args, **kwargs)
+
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         """The scoped program, lowered (jax.jit's lower)."""
         return self._scoped.lower(*args, **kwargs)

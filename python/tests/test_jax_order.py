@@ -79,6 +79,29 @@ def test_a_function_returning_nothing_is_refused(jhost):
         log(jnp.ones(2, jnp.float32))
 
 
+def test_export_and_methods(jhost):
+    """jax.export takes a callbox.jax.jit function (the exported program
+    has no ordered effect: its token starts inside), and a decorated method
+    binds its instance as a jax.jit one does (self a static argument)."""
+    from jax import export
+
+    f = cbj.jit(lambda x: cbj.call("copy_f32", x, ordered=True) + 1)
+    x = jnp.arange(4, dtype=jnp.float32)
+    exp = export.export(f, disabled_checks=[export.DisabledSafetyCheck.custom_call(cbj.TARGET)])(x)
+    assert not exp.ordered_effects and not exp.unordered_effects
+    back = export.deserialize(exp.serialize())
+    np.testing.assert_array_equal(np.asarray(back.call(x)), np.arange(4) + 1)
+
+    class Model:
+        scale = 3
+
+        @cbj.jit(static_argnums=0)  # self static, as jax.jit needs it
+        def step(self, x):
+            return cbj.call("copy_f32", x * self.scale, ordered=True)
+
+    np.testing.assert_array_equal(np.asarray(Model().step(x)), np.arange(4) * 3)
+
+
 # ---- within one execution ----
 
 def test_calls_in_one_execution_run_in_order_and_stop_at_a_failure(jhost):
