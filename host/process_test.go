@@ -98,6 +98,15 @@ func procField(t *testing.T, pid int, key string) string {
 	return strings.TrimSpace(string(m[1]))
 }
 
+// hostHoldsSysNice reports whether this process may give another
+// process's thread a real-time priority (CAP_SYS_NICE, bit 23, in its
+// effective set).
+func hostHoldsSysNice(t *testing.T) bool {
+	eff, err := strconv.ParseUint(procField(t, os.Getpid(), "CapEff"), 16, 64)
+	require.NoError(t, err)
+	return eff&(1<<23) != 0
+}
+
 // TestProcessLockedDown reads what the kernel says of a running worker:
 // seccomp in filter mode, no_new_privs, its limits, an empty environment
 // and no descriptor but its sockets and guest memory files.
@@ -166,6 +175,34 @@ func TestProcessLockedDown(t *testing.T) {
 			}
 			_, reported := applied["landlock"]
 			assert.True(t, reported, "landlock is reported, applied or not")
+
+			// wasmtime's epoch ticker: the worker, with no capability
+			// left, names it in its hello; a host holding CAP_SYS_NICE
+			// raises it to SCHED_FIFO 1, and the kernel says so.
+			raised, named := applied["realtime_ticker"]
+			if engine != config.EngineWasmtime {
+				assert.False(t, named, "only wasmtime has a ticker")
+				return
+			}
+			require.True(t, named, "the ticker is reported, raised or not: %+v", w.Hardening)
+			fifo := 0
+			tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", w.PID))
+			require.NoError(t, err)
+			for _, task := range tasks {
+				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", w.PID, task.Name()))
+				require.NoError(t, err)
+				fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+				if fields[38] == "1" { // field 41, policy: SCHED_FIFO
+					fifo++
+				}
+			}
+			if hostHoldsSysNice(t) {
+				assert.True(t, raised, "%+v", w.Hardening)
+				assert.Equal(t, 1, fifo, "one worker thread, the ticker, runs at SCHED_FIFO")
+			} else {
+				assert.False(t, raised)
+				assert.Zero(t, fifo)
+			}
 		})
 	}
 }

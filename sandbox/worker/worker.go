@@ -112,6 +112,11 @@ func Main(args []string) int {
 		_ = procwall.Refuse(controlFD, report)
 		return 3
 	}
+	// wasmtime's epoch ticker asked for SCHED_FIFO 1 and, with no
+	// capability left, was refused: the host raises it, if it may.
+	if t, ok := eng.(interface{ TickerThread() int }); ok {
+		report.RealtimeThread = t.TickerThread()
+	}
 	if err := procwall.Serve(eng, controlFD, report, serveOptions()); err != nil {
 		fmt.Fprintln(os.Stderr, "callbox-worker:", err)
 		return 1

@@ -113,6 +113,12 @@ func New(_ context.Context, opts Options) (*Engine, error) {
 // Name implements core.Engine.
 func (e *Engine) Name() string { return "wasmtime" }
 
+// TickerThread is the operating system's id of the epoch ticker thread
+// (0 where it has none). The ticker asks for SCHED_FIFO 1 itself, which a
+// process without CAP_SYS_NICE or RLIMIT_RTPRIO is refused; a worker,
+// which holds neither, names the thread to its host, which may.
+func (e *Engine) TickerThread() int { return max(int(C.cb_ticker_tid(e.ticker.t)), 0) }
+
 // Version implements core.Engine.
 func (e *Engine) Version() string { return Version }
 

@@ -92,6 +92,9 @@ typedef struct cb_ticker cb_ticker_t;
 // that outlive a tick run at once (core turns, turns.c); 0 turns the limit
 // off.
 cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cores);
+// cb_ticker_tid is the ticker thread's id (Linux's gettid), or -1 where
+// there is none to give; a worker's host raises its priority by it.
+int32_t cb_ticker_tid(cb_ticker_t *t);
 // cb_ticker_add registers an engine; it returns 0 when the ticker is full.
 int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine);
 // cb_ticker_close stops the thread and frees the ticker; no engine is

@@ -211,6 +211,7 @@ struct cb_ticker {
   int closed;
   int64_t active;  // atomic: guest calls running
   int32_t running; // atomic: the thread is ticking (not parked)
+  int32_t tid;     // the thread's id (Linux; -1 elsewhere), set before cb_ticker_new returns
   // Every instance's guard, whose deadline_ns the thread reads to tick at
   // the earliest deadline of a running call (guarded by mu).
   cb_guard_t **guards;

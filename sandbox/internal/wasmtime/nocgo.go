@@ -24,3 +24,6 @@ func New(context.Context, Options) (*Engine, error) { return nil, ErrUnavailable
 
 // CallerStack is 0: without the engine there is no guest to call.
 func CallerStack(uint64) uint64 { return 0 }
+
+// TickerThread is 0: there is no ticker.
+func (e *Engine) TickerThread() int { return 0 }

@@ -8,6 +8,8 @@
 
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 // earliest_deadline is the earliest deadline after `after` of a running
@@ -37,7 +39,14 @@ static void *ticker_main(void *arg) {
 #ifdef __linux__
   // The default timer slack (50 us) delays every wake-up by as much.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  int32_t tid = (int32_t)syscall(SYS_gettid);
+#else
+  int32_t tid = -1;
 #endif
+  pthread_mutex_lock(&t->mu);
+  t->tid = tid; // cb_ticker_new waits for it
+  pthread_cond_broadcast(&t->cond);
+  pthread_mutex_unlock(&t->mu);
   // A real-time priority, where the process may take one (CAP_SYS_NICE or
   // RLIMIT_RTPRIO), lets a tick preempt CPU-bound threads at once instead
   // of waiting for the scheduler to give this thread a turn. The thread
@@ -128,8 +137,15 @@ cb_ticker_t *cb_ticker_new(int64_t interval_ns, int64_t cores) {
     free(t);
     return NULL;
   }
+  pthread_mutex_lock(&t->mu);
+  while (t->tid == 0) {
+    pthread_cond_wait(&t->cond, &t->mu);
+  }
+  pthread_mutex_unlock(&t->mu);
   return t;
 }
+
+int32_t cb_ticker_tid(cb_ticker_t *t) { return t->tid; }
 
 int cb_ticker_add(cb_ticker_t *t, wasm_engine_t *engine) {
   pthread_mutex_lock(&t->mu);

@@ -15,6 +15,13 @@ type Step struct {
 // Report lists every step of one worker's lockdown.
 type Report struct {
 	Steps []Step `json:"steps"`
+	// RealtimeThread is the id of the worker's thread that should run at
+	// a real-time priority (SCHED_FIFO 1): wasmtime's epoch ticker, which
+	// the worker, holding no capability, cannot raise itself. The host
+	// raises it when it may and records the step ("realtime_ticker"). It
+	// comes in the hello, before the worker has read a byte of a guest; 0:
+	// none.
+	RealtimeThread int `json:"realtime_thread,omitempty"`
 }
 
 // Add records a step: applied when err is nil (with detail), else not

@@ -25,17 +25,15 @@ import (
 //
 // Between Landlock and settle the worker gives up its privileges
 // (dropPrivileges: not dumpable, user's ids when the host is root, no
-// capability in any set), on every thread.
+// capability in any set), on every thread, all of them before the engine
+// starts a thread of its own.
 func Apply(lim Limits, user User, keep int, settle func()) (Report, error) {
 	var r Report
 	r.Add("landlock", restrictLandlock(), "no file system access, no TCP bind or connect")
-	// The privileges go before the engine starts its threads, all but
-	// CAP_SYS_NICE, which goes once it has (dropPrivileges says why).
-	finish := dropPrivileges(&r, user)
+	dropPrivileges(&r, user)
 	if settle != nil {
 		settle()
 	}
-	finish()
 	r.Add("descriptors", closeInherited(keep), fmt.Sprintf("every inherited descriptor closed but the control socket (%d)", keep))
 	r.Add("environment", clearEnv(), "empty")
 	r.Add("rlimit_core", unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}), "0: no core files")

@@ -25,23 +25,22 @@ type User struct {
 // group and user ids become u's; the ambient and bounding sets are
 // emptied and the secure bits locked, so no capability can come back; and
 // every capability goes from the effective, permitted and inheritable
-// sets but CAP_SYS_NICE, which finish (called once the engine has started
-// its threads) drops last.
+// sets.
 //
-// CAP_SYS_NICE is kept that long for one reason: the wasmtime glue's epoch
-// ticker, started with the engine, asks for a real-time priority of 1
-// (SCHED_FIFO), which is what lets a deadline tick preempt CPU-bound
-// threads on a loaded machine, and a process without the capability may
-// take one only up to RLIMIT_RTPRIO, which a host without
-// CAP_SYS_RESOURCE cannot raise. Everything else goes before the engine
-// starts its threads, because libcap changes every thread with one signal
-// broadcast per system call (dropping the bounding set is one per
-// capability), and a running wasmtime's threads answer those slowly.
+// All of it happens before the engine starts its threads. libcap changes
+// every thread with one signal broadcast per system call (dropping the
+// bounding set is one per capability), and psx's broadcast waits on a
+// spin lock that yields with sched_yield: once wasmtime's epoch ticker
+// runs at SCHED_FIFO, a broadcast it must answer can spin it on a core
+// whose lock holder, a normal thread, never gets to run until the kernel
+// moves one of them (70-150 ms per worker start, measured). The ticker's
+// real-time priority, which it may no longer take itself, is asked of the
+// host instead (Report.RealtimeThread).
 //
 // Each step is reported, applied or not; what the process cannot do as a
 // non-root user (switch ids, empty its bounding set) is reported with why
 // it does not matter there.
-func dropPrivileges(r *Report, u User) (finish func()) {
+func dropPrivileges(r *Report, u User) {
 	r.Add("dumpable", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0), "0: no other process may trace it or read its memory")
 	root := os.Geteuid() == 0
 	switch {
@@ -61,7 +60,6 @@ func dropPrivileges(r *Report, u User) (finish func()) {
 	// Raise what is permitted into the effective set, for the drops
 	// below (the bounding set and the secure bits need CAP_SETPCAP).
 	now := cap.GetProc()
-	nice, _ := now.GetFlag(cap.Permitted, cap.SYS_NICE)
 	if err := now.Fill(cap.Effective, cap.Permitted); err == nil {
 		_ = now.SetProc()
 	}
@@ -72,16 +70,8 @@ func dropPrivileges(r *Report, u User) (finish func()) {
 	lockErr := errors.Join(cap.ResetAmbient(), cap.DropBound(bound...),
 		(cap.SecbitNoRoot | cap.SecbitNoRootLocked | cap.SecbitNoSetUIDFixup | cap.SecbitNoSetUIDFixupLocked |
 			cap.SecbitKeepCapsLocked | cap.SecbitNoCapAmbientRaise | cap.SecbitNoCapAmbientRaiseLocked).Set())
-	keep := cap.NewSet()
-	if nice {
-		_ = keep.SetFlag(cap.Permitted, true, cap.SYS_NICE)
-		_ = keep.SetFlag(cap.Effective, true, cap.SYS_NICE)
-	}
-	setErr := keep.SetProc()
-	return func() {
-		r.Add("capabilities", capsCleared(errors.Join(lockErr, setErr, cap.NewSet().SetProc())),
-			"none: effective, permitted, inheritable, ambient and bounding sets empty, secure bits locked")
-	}
+	r.Add("capabilities", capsCleared(errors.Join(lockErr, cap.NewSet().SetProc())),
+		"none: effective, permitted, inheritable, ambient and bounding sets empty, secure bits locked")
 }
 
 // capsCleared reports whether the process now holds no capability in any
