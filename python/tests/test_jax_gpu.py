@@ -77,3 +77,23 @@ def test_gpu_errors_keep_their_code(host, gpu):
     x = jax.device_put(np.ones(3, np.float32), gpu)
     with pytest.raises(Exception, match=r'DEADLINE_EXCEEDED: .*callback "spin"'):
         jax.jit(lambda x: cbj.call("spin", x))(x).block_until_ready()
+
+
+def test_gpu_scoped_ordered_calls_keep_dispatch_order(host, gpu):
+    """callbox.jax.jit on the GPU: a program's ordered calls in program
+    order, a failure raised where its results are waited for (with no token
+    kept for the next execution, so no reset), and 100 executions in a row
+    running their calls in dispatch order (one device's executions run on
+    one stream)."""
+    x = jax.device_put(np.ones(2, np.float32), gpu)
+    f = cbj.jit(lambda x: (cbj.call("bump", x, ordered=True), cbj.call("bump", x, ordered=True)))
+    before = _bumps(host)
+    a, b = f(x)
+    assert (int(a), int(b)) == (before + 1, before + 2)
+    fails = cbj.jit(lambda x: cbj.call("fail", x, ordered=True))
+    with pytest.raises(Exception, match=r'INVALID_ARGUMENT: .*callback "fail"'):
+        jax.block_until_ready(fails(x))
+    before = _bumps(host)
+    outs = [f(x) for _ in range(100)]
+    seen = [int(v) for pair in outs for v in pair]
+    assert seen == list(range(before + 1, before + 201))
