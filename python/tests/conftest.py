@@ -132,6 +132,24 @@ def host(config_path):
     h.close()
 
 
+@pytest.fixture(scope="module")
+def jhost(host):
+    """host, registered as the host of the XLA handler (callbox.jax); for
+    the JAX tests, which import jax first."""
+    import callbox.jax as cbj
+
+    cbj.register(host)
+    return host
+
+
+def bumps(host):
+    """The bump callback's counter after one more call: every call of bump,
+    from JAX or from here, adds one (max_instances 1: one counter)."""
+    import numpy as np
+
+    return int(host.call("bump", np.ones(1, np.float32)))
+
+
 @pytest.fixture(autouse=True)
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)

@@ -20,13 +20,7 @@ from jax.experimental import io_callback  # noqa: E402
 
 import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
-from conftest import ENGINES, HOSTILE, ROOT, hostile_name  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def jhost(host):
-    cbj.register(host)
-    return host
+from conftest import ENGINES, HOSTILE, ROOT, bumps, hostile_name  # noqa: E402
 
 
 def _x64():
@@ -98,12 +92,6 @@ def test_errors_keep_their_code(jhost):
         jax.jit(lambda x: cbj.call("fail", x))(jnp.ones(3, jnp.float32)).block_until_ready()
 
 
-def _bumps(host):
-    """The bump callback's counter after one more call: every call of bump,
-    from JAX or from here, adds one (max_instances 1: one counter)."""
-    return int(host.call("bump", np.ones(1, np.float32)))
-
-
 def test_ordered_calls_run_in_order_and_stop_at_a_failure(jhost):
     x = jnp.ones(2, jnp.float32)
 
@@ -114,10 +102,10 @@ def test_ordered_calls_run_in_order_and_stop_at_a_failure(jhost):
         cbj.call("bump", x, ordered=True)  # no data dependence: the token alone orders it
         return x
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(Exception, match="callbox GuestError"):
         jax.block_until_ready(three(x))
-    assert _bumps(jhost) == before + 2  # one bump in the program ran, then ours
+    assert bumps(jhost) == before + 2  # one bump in the program ran, then ours
 
 
 # ---- the custom call has ffi_call's form ----
@@ -194,8 +182,9 @@ def test_transposed_operand_arrives_row_major(jhost, ordered):
     np.testing.assert_array_equal(np.asarray(z), (a * 2).T + 1)
 
 
+@pytest.mark.parametrize("jit", [jax.jit, cbj.jit], ids=["jax.jit", "callbox.jax.jit"])
 @pytest.mark.parametrize("cached", [True, False])
-def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached):
+def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached, jit):
     """An ordered callbox call between two ordered io_callbacks: each
     effect's token is threaded, none dropped. JAX gives each ordered effect
     its own token and nothing orders two chains, so only this is asserted:
@@ -203,7 +192,9 @@ def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached):
     exactly once (each reads or bumps the shared counter: three distinct
     consecutive values). cached=False lowers the primitive inline, as JAX
     lowers an uncacheable one (io_callback is): the rule then sees every
-    effect's token and must update its own, not replace the set."""
+    effect's token and must update its own, not replace the set. Under
+    callbox.jax.jit the io_callbacks' effect stays on the program (JAX
+    threads its token between executions) and callbox's is scoped."""
     uncacheable = getattr(cbj._mlir, "_uncacheable_primitives", None)
     if not cached:
         assert uncacheable is not None, "this JAX has no _uncacheable_primitives: the inline case checks nothing"
@@ -211,17 +202,17 @@ def test_other_ordered_effects_keep_their_tokens(jhost, monkeypatch, cached):
     seen = []
 
     def read(x):
-        seen.append(_bumps(jhost))
+        seen.append(bumps(jhost))
         return np.int32(0)
 
-    @jax.jit
+    @jit
     def f(x):
         io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
         n = cbj.call("bump", x, ordered=True)
         io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
         return n
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     n = int(f(jnp.ones(2, jnp.float32)))
     assert len(seen) == 2 and seen[0] < seen[1], seen
     assert sorted(seen + [n]) == [before + 1, before + 2, before + 3], (seen, n)
@@ -249,15 +240,15 @@ def test_loops_stop_at_a_failing_middle_iteration(jhost, loop):
         return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + _fails_at(c[0], x, 2)),
                               (jnp.int32(0), jnp.int32(0)))[1]
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(Exception, match=r'INVALID_ARGUMENT: callbox GuestError: callback "fail"'):
         jax.block_until_ready(f(x))
-    assert _bumps(jhost) == before + 3  # iterations 0 and 1 bumped, then ours; 3 and 4 never ran
+    assert bumps(jhost) == before + 3  # iterations 0 and 1 bumped, then ours; 3 and 4 never ran
 
 
 def test_ordered_in_loops_and_cond(jhost):
     x = jnp.ones(2, jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
 
     @jax.jit
     def loop(x):
@@ -266,16 +257,16 @@ def test_ordered_in_loops_and_cond(jhost):
         return jax.lax.fori_loop(0, 3, body, jnp.int32(0))
 
     jax.block_until_ready(loop(x))
-    assert _bumps(jhost) == before + 4
+    assert bumps(jhost) == before + 4
 
     @jax.jit
     def cond(p, x):
         return jax.lax.cond(p, lambda x: cbj.call("bump", x, ordered=True), lambda x: jnp.int32(0), x)
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     jax.block_until_ready(cond(False, x))
     jax.block_until_ready(cond(True, x))
-    assert _bumps(jhost) == before + 2
+    assert bumps(jhost) == before + 2
 
     @jax.jit
     def chain(p, x):
@@ -284,28 +275,28 @@ def test_ordered_in_loops_and_cond(jhost):
                      lambda x: jnp.int32(0), x)
         return a + b + cbj.call("bump", x, ordered=True)
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(Exception, match="callbox GuestError"):
         jax.block_until_ready(chain(True, x))
-    assert _bumps(jhost) == before + 2  # the first bump, then ours; the last never ran
+    assert bumps(jhost) == before + 2  # the first bump, then ours; the last never ran
 
 
 def test_tap(jhost):
     x = jnp.ones(2, jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     y = jax.jit(lambda x: cbj.tap("bump", x) * 3)(x)
     np.testing.assert_array_equal(np.asarray(y), [3, 3])
-    assert _bumps(jhost) == before + 2
+    assert bumps(jhost) == before + 2
 
 
 # ---- vmap ----
 
 def test_vmap_of_ordered_calls_runs_each_element_in_order(jhost):
     xs = jnp.ones((4, 2), jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     counts = jax.jit(jax.vmap(lambda x: cbj.call("bump", x, ordered=True)))(xs)
     np.testing.assert_array_equal(np.asarray(counts), before + 1 + np.arange(4))  # element 0 first
-    assert _bumps(jhost) == before + 5
+    assert bumps(jhost) == before + 5
 
     ys = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
     np.testing.assert_array_equal(np.asarray(jax.vmap(lambda y: cbj.call("copy_f32", y, ordered=True))(ys)), ys)
@@ -321,14 +312,14 @@ def test_vmap_of_ordered_calls_runs_each_element_in_order(jhost):
 
 def test_vmap_of_tap_and_pure_calls_together(jhost):
     xs = jnp.arange(6, dtype=jnp.float32).reshape(3, 2)
-    before = _bumps(jhost)
+    before = bumps(jhost)
 
     def f(x):
         cbj.tap("bump", x)
         return cbj.call("copy_f32", x) + 1
 
     np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(xs)), xs + 1)
-    assert _bumps(jhost) == before + 4
+    assert bumps(jhost) == before + 4
 
 
 # ---- effect registrations, as io_callback's ----
@@ -346,11 +337,11 @@ def test_multi_device_jit_with_an_ordered_call_under_gspmd(jhost):
     was = jax.config.jax_use_shardy_partitioner
     jax.config.update("jax_use_shardy_partitioner", False)
     try:
-        before = _bumps(jhost)
+        before = bumps(jhost)
         y, n = jax.jit(lambda x: (cbj.call("copy_f32", x, ordered=True), cbj.call("bump", x, ordered=True)))(x)
         np.testing.assert_array_equal(np.asarray(y), np.arange(8))
         assert int(n) == before + 1
-        assert _bumps(jhost) == before + 2
+        assert bumps(jhost) == before + 2
     finally:
         jax.config.update("jax_use_shardy_partitioner", was)
 
@@ -715,10 +706,10 @@ def test_host_argument_runs_on_that_host(jhost, config_path):
                     cbj.call("bump", x, ordered=True, host=b), cbj.tap("bump", x, host=b),
                     cbj.call("bump", x, ordered=True))
 
-        before = _bumps(jhost)
+        before = bumps(jhost)
         assert [int(v) for v in f(x)[:3]] == [1, 2, 1]
         assert int(f(x)[4]) == before + 2  # the default host's bump ran once a run, the others never
-        assert _bumps(a) == 5 and _bumps(b) == 5
+        assert bumps(a) == 5 and bumps(b) == 5
         text = f.lower(x).as_text()
         assert cbj._host_attr(a) in text and cbj._host_attr(b) in text  # the custom calls name their hosts
 

@@ -13,6 +13,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import callbox.jax as cbj  # noqa: E402
+from conftest import bumps  # noqa: E402
 
 
 def _gpu():
@@ -32,10 +33,6 @@ def gpu(host):
     return dev
 
 
-def _bumps(host):
-    return int(host.call("bump", np.ones(1, np.float32)))
-
-
 @pytest.mark.parametrize("ordered", [False, True])
 def test_gpu_call_and_transposed_operand(host, gpu, ordered):
     a = np.arange(15, dtype=np.float32).reshape(3, 5)
@@ -53,10 +50,10 @@ def test_gpu_ordered_loop_stops_at_a_failing_middle_iteration(host, gpu):
         return c + lax.cond(i == 2, lambda x: cbj.call("fail", x, ordered=True)[0].astype(jnp.int32),
                             lambda x: cbj.call("bump", x, ordered=True), x)
 
-    before = _bumps(host)
+    before = bumps(host)
     with pytest.raises(Exception, match=r'INVALID_ARGUMENT: .*callback "fail"'):
         jax.block_until_ready(jax.jit(lambda x: lax.fori_loop(0, 5, step, jnp.int32(0)))(x))
-    assert _bumps(host) == before + 3
+    assert bumps(host) == before + 3
     # On the GPU backend (jax 0.11.2, one device) JAX keeps the errored
     # ordered token and feeds it to the next execution, which then fails
     # with this error before running; callbox.jax.reset() drops it, and the
@@ -68,7 +65,7 @@ def test_gpu_ordered_loop_stops_at_a_failing_middle_iteration(host, gpu):
 
 def test_gpu_vmap_of_ordered_calls(host, gpu):
     xs = jax.device_put(np.ones((4, 2), np.float32), gpu)
-    before = _bumps(host)
+    before = bumps(host)
     counts = jax.jit(jax.vmap(lambda x: cbj.call("bump", x, ordered=True)))(xs)
     np.testing.assert_array_equal(np.asarray(counts), before + 1 + np.arange(4))
 
@@ -87,13 +84,13 @@ def test_gpu_scoped_ordered_calls_keep_dispatch_order(host, gpu):
     one stream)."""
     x = jax.device_put(np.ones(2, np.float32), gpu)
     f = cbj.jit(lambda x: (cbj.call("bump", x, ordered=True), cbj.call("bump", x, ordered=True)))
-    before = _bumps(host)
+    before = bumps(host)
     a, b = f(x)
     assert (int(a), int(b)) == (before + 1, before + 2)
     fails = cbj.jit(lambda x: cbj.call("fail", x, ordered=True))
     with pytest.raises(Exception, match=r'INVALID_ARGUMENT: .*callback "fail"'):
         jax.block_until_ready(fails(x))
-    before = _bumps(host)
+    before = bumps(host)
     outs = [f(x) for _ in range(100)]
     seen = [int(v) for pair in outs for v in pair]
     assert seen == list(range(before + 1, before + 201))

@@ -18,18 +18,7 @@ from jax.experimental import io_callback  # noqa: E402
 
 import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def jhost(host):
-    cbj.register(host)
-    return host
-
-
-def _bumps(host):
-    """The bump callback's counter after one more call (max_instances 1:
-    one counter for every call, from JAX or from here)."""
-    return int(host.call("bump", np.ones(1, np.float32)))
+from conftest import bumps  # noqa: E402
 
 
 def _busy(m):
@@ -60,7 +49,7 @@ def test_the_program_takes_no_token_from_the_last_execution(jhost):
     assert scoped.count("stablehlo.custom_call @callbox") == 2
     plain = jax.jit(f).lower(x).as_text()
     assert "!stablehlo.token" in next(line for line in plain.splitlines() if "func.func public @main" in line)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     assert int(cbj.jit(f)(x)) == 2 * before + 3  # (before+1) + (before+2)
 
 
@@ -114,11 +103,11 @@ def test_calls_in_one_execution_run_in_order_and_stop_at_a_failure(jhost):
         cbj.call("bump", x, ordered=True)  # no data dependence: the token alone orders it
         return a
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(callbox.GuestError):
         with cbj.typed_errors():
             jax.block_until_ready(three(x))
-    assert _bumps(jhost) == before + 2  # one bump in the program ran, then ours
+    assert bumps(jhost) == before + 2  # one bump in the program ran, then ours
     # the next execution is not held back by the failure
     assert int(cbj.jit(lambda x: cbj.call("bump", x, ordered=True))(x)) == before + 3
 
@@ -142,19 +131,19 @@ def test_loops_keep_order_and_stop_at_a_failing_middle_iteration(jhost, loop):
                                   (jnp.int32(0), jnp.zeros(5, jnp.int32)))[1]
         return seen, cbj.call("bump", x, ordered=True)  # after the loop in program order, not in data
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     seen, last = f(x, -1)
     np.testing.assert_array_equal(np.asarray(seen), before + 1 + np.arange(5))
     assert int(last) == before + 6
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(Exception, match=r'callbox GuestError: callback "fail"'):
         jax.block_until_ready(f(x, 2))
-    assert _bumps(jhost) == before + 3  # iterations 0 and 1 bumped, then ours; the rest never ran
+    assert bumps(jhost) == before + 3  # iterations 0 and 1 bumped, then ours; the rest never ran
 
 
 def test_vmap_inside_keeps_element_order(jhost):
     xs = jnp.ones((4, 2), jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     counts = cbj.jit(jax.vmap(lambda x: cbj.call("bump", x, ordered=True)))(xs)
     np.testing.assert_array_equal(np.asarray(counts), before + 1 + np.arange(4))
 
@@ -172,32 +161,9 @@ def test_inside_jax_jit_it_joins_the_outer_programs_order(jhost):
         a = cbj.call("bump", x, ordered=True)
         return a, inner(x), cbj.call("bump", x, ordered=True)
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     assert [int(v) for v in outer(x)] == [before + 1, before + 2, before + 3]
     assert int(inner(x)) == before + 4  # and scoped again at the top level
-
-
-def test_other_ordered_effects_inside_keep_their_tokens(jhost):
-    """An io_callback(ordered=True) inside: its effect stays on the program
-    (JAX threads its token, through its slow path), callbox's is scoped."""
-    seen = []
-
-    def read(x):
-        seen.append(_bumps(jhost))
-        return np.int32(0)
-
-    @cbj.jit
-    def f(x):
-        io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
-        n = cbj.call("bump", x, ordered=True)
-        io_callback(read, jax.ShapeDtypeStruct((), jnp.int32), x, ordered=True)
-        return n
-
-    before = _bumps(jhost)
-    n = int(f(jnp.ones(2, jnp.float32)))
-    jax.effects_barrier()
-    assert len(seen) == 2 and seen[0] < seen[1], seen
-    assert sorted(seen + [n]) == [before + 1, before + 2, before + 3], (seen, n)
 
 
 # ---- between executions ----
@@ -208,7 +174,7 @@ def test_many_executions_in_a_row_keep_dispatch_order(jhost):
     f = cbj.jit(lambda x, m: (cbj.call("bump", x, ordered=True), _busy(m)))
     x, m = jnp.ones(2, jnp.float32), jnp.asarray(M)
     jax.block_until_ready(f(x, m))
-    before = _bumps(jhost)
+    before = bumps(jhost)
     outs, pending = [], 0
     for _ in range(200):
         n, _busy_out = f(x, m)
@@ -263,7 +229,7 @@ def test_two_threads(jhost):
         start.wait()
         results[k] = [f(x, m)[:3] for _ in range(50)]
 
-    before = _bumps(jhost)
+    before = bumps(jhost)
     threads = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
     for t in threads:
         t.start()
@@ -286,7 +252,7 @@ def test_four_devices_each_keep_their_order(jhost):
     f = cbj.jit(lambda x, m: (cbj.call("bump", x, ordered=True), _busy(m)))
     args = [(jax.device_put(jnp.ones(2, jnp.float32), d), jax.device_put(M, d)) for d in devices]
     jax.block_until_ready([f(*a) for a in args])
-    before = _bumps(jhost)
+    before = bumps(jhost)
     outs = {i: [] for i in range(4)}
     for _ in range(40):
         for i, a in enumerate(args):

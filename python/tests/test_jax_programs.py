@@ -15,18 +15,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 import callbox  # noqa: E402
 import callbox.jax as cbj  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def jhost(host):
-    cbj.register(host)
-    return host
-
-
-def _bumps(host):
-    """The bump callback's counter after one more call (max_instances 1:
-    one counter for every caller)."""
-    return int(host.call("bump", np.ones(1, np.float32)))
+from conftest import bumps  # noqa: E402
 
 
 # ---- operands XLA may lay out or alias as it likes ----
@@ -109,19 +98,19 @@ def test_failing_middle_iteration_stops_the_rest_and_the_next_run_works(jhost, k
     x = jnp.full(2, 2.5, jnp.float32)  # x - i < 0 first at i = 3 of 0..5
 
     f = jax.jit(lambda x: _loop(kind, _step(x, None), 6))
-    before = _bumps(jhost)
+    before = bumps(jhost)
     with pytest.raises(Exception, match=r'INVALID_ARGUMENT: callbox GuestError: callback "nonneg_seq"') as e:
         jax.block_until_ready(f(x))
     assert "bad input" in str(e.value)
     # iterations 0..3 bumped (the 4th bump precedes the failing nonneg), then
     # ours: iterations 4 and 5 never ran
-    assert _bumps(jhost) == before + 4 + 1
+    assert bumps(jhost) == before + 4 + 1
 
     # The next execution of the same program, and of another one with
     # ordered calls, run from a fresh token: the failure does not stick
     # (JAX issue 37587 reported an errored token fed to the next run).
     ok = jnp.full(2, 9.0, jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     np.testing.assert_array_equal(int(f(ok)), sum(before + 1 + k for k in range(6)))
     g = jax.jit(lambda x: cbj.call("bump", x, ordered=True))
     assert int(g(ok)) == before + 7
@@ -141,7 +130,7 @@ def test_a_failed_chain_refuses_until_reset(jhost, kind):
     with pytest.raises(Exception, match=r'chain "%s": call #\d+ \(bump\) not run: chain failed at #\d+: callback "nonneg_seq"' % chain):
         jax.block_until_ready(f(ok))
     jhost.chain(chain).reset()
-    before = _bumps(jhost)
+    before = bumps(jhost)
     assert int(f(ok)) == sum(before + 1 + k for k in range(6))
 
 
@@ -174,14 +163,14 @@ def test_vmap_of_an_ordered_call_with_no_batched_operand_runs_once(jhost):
     the call runs once, and its result is broadcast (what the docstring of
     callbox.jax.call says)."""
     x = jnp.ones(2, jnp.float32)
-    before = _bumps(jhost)
+    before = bumps(jhost)
     out = jax.jit(jax.vmap(lambda _: cbj.call("bump", x, ordered=True)))(jnp.arange(5))
     np.testing.assert_array_equal(np.asarray(out), [before + 1] * 5)
-    assert _bumps(jhost) == before + 2
+    assert bumps(jhost) == before + 2
 
 
 def test_vmap_of_ordered_calls_keeps_element_order(jhost):
-    before = _bumps(jhost)
+    before = bumps(jhost)
     out = jax.jit(jax.vmap(lambda x: cbj.call("bump", x, ordered=True)))(jnp.ones((4, 2), jnp.float32))
     np.testing.assert_array_equal(np.asarray(out), before + 1 + np.arange(4))
 
@@ -264,14 +253,14 @@ def test_shard_map_keeps_each_devices_order(jhost):
         return y, jnp.stack([a, b])[None]
 
     f = jax.jit(_shard_map()(per_device, mesh=mesh, in_specs=P("i"), out_specs=(P("i"), P("i"))))
-    before = _bumps(jhost)
+    before = bumps(jhost)
     y, counts = f(x)
     np.testing.assert_array_equal(np.asarray(y), np.arange(8) * 3)
     counts = np.asarray(counts)
     assert counts.shape == (4, 2)
     assert (counts[:, 0] < counts[:, 1]).all(), counts
     assert sorted(counts.ravel()) == list(range(before + 1, before + 9))
-    assert _bumps(jhost) == before + 9
+    assert bumps(jhost) == before + 9
 
 
 def test_shard_map_failure_on_one_device_fails_the_program(jhost):
