@@ -239,10 +239,12 @@ def test_jit_over_four_devices_with_sharded_inputs(jhost):
             jax.jit(lambda x: cbj.call("bump", x[0], ordered=True))(x)
 
 
-def test_shard_map_keeps_each_devices_order(jhost):
+@pytest.mark.parametrize("jit", [jax.jit, cbj.jit], ids=["jax.jit", "callbox.jax.jit"])
+def test_shard_map_keeps_each_devices_order(jhost, jit):
     """Inside shard_map each device makes its own ordered calls on its
     shard, in program order: every device's first bump precedes its
-    second, the results are right, and all eight bumps ran."""
+    second, the results are right, and all eight bumps ran; under
+    callbox.jax.jit too, where the token starts in the program."""
     mesh = _mesh()
     x = jax.device_put(jnp.arange(8, dtype=jnp.float32), NamedSharding(mesh, P("i")))
 
@@ -252,7 +254,7 @@ def test_shard_map_keeps_each_devices_order(jhost):
         b = cbj.call("bump", x, ordered=True)
         return y, jnp.stack([a, b])[None]
 
-    f = jax.jit(_shard_map()(per_device, mesh=mesh, in_specs=P("i"), out_specs=(P("i"), P("i"))))
+    f = jit(_shard_map()(per_device, mesh=mesh, in_specs=P("i"), out_specs=(P("i"), P("i"))))
     before = bumps(jhost)
     y, counts = f(x)
     np.testing.assert_array_equal(np.asarray(y), np.arange(8) * 3)
@@ -280,6 +282,22 @@ def test_shard_map_failure_on_one_device_fails_the_program(jhost):
                                   [1, 1])
     ok = jax.device_put(jnp.ones(8, jnp.float32), NamedSharding(mesh, P("i")))
     np.testing.assert_array_equal(np.asarray(f(ok)), np.ones(8))
+
+
+def test_scoped_shard_map_failure_needs_no_reset(jhost):
+    """The same failure under callbox.jax.jit: no runtime token carries it
+    into later executions, so the next ones, on four devices or one, run
+    without callbox.jax.reset()."""
+    mesh = _mesh()
+    x = jax.device_put(jnp.array([1, 1, 1, 1, -1, 1, 1, 1], jnp.float32), NamedSharding(mesh, P("i")))
+    f = cbj.jit(_shard_map()(lambda x: cbj.call("nonneg_seq", x, ordered=True), mesh=mesh, in_specs=P("i"),
+                             out_specs=P("i")))
+    with pytest.raises(Exception, match=r'callbox GuestError: callback "nonneg_seq"'):
+        jax.block_until_ready(f(x))
+    ok = jax.device_put(jnp.ones(8, jnp.float32), NamedSharding(mesh, P("i")))
+    np.testing.assert_array_equal(np.asarray(f(ok)), np.ones(8))
+    np.testing.assert_array_equal(np.asarray(cbj.jit(lambda y: cbj.call("copy_f32", y, ordered=True))(jnp.ones(2))),
+                                  [1, 1])
 
 
 def test_reset_after_a_failed_chain_in_a_sharded_program(jhost):
