@@ -449,7 +449,8 @@ def reset(chain: Optional[str] = None, host: Optional[Host] = None) -> None:
     from a fresh one. On the CPU backend a failure on one device needs no
     reset (JAX does not keep that token); on the GPU backend (jax 0.11.2,
     seen on an H200) it does keep it, even for one device. reset() is
-    harmless where nothing was kept. With chain, it also
+    harmless where nothing was kept, and not needed under callbox.jax.jit,
+    which passes no token between executions. With chain, it also
     resets that host chain (Chain.reset), whose failure otherwise refuses
     every later call on it, by design."""
     tokens = _dispatch.runtime_tokens.current_tokens
