@@ -15,6 +15,7 @@ import (
 	"github.com/seed4b3e0ccb/callbox/config"
 	"github.com/seed4b3e0ccb/callbox/config/configfile"
 	"github.com/seed4b3e0ccb/callbox/host"
+	"github.com/seed4b3e0ccb/callbox/internal/atomicfile"
 	"github.com/seed4b3e0ccb/callbox/internal/tensorfile"
 )
 
@@ -142,21 +143,11 @@ func writeOuts(w io.Writer, outs []string, results []abi.Tensor) (err error) {
 		if p == "-" {
 			continue
 		}
-		f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*.tmp")
+		tmp, err := atomicfile.Stage(p, func(w io.Writer) error { return tensorfile.Encode(w, results[i]) })
 		if err != nil {
-			return fmt.Errorf("--out %s: %w", p, err)
+			return fmt.Errorf("--out %w", err)
 		}
-		temps = append(temps, f.Name())
-		err = tensorfile.Encode(f, results[i])
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(f.Name(), 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("--out %s: %w", p, err)
-		}
+		temps = append(temps, tmp)
 	}
 	k := 0
 	for _, p := range outs {
