@@ -8,7 +8,7 @@ import (
 // BenchmarkInstrument rewrites a real module: the Go guest example (about
 // 1.9 MB, built by make guests).
 func BenchmarkInstrument(b *testing.B) {
-	wasm, err := os.ReadFile("../../../../guests/build/go/scale.wasm")
+	wasm, err := os.ReadFile("../../../guests/build/go/scale.wasm")
 	if err != nil {
 		b.Skip("run make guests first:", err)
 	}

@@ -18,21 +18,66 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The kernel benchmarks run the benchmark suite's raw entry points
-// (guests/bench/kernels.c, built by make guests) on a plain wazero runtime,
-// on the module as compiled and as rewritten, side by side: each of b.N
-// rounds calls every variant once, in turn, and the benchmark reports each
-// variant's median thread CPU time per call (ns-cpu/<variant>) and its
-// ratio to the plain module (x-<variant>), so a busy machine's noise
-// affects them alike. METER_BENCH_OTHER adds more rewrites of the same
-// module (comma-separated files, e.g. an earlier version's output) as
-// other0, other1, ...
+// The kernel benchmarks run raw entry points built by make guests — the
+// benchmark suite's (guests/bench/kernels.c) and the users' kernels' loops
+// (guests/bench/loops.c) — on a plain wazero runtime, on the module as
+// compiled and as rewritten, side by side: each of b.N rounds calls every
+// variant once, in turn, and the benchmark reports each variant's median
+// thread CPU time per call (ns-cpu/<variant>) and its ratio to the plain
+// module (x-<variant>), so a busy machine's noise affects them alike.
+// METER_BENCH_OTHER adds more rewrites of the same module
+// (comma-separated files, e.g. an earlier version's output) as other0,
+// other1, ...
 
 // BenchmarkKernelMatmul runs matmul_raw on 256x256 matrices.
-func BenchmarkKernelMatmul(b *testing.B) { benchKernel(b, "matmul_raw", 256) }
+func BenchmarkKernelMatmul(b *testing.B) {
+	const n = 256
+	benchKernel(b, "kernels.wasm", "matmul_raw", func(place placer) []uint64 {
+		return []uint64{place(n*n, nil), place(n*n, nil), place(n*n, nil), n, n, n}
+	})
+}
 
 // BenchmarkKernelScale runs scale_raw over 4 MiB.
-func BenchmarkKernelScale(b *testing.B) { benchKernel(b, "scale_raw", 1<<20) }
+func BenchmarkKernelScale(b *testing.B) {
+	const n = 1 << 20
+	benchKernel(b, "kernels.wasm", "scale_raw", func(place placer) []uint64 {
+		return []uint64{place(n, nil), place(n, nil), n, uint64(math.Float32bits(2))}
+	})
+}
+
+// The users' kernels' loops over 2^18 f32 (bench/userkernels.go's sizes):
+// a loop a few instructions long is where a per-iteration check costs most.
+const loopElems = 1 << 18
+
+// BenchmarkKernelClip runs clip_raw: one loop, a load, two float ops, a
+// store.
+func BenchmarkKernelClip(b *testing.B) {
+	benchKernel(b, "loops.wasm", "clip_raw", func(place placer) []uint64 {
+		return []uint64{place(loopElems, nil), place(loopElems, nil), loopElems, uint64(math.Float32bits(3))}
+	})
+}
+
+// BenchmarkKernelDigitize runs digitize_raw with 16 ascending edges: an
+// inner scan of a few iterations with a data-dependent exit, per element.
+func BenchmarkKernelDigitize(b *testing.B) {
+	benchKernel(b, "loops.wasm", "digitize_raw", func(place placer) []uint64 {
+		edges := place(16, func(i int) float32 { return float32(i-8) * 1.25 })
+		return []uint64{place(loopElems, nil), loopElems, edges, 16, place(loopElems, nil)}
+	})
+}
+
+// BenchmarkKernelNormalize runs normalize_raw on 256 rows of 1024: three
+// inner loops per row.
+func BenchmarkKernelNormalize(b *testing.B) {
+	benchKernel(b, "loops.wasm", "normalize_raw", func(place placer) []uint64 {
+		return []uint64{place(loopElems, nil), place(loopElems, nil), 256, loopElems / 256}
+	})
+}
+
+// placer reserves n floats of guest memory, the i-th f(i) (with f nil,
+// values in [-10, 10) in a fixed, non-monotonic order), and returns their
+// offset.
+type placer func(n int, f func(i int) float32) uint64
 
 type kernelVariant struct {
 	name  string
@@ -42,8 +87,8 @@ type kernelVariant struct {
 	cpu   []int64
 }
 
-func benchKernel(b *testing.B, name string, n int) {
-	plain, err := os.ReadFile("../../../../guests/build/bench/kernels.wasm")
+func benchKernel(b *testing.B, file, name string, args func(placer) []uint64) {
+	plain, err := os.ReadFile("../../../guests/build/bench/" + file)
 	if err != nil {
 		b.Skip("run make guests first:", err)
 	}
@@ -69,11 +114,11 @@ func benchKernel(b *testing.B, name string, n int) {
 	defer rt.Close(ctx)
 	var vs []*kernelVariant
 	for _, vn := range names {
-		vs = append(vs, newKernelVariant(b, rt, vn, wasms[vn], name, n))
+		vs = append(vs, newKernelVariant(b, rt, vn, wasms[vn], name, args))
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s := make([]uint64, 6)
+	s := make([]uint64, 8)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, v := range vs {
@@ -138,39 +183,40 @@ func kernelRuntime(b *testing.B) wazero.Runtime {
 	return rt
 }
 
-// newKernelVariant instantiates wasm and prepares the kernel's inputs: for
-// matmul_raw two n x n matrices and the output, for scale_raw n floats.
-func newKernelVariant(b *testing.B, rt wazero.Runtime, vn string, wasm []byte, name string, n int) *kernelVariant {
+// newKernelVariant instantiates wasm and places the kernel's inputs, by
+// callbox_alloc (kernels.wasm) or reserve (loops.wasm).
+func newKernelVariant(b *testing.B, rt wazero.Runtime, vn string, wasm []byte, name string, args func(placer) []uint64) *kernelVariant {
 	ctx := context.Background()
 	mod, err := rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName(vn))
 	if err != nil {
 		b.Fatal(err)
 	}
-	alloc := mod.ExportedFunction("callbox_alloc")
 	fn := mod.ExportedFunction(name)
-	if alloc == nil || fn == nil {
-		b.Fatal("kernels.wasm lacks callbox_alloc or ", name)
+	if fn == nil {
+		b.Fatal("the module lacks ", name)
 	}
-	sizes := []int{n * n * 4, n * n * 4, n * n * 4}
-	if name == "scale_raw" {
-		sizes = []int{n * 4, n * 4}
-	}
-	var bufs []uint64
-	for _, sz := range sizes {
-		res, err := alloc.Call(ctx, uint64(sz), 64)
-		if err != nil || res[0] == 0 {
-			b.Fatal("callbox_alloc failed: ", err)
+	place := func(n int, f func(i int) float32) uint64 {
+		var res []uint64
+		var err error
+		if alloc := mod.ExportedFunction("callbox_alloc"); alloc != nil {
+			res, err = alloc.Call(ctx, uint64(n*4), 64)
+		} else if reserve := mod.ExportedFunction("reserve"); reserve != nil {
+			res, err = reserve.Call(ctx, uint64(n*4))
+		} else {
+			b.Fatal("the module exports neither callbox_alloc nor reserve")
 		}
-		buf := make([]byte, sz)
-		for i := 0; i < sz; i += 4 {
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(float32(i%7)))
+		if err != nil || res[0] == 0 {
+			b.Fatal("placing the inputs failed: ", err)
+		}
+		if f == nil {
+			f = func(i int) float32 { return float32((i*7919)%2000-1000) / 100 }
+		}
+		buf := make([]byte, n*4)
+		for i := range n {
+			binary.LittleEndian.PutUint32(buf[i*4:], math.Float32bits(f(i)))
 		}
 		mod.Memory().Write(uint32(res[0]), buf)
-		bufs = append(bufs, res[0])
+		return res[0]
 	}
-	stack := []uint64{bufs[0], bufs[1], uint64(n), uint64(math.Float32bits(2))}
-	if name == "matmul_raw" {
-		stack = []uint64{bufs[0], bufs[1], bufs[2], uint64(n), uint64(n), uint64(n)}
-	}
-	return &kernelVariant{name: vn, mod: mod, fn: fn, stack: stack}
+	return &kernelVariant{name: vn, mod: mod, fn: fn, stack: args(place)}
 }
