@@ -142,7 +142,9 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType, idx uint32) ([]byte, 
 	w := &m.body
 	w.b = w.b[:0]
 	meter := m.opts.Meter
-	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, nanF32: -1, nanF64: -1, nanV128: -1, frames: m.frames[:0], ltypes: ltypes}
+	ins := &inserter{m: m, frame: frame, local: -1, tmp: -1, nanF32: -1, nanF64: -1, nanV128: -1, frames: m.frames[:0], ltypes: ltypes,
+		results: m.labelResults[:0], funcResults: len(typ.results) > 0, chunkTmp: -1, spareBlocks: 1 << 30}
+	defer func() { m.labelResults = ins.results }()
 	defer func() { m.frames = ins.frames }()
 	// Loops get the retry shape (inserter.copyControl) unless the function
 	// has exception handlers, whose labels (catch clauses, delegate,
@@ -152,6 +154,10 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType, idx uint32) ([]byte, 
 	// rewrite's worst case where the inline shape had it.
 	loops := len(points) - 1
 	ins.retry = meter && !handlers && !m.opts.inline && (m.opts.MaxBlocks <= 0 || blocks+2*loops <= m.opts.MaxBlocks)
+	if m.opts.MaxBlocks > 0 {
+		ins.spareBlocks = m.opts.MaxBlocks - blocks - 2*loops
+	}
+	localsEnd := -1 // where the locals end in w, when locals were added
 	if budget := meter && (len(points) > 1 || bulk); budget || nan != 0 {
 		// Added locals, after the function's own: the budget (one i64)
 		// and, with bulk operations, two i32s (a bulk operation's length,
@@ -174,11 +180,18 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType, idx uint32) ([]byte, 
 				*c.local, next, add = next, next+1, append(add, 1, c.typ)
 			}
 		}
+		// The chunk shape's two i32s (chunk.go) come last, so that when
+		// no loop takes the shape they can be dropped (dropUnusedChunkLocals)
+		// without moving another local.
+		if budget && ins.retry && loops > 0 && !m.opts.noChunks {
+			ins.chunkTmp, add = next, append(add, 2, 0x7f)
+		}
 		lr := &reader{b: fn}
 		lr.u32()
 		w.u32(groups + uint32(len(add)/2))
 		w.raw(fn[lr.pos:code])
 		w.raw(add)
+		localsEnd = len(w.b)
 	} else {
 		w.raw(locals)
 	}
@@ -228,7 +241,31 @@ func (m *rewriter) instrumentFunc(fn []byte, typ funcType, idx uint32) ([]byte, 
 		ins.leave(w)
 	}
 	w.byte(0x0b)
-	return w.b, r.err
+	if ins.chunkTmp >= 0 && !ins.chunked && r.err == nil {
+		m.dropUnusedChunkLocals(localsEnd)
+	}
+	return m.body.b, r.err
+}
+
+// dropUnusedChunkLocals removes the chunk shape's two locals, the last
+// group declared before m.body.b[localsEnd:], when no loop used them, and
+// moves the source map's places with the code.
+func (m *rewriter) dropUnusedChunkLocals(localsEnd int) {
+	b := m.body.b
+	hr := &reader{b: b}
+	groups := hr.u32()
+	var count writer
+	count.u32(groups - 1)
+	n := copy(b, count.b) // never longer than the old count
+	n += copy(b[n:], b[hr.pos:localsEnd-2])
+	shift := localsEnd - n
+	n += copy(b[n:], b[localsEnd:])
+	m.body.b = b[:n]
+	for k := 0; k < len(m.places); k += 2 {
+		if m.places[k] >= uint64(localsEnd) {
+			m.places[k] -= uint64(shift)
+		}
+	}
 }
 
 // growHookBody is the injected wrapper around memory.grow:

@@ -247,6 +247,7 @@ type gen struct {
 	fn    int // index of the function being generated
 	depth int
 	loops int // counted loops open in this function
+	calls int // calls written so far
 	sb    strings.Builder
 }
 
@@ -295,6 +296,7 @@ func (g *gen) expr() {
 			g.w("(i32.const 4)")
 			return
 		}
+		g.calls++
 		g.w("(call $f%d ", g.next()%g.fn)
 		g.expr()
 		g.expr()
@@ -339,6 +341,7 @@ func (g *gen) expr() {
 			g.w("(i32.const 10)")
 			return
 		}
+		g.calls++
 		g.w("(call_indirect (type $t) ")
 		g.expr()
 		g.expr()
@@ -369,7 +372,9 @@ func (g *gen) expr() {
 // stmts writes zero to two statements.
 func (g *gen) stmts() {
 	for n := g.next() % 3; n > 0; n-- {
-		switch g.next() % 4 {
+		switch g.next() % 5 {
+		case 4:
+			g.countedLoop()
 		case 0:
 			g.w("(local.set %d ", 2+g.next()%2)
 			g.expr()
@@ -392,6 +397,59 @@ func (g *gen) stmts() {
 	}
 }
 
+// countedLoop writes a loop in the shape compilers give a counted loop
+// (the meter's chunk shape, chunk.go): $c moves by a step of plus or
+// minus a power of two until it equals $n, with the back edge in one of
+// the three forms the chunk shape takes and a conditional branch out of
+// the loop in the middle of the body. A loop that calls nothing runs up
+// to 600 times (many chunks), or 20 inside another loop; one that calls,
+// up to 3 times, so that loops calling loops stay short.
+func (g *gen) countedLoop() {
+	if g.loops >= genMaxLoops {
+		return
+	}
+	l := g.loops
+	g.loops++
+	defer func() { g.loops-- }()
+	outer, calls := g.sb, g.calls
+	g.sb = strings.Builder{}
+	g.stmts()
+	g.w("(br_if $x%d (i32.eq (i32.and ", l)
+	g.expr()
+	g.w(" (i32.const 63)) (i32.const 5))) ")
+	g.stmts()
+	body := g.sb.String()
+	g.sb = outer
+	trips := 1 + g.next()%3
+	if g.calls == calls && l == 0 {
+		trips = 1 + (g.next()<<8|g.next())%600
+	} else if g.calls == calls {
+		trips = 1 + g.next()%20
+	}
+	step := []int{1, -1, 4, -4, 2, 16}[g.next()%6]
+	start := int32(g.next() * 977)
+	op, c := "add", step
+	if g.next()%2 == 1 {
+		op, c = "sub", -step
+	}
+	form := g.next() % 3
+	bound := start + int32(trips*step)
+	if form == 2 { // the bound is 0: start where the trips end there
+		start, bound = -int32(trips*step), 0
+	}
+	g.w("(block $x%d (local.set $c%d (i32.const %d)) (local.set $n%d (i32.const %d)) (loop $l%d %s", l, l, start, l, bound, l, body)
+	next := fmt.Sprintf("(local.tee $c%d (i32.%s (local.get $c%d) (i32.const %d)))", l, op, l, c)
+	switch form {
+	case 0:
+		g.w("(br_if $l%d (i32.ne (local.get $n%d) %s))", l, l, next)
+	case 1:
+		g.w("(br_if $l%d (i32.ne %s (local.get $n%d)))", l, next, l)
+	default:
+		g.w("(br_if $l%d %s)", l, next)
+	}
+	g.w(")) ")
+}
+
 func genModule(prog []byte) string {
 	g := &gen{b: prog}
 	g.w("(module\n  (type $t (func (param i32 i32) (result i32)))\n  (memory (export \"memory\") 1 8)\n")
@@ -405,7 +463,7 @@ func genModule(prog []byte) string {
 		g.fn = i
 		g.w("  (func $f%d (type $t) (local i32 i32) ", i)
 		for l := 0; l < genMaxLoops; l++ {
-			g.w("(local $c%d i32) ", l)
+			g.w("(local $c%d i32) (local $n%d i32) ", l, l)
 		}
 		g.stmts()
 		g.expr()

@@ -27,6 +27,20 @@ type inserter struct {
 	// ltypes is the first byte of each local's type, parameters first
 	// (may be short for functions with more than 65,536 locals).
 	ltypes []byte
+	// results holds, for each open block of the original code, whether
+	// its label takes values (a block's or if's results, a loop's
+	// parameters); funcResults whether the function's label does.
+	results     []bool
+	funcResults bool
+	// chunkTmp is the first of the chunk shape's two i32 locals, or -1
+	// when the function has none; chunk is the loop in the chunk shape
+	// being copied, if any (chunk.go).
+	chunkTmp int64
+	chunk    *chunkLoop
+	chunked  bool // some loop took the chunk shape
+	// spareBlocks is how many blocks the chunk shape may still add
+	// before the function passes Options.MaxBlocks.
+	spareBlocks int
 }
 
 // copyControl copies the instruction at r when it is a control
@@ -54,9 +68,17 @@ type inserter struct {
 // it again: fuel counts are those of the inline shape.
 func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (copied, checked bool, err error) {
 	start := r.pos
+	if in.chunk != nil && start == in.chunk.tail {
+		in.chunkBackEdge(w)
+		r.pos = in.chunk.end
+		return true, false, nil
+	}
 	switch op := r.b[r.pos]; op {
 	case 0x02, 0x04: // block, if
+		br := &reader{b: r.b, pos: start + 1}
+		br.skipBlockType()
 		in.frames = append(in.frames, 0)
+		in.results = append(in.results, br.err == nil && in.blockResults(r.b[start+1:br.pos]))
 	case 0x03: // loop
 		r.pos++
 		bt := r.pos
@@ -64,12 +86,21 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		if r.err != nil {
 			return false, false, r.err
 		}
-		if in.local < 0 || next >= len(costs) || in.blockParams(r.b[bt:r.pos]) {
+		params := in.blockParams(r.b[bt:r.pos])
+		if in.local < 0 || next >= len(costs) || params {
 			in.frames = append(in.frames, 0)
+			in.results = append(in.results, params)
 			r.pos = start
 			return false, false, nil
 		}
 		cost := costs[next]
+		if c := in.findChunk(r.b, r.b[bt:r.pos], r.pos, cost); c != nil {
+			in.openChunk(w, c)
+			in.frames = append(in.frames, c.added())
+			in.results = append(in.results, false)
+			c.frame, in.chunk, in.chunked = len(in.frames)-1, c, true
+			return true, true, nil
+		}
 		l := uint32(in.local)
 		w.byte(0x03)
 		w.raw(r.b[bt:r.pos])
@@ -101,6 +132,7 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		w.u32(l)                                                      // local.tee
 		w.raw([]byte{0x42, 0x00, 0x53, 0x04, 0x40, 0x0c, 0x02, 0x0b}) // i64.const 0; i64.lt_s; if; br 2; end
 		in.frames = append(in.frames, 1)
+		in.results = append(in.results, false)
 		return true, true, nil
 	case 0x0b: // end of a block (the function's own end is not copied here)
 		if len(in.frames) == 0 {
@@ -108,15 +140,27 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		}
 		added := in.frames[len(in.frames)-1]
 		in.frames = in.frames[:len(in.frames)-1]
+		in.results = in.results[:len(in.results)-1]
+		r.pos++
+		if in.chunk != nil && in.chunk.frame == len(in.frames) {
+			in.closeChunk(w)
+			return true, false, nil
+		}
 		w.byte(0x0b)
 		for ; added > 0; added-- {
 			w.byte(0x0b)
 		}
-		r.pos++
 		return true, false, nil
 	case 0x0c, 0x0d: // br, br_if
 		r.pos++
 		d := r.u32()
+		if c := in.chunk; c != nil && int(d) > len(in.frames)-1-c.frame { // out of the chunk
+			if op == 0x0d {
+				in.chunkExit(w, len(in.frames)-1-c.frame)
+				return true, false, r.err
+			}
+			in.chunkRefund(w)
+		}
 		w.byte(op)
 		w.u32(in.label(d))
 		return true, false, r.err
@@ -256,6 +300,9 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 		w.u32(m.shift(r.u32()))
 		return r.err
 	case 0x0f, 0x13, 0x15: // return, return_call_indirect, return_call_ref
+		if in.chunk != nil {
+			in.chunkRefund(w)
+		}
 		in.leave(w)
 	case 0x08, 0x09, 0x0a: // throw, rethrow, throw_ref
 		in.store(w)

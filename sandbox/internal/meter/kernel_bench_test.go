@@ -24,7 +24,9 @@ import (
 // compiled and as rewritten, side by side: each of b.N rounds calls every
 // variant once, in turn, and the benchmark reports each variant's median
 // thread CPU time per call (ns-cpu/<variant>) and its ratio to the plain
-// module (x-<variant>), so a busy machine's noise affects them alike.
+// module (x-<variant>), so a busy machine's noise affects them alike:
+// "metered" is the rewrite, "per-iteration" the rewrite with every loop
+// checked on each iteration (no chunk shape, chunk.go).
 // METER_BENCH_OTHER adds more rewrites of the same module
 // (comma-separated files, e.g. an earlier version's output) as other0,
 // other1, ...
@@ -96,8 +98,13 @@ func benchKernel(b *testing.B, file, name string, args func(placer) []uint64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wasms := map[string][]byte{"plain": plain, "metered": metered}
-	names := []string{"plain", "metered"}
+	// The shape before counted loops were charged by the chunk.
+	perIteration, err := Instrument(plain, Options{Meter: true, StackLimit: 1 << 20, GrowHook: true, noChunks: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wasms := map[string][]byte{"plain": plain, "metered": metered, "per-iteration": perIteration}
+	names := []string{"plain", "metered", "per-iteration"}
 	for k, f := range strings.Split(os.Getenv("METER_BENCH_OTHER"), ",") {
 		if f == "" {
 			continue

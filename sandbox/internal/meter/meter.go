@@ -17,7 +17,10 @@
 //     thread, with no goroutine, signal or scheduler involved. A loop's
 //     check leaves the loop for an added outer loop that calls the refill
 //     and enters it again (inserter.copyControl), so the loop itself holds
-//     no call.
+//     no call. A counted inner loop, whose trip count its own exit test
+//     gives, is charged a chunk of iterations at a time instead, its own
+//     compare ending the chunk, so its body holds no check (chunk.go);
+//     the fuel charged and the points where the refill runs are the same.
 //
 //   - the stack counter (StackExport) starts at minus the stack limit in
 //     bytes. Each function adds an estimate of its frame size on entry
@@ -76,7 +79,7 @@ import (
 
 // Version changes whenever the rewrite's output changes; caches of
 // rewritten or compiled modules include it in their keys.
-const Version = 6
+const Version = 7
 
 // Names of the injected imports and exports.
 const (
@@ -154,6 +157,9 @@ type Options struct {
 	// inline keeps every loop's check inline (the shape before Version
 	// 5), for tests that compare the two shapes.
 	inline bool
+	// noChunks leaves counted loops in the retry shape (the shape before
+	// Version 7), for tests and benchmarks that compare the two.
+	noChunks bool
 }
 
 // ErrUnsupported wraps every reason a module cannot be instrumented.

@@ -98,7 +98,7 @@ func TestRetryShapes(t *testing.T) {
 // the refill sits in the added outer loop, before the original loop.
 func TestRetryShapeLoops(t *testing.T) {
 	src := `(module (func (export "run") (param i32) (loop $l (br_if $l (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))))`
-	out, err := Instrument(wat.Must(src), Options{Meter: true, StackLimit: 1 << 20})
+	out, err := Instrument(wat.Must(src), Options{Meter: true, StackLimit: 1 << 20, noChunks: true})
 	require.NoError(t, err)
 	// Two loops now: the retry loop (its refill, then the reads of the
 	// loop's locals), then the original, which holds no call.

@@ -79,6 +79,8 @@ type rewriter struct {
 	costs  []int64
 	frames []int
 	ltypes []byte
+	// labelResults is inserter.results's storage.
+	labelResults []bool
 }
 
 // shift maps an original function index to its index after the rewrite.
