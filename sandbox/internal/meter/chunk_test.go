@@ -22,7 +22,6 @@ import (
 // exactly the fuel it used it asks for no refill, and given one unit less
 // it stops.
 func TestChunkShapes(t *testing.T) {
-	const glue = `(memory (export "memory") 1) (global $g (export "g") (mut i32) (i32.const 0))`
 	type loop struct {
 		body    string
 		chunked bool
@@ -122,18 +121,12 @@ func TestChunkShapes(t *testing.T) {
   (local.get $s))`, false},
 	}
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
 	m := &meterHost{}
-	_, err := rt.NewHostModuleBuilder(RefillModule).
-		NewFunctionBuilder().WithFunc(m.refill).Export(RefillName).
-		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errOverflow) }).Export(OverflowName).
-		NewFunctionBuilder().WithFunc(func(context.Context, int32) {}).Export(GrowDeniedName).
-		Instantiate(ctx)
-	require.NoError(t, err)
+	rt := meterRuntime(t, m)
+	defer rt.Close(ctx)
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			plain, err := wat.Compile("(module " + glue + c.body + ")")
+			plain, err := wat.Compile("(module " + shapeGlue + c.body + ")")
 			require.NoError(t, err)
 			want, err := run(ctx, rt, plain, 400, nil)
 			require.NoError(t, err)

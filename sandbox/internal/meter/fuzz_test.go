@@ -37,18 +37,9 @@ func FuzzInstrument(f *testing.F) {
 		f.Add([]byte(seed), uint32(12345))
 	}
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
 	m := &meterHost{}
-	if _, err := rt.NewHostModuleBuilder(RefillModule).
-		NewFunctionBuilder().WithFunc(m.refill).Export(RefillName).
-		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errOverflow) }).Export(OverflowName).
-		NewFunctionBuilder().WithFunc(func(context.Context, int32) { m.denied++ }).Export(GrowDeniedName).
-		NewFunctionBuilder().WithFunc(m.enter).Export(ProfileEnterName).
-		NewFunctionBuilder().WithFunc(m.exit).Export(ProfileExitName).
-		Instantiate(ctx); err != nil {
-		f.Fatal(err)
-	}
+	rt := meterRuntime(f, m)
+	defer rt.Close(ctx)
 	f.Fuzz(func(t *testing.T, prog []byte, arg uint32) {
 		src := genModule(prog)
 		plain, err := wat.Compile(src)
@@ -132,6 +123,26 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("with budget %d of the %d it needs: err %v, %d refills; want a stop at the budget\n%s", used-1, used, err, m.refills, src)
 		}
 	})
+}
+
+// shapeGlue is what the shape tests' modules declare beside their
+// functions: the memory and the global run reads.
+const shapeGlue = `(memory (export "memory") 1) (global $g (export "g") (mut i32) (i32.const 0))`
+
+// meterRuntime is an interpreter runtime with m as the meter's imports.
+func meterRuntime(tb testing.TB, m *meterHost) wazero.Runtime {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	if _, err := rt.NewHostModuleBuilder(RefillModule).
+		NewFunctionBuilder().WithFunc(m.refill).Export(RefillName).
+		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errOverflow) }).Export(OverflowName).
+		NewFunctionBuilder().WithFunc(func(context.Context, int32) { m.denied++ }).Export(GrowDeniedName).
+		NewFunctionBuilder().WithFunc(m.enter).Export(ProfileEnterName).
+		NewFunctionBuilder().WithFunc(m.exit).Export(ProfileExitName).
+		Instantiate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return rt
 }
 
 var (

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tetratelabs/wazero"
 
 	"github.com/seed4b3e0ccb/callbox/internal/testing/wat"
 )
@@ -18,7 +17,6 @@ import (
 // what the inline shape charges, with a budget that runs out inside the
 // loops many times (a refill every 50 units).
 func TestRetryShapes(t *testing.T) {
-	const glue = `(memory (export "memory") 1) (global $g (export "g") (mut i32) (i32.const 0))`
 	cases := map[string]string{
 		"result": `(func (export "run") (param i32) (result i32) (local $i i32)
   (loop $l (result i32)
@@ -58,18 +56,12 @@ func TestRetryShapes(t *testing.T) {
   (global.set $g (i32.const 5)))`,
 	}
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
 	m := &meterHost{}
-	_, err := rt.NewHostModuleBuilder(RefillModule).
-		NewFunctionBuilder().WithFunc(m.refill).Export(RefillName).
-		NewFunctionBuilder().WithFunc(func(context.Context) { panic(errOverflow) }).Export(OverflowName).
-		NewFunctionBuilder().WithFunc(func(context.Context, int32) {}).Export(GrowDeniedName).
-		Instantiate(ctx)
-	require.NoError(t, err)
+	rt := meterRuntime(t, m)
+	defer rt.Close(ctx)
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
-			plain, err := wat.Compile("(module " + glue + body + ")")
+			plain, err := wat.Compile("(module " + shapeGlue + body + ")")
 			require.NoError(t, err)
 			want, err := run(ctx, rt, plain, 400, nil)
 			require.NoError(t, err)
