@@ -5,20 +5,23 @@
 // exit test, the chunk shape charges many iterations at once instead and
 // lets the loop's own compare end the chunk, so the loop body holds no
 // check at all. It applies to an innermost loop (no loop inside it) with
-// no parameters and no results, that calls nothing and holds no operation
-// the meter charges by operand or that unwinds (calls, memory.grow, bulk
-// operations, exceptions), whose body ends with the back edge compilers
-// emit for a counted loop:
+// no parameters and no results, without exception handlers, in one of two
+// forms. A loop whose body ends with the back edge compilers emit for a
+// counted loop:
 //
 //	local.get $n  local.get $i  i32.const c  i32.add|i32.sub  local.tee $i  i32.ne  br_if 0
 //	local.get $i  i32.const c  i32.add|i32.sub  local.tee $i  local.get $n  i32.ne  br_if 0
 //	local.get $i  i32.const c  i32.add|i32.sub  local.tee $i  br_if 0     ;; $n is 0
 //
-// where $i and $n are i32 locals the body writes nowhere else, the step d
-// (c, or -c for a subtraction) is plus or minus a power of two up to 2^16,
-// and no other branch targets the loop. Such a loop runs until $i, moved
-// by d after each iteration, equals $n: from a given $i its trip count is
-// known. The loop becomes
+// with the step d (c, or -c for a subtraction) plus or minus a power of two
+// up to 2^16: it runs until $i, moved by d after each iteration, equals $n.
+// And a loop tested at its top, as AssemblyScript writes a for loop:
+//
+//	loop  local.get $i  local.get $n  i32.lt_s|i32.lt_u  if  ...  $i += 1  br 1  end  end
+//
+// which runs while $i < $n. In both $i and $n are i32 locals the body
+// writes nowhere else and no other branch targets the loop, so from a
+// given $i the trip count is known. The loop becomes
 //
 //	loop $chunk
 //	  ;; n := iterations of the next chunk: the trips left (at most
@@ -30,9 +33,10 @@
 //	      loop $l
 //	        body                 ;; a conditional exit branches to its pad;
 //	                             ;; a br or return out gives back first
-//	        $i += d; br_if $l ($i != $lim)
+//	        $i += d; br_if $l ($i != $lim)      ;; or the top test: $i < $lim
 //	      end
-//	      br_if $chunk ($i != $n)
+//	      br_if $chunk ($i != $n)               ;; or $i < $n
+//	      ;; (tested at the top: charge the last test's pass)
 //	      br $done
 //	    end                      ;; each pad: give back the charge of the
 //	    <give back; br target>   ;; iterations that will not run, and
@@ -45,10 +49,15 @@
 // Fuel is exactly the inline shape's: every iteration is charged cost
 // before it runs; a chunk never takes the budget below zero (n is bounded
 // by the budget), so the refill runs at the same iteration, with the same
-// counter, as the inline shape's; a branch out of the loop adds back the
-// cost of the chunk's iterations that did not start. After a trap inside a
-// chunk the budget's global has not been written since the function's
-// last call, as in the other shapes.
+// counter, as the inline shape's; a branch out of the loop, a return or a
+// throw adds back the cost of the chunk's iterations that did not start.
+// Anything in the body that reads or charges the budget — a call (whose
+// callee charges the budget's global), a bulk operation, a memory.grow —
+// first cuts the chunk at the current iteration (chunkCut), so it meets
+// the inline shape's budget; a checked access that calls out on its
+// failure path costs nothing while it does not fail. After a trap the
+// budget's global holds what the function last wrote before a call, as in
+// the other shapes.
 //
 // A chunk is normally the rest of the loop, cut only where the budget
 // runs out, so the budget, not the chunk, decides when the host gets
@@ -76,9 +85,16 @@ type chunkLoop struct {
 	shift uint32 // log2 |d|
 	cost  int64  // the units one iteration costs
 	max   int64  // the longest chunk, in iterations
-	tail  int    // where the back edge starts in the original code
+	tail  int    // where the back edge starts in the original code (-1: top)
 	end   int    // where the loop's end is in the original code
-	frame int    // the loop's entry in inserter.frames
+	back  int    // the one branch back to the loop
+	step0 int    // the one write to $i
+	// top: the loop is tested at its top (topTest): test is its compare,
+	// bound where it reads $n.
+	top   bool
+	test  byte
+	bound int
+	frame int // the loop's entry in inserter.frames
 	// exits holds, for each conditional branch out of the loop in code
 	// order, its target: how many labels out from the block enclosing
 	// the loop (0: that block). Each gets a landing pad after the loop
@@ -110,23 +126,25 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 		op                  byte
 	}
 	var starts []int // the instructions directly in the loop's body
+	var inner []int  // and those directly in a block or if in it
 	var writes, branches []place
+	elses := 0 // else clauses directly in an if in the body
 	r := &reader{b: b, pos: body}
 	for depth := uint32(0); r.more(); {
 		start := r.pos
-		if depth == 0 {
+		switch depth {
+		case 0:
 			starts = append(starts, start)
+		case 1:
+			inner = append(inner, start)
 		}
 		op := b[start]
 		switch op {
-		case 0x03, 0x06, 0x1f, 0x18, // loop, try, try_table, delegate
-			0x08, 0x09, 0x0a, // throw, rethrow, throw_ref
-			0x10, 0x11, 0x12, 0x13, 0x14, 0x15, // calls
-			0x40: // memory.grow
+		case 0x03, 0x06, 0x1f, 0x18, 0x09: // loop, try, try_table, delegate, rethrow
 			return nil
-		case 0xfc:
-			if bulkCharge(b, start) != chargeNone {
-				return nil
+		case 0x05: // else
+			if depth == 1 {
+				elses++
 			}
 		}
 		if r.skipInstr() != nil {
@@ -142,6 +160,9 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 				continue
 			}
 			c := in.backEdge(b, starts[:len(starts)-1])
+			if c == nil && elses == 0 {
+				c = in.topTest(b, starts[:len(starts)-1], inner[:max(len(inner)-1, 0)]) // less the if's end
+			}
 			if c == nil {
 				return nil
 			}
@@ -149,15 +170,18 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 			c.max = min(chunkMax, int64(1)<<31>>c.shift)
 			var exits []uint32
 			for _, w := range writes {
-				if w.local == c.n && !c.zero || w.local == c.i && w.pos < c.tail {
+				if w.local == c.n && !c.zero || w.local == c.i && w.pos != c.step0 {
 					return nil
 				}
 			}
 			for _, br := range branches {
 				switch {
 				case br.label < br.depth: // inside the loop
+					if c.top && br.label == br.depth-1 { // the test's if: leaves the loop
+						return nil
+					}
 				case br.label == br.depth: // the loop: only its back edge
-					if br.pos < c.tail {
+					if br.pos != c.back {
 						return nil
 					}
 				case br.op == 0x0e: // a table that can leave the loop
@@ -170,7 +194,7 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 				}
 			}
 			// The chunk shape's blocks beyond the retry shape's two: the
-			// budget's two ifs, and the exits' pads.
+			// budget's ifs, and the exits' pads.
 			c.exits = exits
 			if need := 1 + c.added(); need <= in.spareBlocks {
 				in.spareBlocks -= need
@@ -194,63 +218,43 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 // backEdge matches the last instructions of a loop's body (starting at
 // the offsets in starts) against the counted back edges findChunk takes.
 func (in *inserter) backEdge(b []byte, starts []int) *chunkLoop {
-	ins := func(k int) (op byte, imm *reader) { // the k-th instruction from the end
-		p := starts[len(starts)-k]
-		return b[p], &reader{b: b, pos: p + 1}
-	}
-	local := func(k int, want byte) (uint32, bool) {
-		op, imm := ins(k)
-		x := imm.u32()
-		return x, op == want && imm.err == nil && int(x) < len(in.ltypes) && in.ltypes[x] == 0x7f
-	}
-	step := func(k int) (int64, bool) { // i32.const c; i32.add|i32.sub at k, k-1
-		op, imm := ins(k)
-		c := int64(int32(imm.s32()))
-		add, _ := ins(k - 1)
-		if op != 0x41 || imm.err != nil || add != 0x6a && add != 0x6b {
-			return 0, false
-		}
-		if add == 0x6b {
-			c = -c
-		}
-		a := max(c, -c)
-		return c, c != 0 && a <= 1<<16 && a&(a-1) == 0
-	}
 	if len(starts) < 5 {
 		return nil
 	}
-	if op, imm := ins(1); op != 0x0d || imm.u32() != 0 || imm.err != nil {
+	at := func(k int) int { return starts[len(starts)-k] } // the k-th instruction from the end
+	if op, imm := instrAt(b, at(1)); op != 0x0d || imm.u32() != 0 || imm.err != nil {
 		return nil
 	}
-	c := &chunkLoop{}
+	c := &chunkLoop{back: at(1)}
 	var ok [4]bool
-	switch op, _ := ins(2); {
+	switch op, _ := instrAt(b, at(2)); {
 	case op == 0x47 && len(starts) >= 7: // ... i32.ne; br_if 0
-		if first, _ := ins(7); first == 0x20 && len(starts) >= 7 {
-			if x, isGet := local(6, 0x20); isGet { // local.get $n; local.get $i; ...; local.tee $i; i32.ne
-				c.n, ok[0] = local(7, 0x20)
-				c.i, ok[1] = x, true
-				c.step, ok[2] = step(5)
-				tee, isTee := local(3, 0x22)
-				ok[3] = isTee && tee == c.i
-				c.tail = starts[len(starts)-7]
-				break
-			}
+		if _, isGet := in.i32Local(b, at(6), 0x20); isGet {
+			// local.get $n; local.get $i; i32.const c; add|sub; local.tee $i; i32.ne
+			c.n, ok[0] = in.i32Local(b, at(7), 0x20)
+			c.i, ok[1] = in.i32Local(b, at(6), 0x20)
+			c.step, ok[2] = stepAt(b, at(5), at(4))
+			c.step0 = at(3)
+			tee, isTee := in.i32Local(b, at(3), 0x22)
+			ok[3] = isTee && tee == c.i
+		} else {
+			// local.get $i; i32.const c; add|sub; local.tee $i; local.get $n; i32.ne
+			c.i, ok[0] = in.i32Local(b, at(7), 0x20)
+			c.step, ok[1] = stepAt(b, at(6), at(5))
+			c.step0 = at(4)
+			tee, isTee := in.i32Local(b, at(4), 0x22)
+			ok[2] = isTee && tee == c.i
+			c.n, ok[3] = in.i32Local(b, at(3), 0x20)
 		}
-		// local.get $i; i32.const c; add|sub; local.tee $i; local.get $n; i32.ne
-		c.i, ok[0] = local(7, 0x20)
-		c.step, ok[1] = step(6)
-		tee, isTee := local(4, 0x22)
-		ok[2] = isTee && tee == c.i
-		c.n, ok[3] = local(3, 0x20)
-		c.tail = starts[len(starts)-7]
+		c.tail = at(7)
 	default: // local.get $i; i32.const c; add|sub; local.tee $i; br_if 0
-		c.i, ok[0] = local(5, 0x20)
-		c.step, ok[1] = step(4)
-		tee, isTee := local(2, 0x22)
+		c.i, ok[0] = in.i32Local(b, at(5), 0x20)
+		c.step, ok[1] = stepAt(b, at(4), at(3))
+		c.step0 = at(2)
+		tee, isTee := in.i32Local(b, at(2), 0x22)
 		ok[2] = isTee && tee == c.i
 		c.zero, ok[3] = true, true
-		c.tail = starts[len(starts)-5]
+		c.tail = at(5)
 	}
 	if ok != [4]bool{true, true, true, true} || !c.zero && c.n == c.i {
 		return nil
@@ -259,6 +263,71 @@ func (in *inserter) backEdge(b []byte, starts []int) *chunkLoop {
 		c.shift++
 	}
 	return c
+}
+
+// topTest matches a loop tested at its top, as AssemblyScript writes a
+// for loop: the body (its instructions at starts) is
+//
+//	local.get $i  local.get $n  i32.lt_s|i32.lt_u  if
+//	  ...
+//	  local.get $i  i32.const 1  i32.add  local.set $i  br 1
+//	end
+//
+// with no else (inner holds the if's own instructions).
+func (in *inserter) topTest(b []byte, starts, inner []int) *chunkLoop {
+	if len(starts) != 4 || len(inner) < 5 {
+		return nil
+	}
+	c := &chunkLoop{top: true, step: 1, tail: -1}
+	var ok [6]bool
+	c.i, ok[0] = in.i32Local(b, starts[0], 0x20)
+	c.n, ok[1] = in.i32Local(b, starts[1], 0x20)
+	c.bound = starts[1]
+	op, _ := instrAt(b, starts[2])
+	c.test, ok[2] = op, op == 0x48 || op == 0x49
+	ok[3] = b[starts[3]] == 0x04 && starts[3]+1 < len(b) && b[starts[3]+1] == 0x40
+	at := func(k int) int { return inner[len(inner)-k] }
+	get, isGet := in.i32Local(b, at(5), 0x20)
+	step, isStep := stepAt(b, at(4), at(3))
+	set, isSet := in.i32Local(b, at(2), 0x21)
+	ok[4] = isGet && get == c.i && isStep && step == 1 && isSet && set == c.i
+	bop, imm := instrAt(b, at(1))
+	ok[5] = bop == 0x0c && imm.u32() == 1 && imm.err == nil
+	if ok != [6]bool{true, true, true, true, true, true} || c.n == c.i {
+		return nil
+	}
+	c.step0, c.back = at(2), at(1)
+	return c
+}
+
+// instrAt returns the opcode at b[p] and a reader of its immediates.
+func instrAt(b []byte, p int) (byte, *reader) {
+	return b[p], &reader{b: b, pos: p + 1}
+}
+
+// i32Local reads the local index of the local.get, set or tee (want) at
+// b[p], and reports whether it is that instruction on an i32 local.
+func (in *inserter) i32Local(b []byte, p int, want byte) (uint32, bool) {
+	op, imm := instrAt(b, p)
+	x := imm.u32()
+	return x, op == want && imm.err == nil && int(x) < len(in.ltypes) && in.ltypes[x] == 0x7f
+}
+
+// stepAt reads the step d of `i32.const c; i32.add|i32.sub` at b[p] and
+// b[q] (c, or -c for a subtraction), and reports whether it is a nonzero
+// power of two up to 2^16 either way.
+func stepAt(b []byte, p, q int) (int64, bool) {
+	op, imm := instrAt(b, p)
+	c := int64(imm.s32())
+	add, _ := instrAt(b, q)
+	if op != 0x41 || imm.err != nil || add != 0x6a && add != 0x6b {
+		return 0, false
+	}
+	if add == 0x6b {
+		c = -c
+	}
+	a := max(c, -c)
+	return c, c != 0 && a <= 1<<16 && a&(a-1) == 0
 }
 
 // labelResults reports whether the label o levels out from the block
@@ -280,6 +349,85 @@ func (in *inserter) openChunk(w *writer, c *chunkLoop) {
 	i32 := func(v int64) { w.byte(0x41); w.s64(int64(int32(uint32(v)))) } // as its 32 bits
 	i64 := func(v int64) { w.byte(0x42); w.s64(v) }
 	w.raw([]byte{0x03, 0x40}) // loop $chunk
+	if c.top {
+		in.topTrips(w, c)
+	} else {
+		in.backEdgeTrips(w, c)
+	}
+	// No more iterations than the budget covers, and at least one (none
+	// when a loop tested at its top has none left): when the budget is
+	// short of n's charge, n = min(n, budget / cost), or min(n, 1) when
+	// the budget is below one iteration's cost.
+	get(b)
+	get(t)
+	w.byte(0xad) // i64.extend_i32_u
+	i64(c.cost)
+	w.raw([]byte{0x7e, 0x53, 0x04, 0x40}) // i64.mul; i64.lt_s; if
+	get(b)
+	i64(c.cost)
+	w.raw([]byte{0x53, 0x04, 0x7f}) // i64.lt_s; if (result i32)
+	get(t)
+	i32(1)
+	get(t)
+	i32(1)
+	w.raw([]byte{0x49, 0x1b}) // i32.lt_u; select: min(n, 1)
+	w.byte(0x05)              // else
+	get(b)
+	i64(c.cost)
+	w.raw([]byte{0x80, 0xa7, 0x0b}) // i64.div_u; i32.wrap_i64; end
+	w.byte(0x22)
+	w.u32(lim)
+	get(t)
+	get(lim)
+	get(t)
+	w.raw([]byte{0x49, 0x1b}) // i32.lt_u; select: the smaller
+	w.byte(0x21)
+	w.u32(t)
+	w.byte(0x0b) // end
+	// Charge the chunk (a loop tested at its top may have no iteration
+	// left: then nothing).
+	if c.top {
+		get(t)
+		w.raw([]byte{0x04, 0x40}) // if
+	}
+	get(b)
+	get(t)
+	w.byte(0xad) // i64.extend_i32_u
+	i64(c.cost)
+	w.raw([]byte{0x7e, 0x7d}) // i64.mul; i64.sub
+	in.m.refillLocalIfSpent(w, b)
+	if c.top {
+		w.byte(0x0b)
+	}
+	// $lim = $i + n*d
+	get(c.i)
+	get(t)
+	if c.shift > 0 {
+		i32(int64(c.shift))
+		w.byte(0x74) // i32.shl
+	}
+	if c.step > 0 {
+		w.byte(0x6a)
+	} else {
+		w.byte(0x6b)
+	}
+	w.byte(0x21)
+	w.u32(lim)
+	if len(c.exits) > 0 {
+		w.raw([]byte{0x02, 0x40}) // block $done
+		for range c.exits {
+			w.raw([]byte{0x02, 0x40}) // block $pad
+		}
+	}
+	w.raw([]byte{0x03, 0x40}) // loop $l
+}
+
+// backEdgeTrips leaves in $t the iterations a loop with a counted back
+// edge has left from $i, at most c.max.
+func (in *inserter) backEdgeTrips(w *writer, c *chunkLoop) {
+	t, lim := uint32(in.chunkTmp), uint32(in.chunkTmp+1)
+	get := func(x uint32) { w.byte(0x20); w.u32(x) }
+	i32 := func(v int64) { w.byte(0x41); w.s64(int64(int32(uint32(v)))) } // as its 32 bits
 	// The trips left before $i reaches $n, less one, scaled by |d|:
 	// E = ($n - $i) * sign(d) - |d| (modulo 2^32). When E < max*|d| the
 	// loop ends within max iterations, after E/|d| + 1 of them (E is a
@@ -316,59 +464,29 @@ func (in *inserter) openChunk(w *writer, c *chunkLoop) {
 	w.byte(0x1b) // select: n
 	w.byte(0x21) // local.set $t
 	w.u32(t)
-	// No more iterations than the budget covers, and at least one: when
-	// the budget is short of n's charge, n = min(n, budget / cost), or 1
-	// when the budget is below one iteration's cost.
-	get(b)
-	get(t)
-	w.byte(0xad) // i64.extend_i32_u
-	i64(c.cost)
-	w.raw([]byte{0x7e, 0x53, 0x04, 0x40}) // i64.mul; i64.lt_s; if
-	get(b)
-	i64(c.cost)
-	w.raw([]byte{0x53, 0x04, 0x7f}) // i64.lt_s; if (result i32)
-	i32(1)
-	w.byte(0x05) // else
-	get(b)
-	i64(c.cost)
-	w.raw([]byte{0x80, 0xa7, 0x0b}) // i64.div_u; i32.wrap_i64; end
-	w.byte(0x22)
+}
+
+// topTrips leaves in $t the iterations a loop tested at its top has left
+// from $i ($n - $i while $i < $n, else none), at most c.max.
+func (in *inserter) topTrips(w *writer, c *chunkLoop) {
+	t, lim := uint32(in.chunkTmp), uint32(in.chunkTmp+1)
+	get := func(x uint32) { w.byte(0x20); w.u32(x) }
+	get(c.n)
+	get(c.i)
+	w.raw([]byte{0x6b, 0x41, 0x00}) // i32.sub; i32.const 0
+	get(c.i)
+	get(c.n)
+	w.raw([]byte{c.test, 0x1b}) // the loop's test; select
+	w.byte(0x22)                // local.tee $lim (the trips for now)
 	w.u32(lim)
-	get(t)
+	w.byte(0x41)
+	w.s64(c.max)
 	get(lim)
-	get(t)
+	w.byte(0x41)
+	w.s64(c.max)
 	w.raw([]byte{0x49, 0x1b}) // i32.lt_u; select: the smaller
 	w.byte(0x21)
 	w.u32(t)
-	w.byte(0x0b) // end
-	// Charge the chunk.
-	get(b)
-	get(t)
-	w.byte(0xad) // i64.extend_i32_u
-	i64(c.cost)
-	w.raw([]byte{0x7e, 0x7d}) // i64.mul; i64.sub
-	in.m.refillLocalIfSpent(w, b)
-	// $lim = $i + n*d
-	get(c.i)
-	get(t)
-	if c.shift > 0 {
-		i32(int64(c.shift))
-		w.byte(0x74) // i32.shl
-	}
-	if c.step > 0 {
-		w.byte(0x6a)
-	} else {
-		w.byte(0x6b)
-	}
-	w.byte(0x21)
-	w.u32(lim)
-	if len(c.exits) > 0 {
-		w.raw([]byte{0x02, 0x40}) // block $done
-		for range c.exits {
-			w.raw([]byte{0x02, 0x40}) // block $pad
-		}
-	}
-	w.raw([]byte{0x03, 0x40}) // loop $l
 }
 
 // chunkExit copies a conditional branch out of the chunk's loop, k blocks
@@ -411,6 +529,40 @@ func (in *inserter) chunkRefund(w *writer) {
 	w.u32(b)
 }
 
+// chunkLeave gives back, in a chunk, the iterations that will not start,
+// before the function is left (return, a tail call, a throw).
+func (in *inserter) chunkLeave(w *writer) {
+	if in.chunk != nil {
+		in.chunkRefund(w)
+	}
+}
+
+// chunkBudget cuts the chunk, if any, before an instruction that reads or
+// charges the budget (chunkCut).
+func (in *inserter) chunkBudget(w *writer) {
+	if in.chunk != nil {
+		in.chunkCut(w)
+	}
+}
+
+// chunkCut ends the chunk with the current iteration, before anything
+// in it that reads or charges the budget (a call, a bulk operation, a
+// grow): it gives back the iterations that will not start in this chunk,
+// so the budget is the inline shape's, and points $lim one step on, so
+// the next test ends the chunk and the next chunk starts from the budget
+// then.
+func (in *inserter) chunkCut(w *writer) {
+	c := in.chunk
+	in.chunkRefund(w)
+	w.byte(0x20)
+	w.u32(c.i)
+	w.byte(0x41)
+	w.s64(c.step)
+	w.byte(0x6a) // i32.add
+	w.byte(0x21)
+	w.u32(uint32(in.chunkTmp + 1))
+}
+
 // chunkBackEdge replaces the loop's back edge: $i moves as before, and
 // the chunk ends at $lim.
 func (in *inserter) chunkBackEdge(w *writer) {
@@ -437,18 +589,30 @@ func (in *inserter) closeChunk(w *writer) {
 	w.byte(0x0b)
 	w.byte(0x20)
 	w.u32(c.i)
-	if !c.zero {
+	switch {
+	case c.top:
+		w.byte(0x20)
+		w.u32(c.n)
+		w.byte(c.test)
+	case !c.zero:
 		w.byte(0x20)
 		w.u32(c.n)
 		w.byte(0x47) // i32.ne
 	}
 	w.byte(0x0d) // br_if $chunk
 	if m == 0 {
-		w.raw([]byte{0x00, 0x0b}) // end $chunk
+		w.byte(0x00)
+	} else {
+		w.u32(m + 1)
+	}
+	if c.top { // the test that ends the loop: its pass is charged too
+		in.budgetCheck(w, c.cost)
+	}
+	if m == 0 {
+		w.byte(0x0b) // end $chunk
 		in.chunk = nil
 		return
 	}
-	w.u32(m + 1)
 	w.byte(0x0c) // br $done
 	w.u32(m)
 	for j, o := range c.exits {

@@ -411,8 +411,9 @@ func (g *gen) stmts() {
 // countedLoop writes a loop in the shape compilers give a counted loop
 // (the meter's chunk shape, chunk.go): $c moves by a step of plus or
 // minus a power of two until it equals $n, with the back edge in one of
-// the three forms the chunk shape takes and a conditional branch out of
-// the loop in the middle of the body. A loop that calls nothing runs up
+// the three forms the chunk shape takes, or counts up by one while it is
+// below $n (signed or not), tested at the top; a conditional branch out
+// of the loop sits in the middle of the body. A loop that calls nothing runs up
 // to 600 times (many chunks), or 20 inside another loop; one that calls,
 // up to 3 times, so that loops calling loops stay short.
 func (g *gen) countedLoop() {
@@ -443,10 +444,17 @@ func (g *gen) countedLoop() {
 	if g.next()%2 == 1 {
 		op, c = "sub", -step
 	}
-	form := g.next() % 3
+	form := g.next() % 5
 	bound := start + int32(trips*step)
 	if form == 2 { // the bound is 0: start where the trips end there
 		start, bound = -int32(trips*step), 0
+	}
+	if form >= 3 { // tested at the top, as AssemblyScript's for: $c counts up to $n
+		test := []string{"lt_s", "lt_u"}[form-3]
+		g.w("(block $x%d (local.set $c%d (i32.const %d)) (local.set $n%d (i32.const %d)) ", l, l, start, l, start+int32(trips))
+		g.w("(loop $l%d (if (i32.%s (local.get $c%d) (local.get $n%d)) (then %s", l, test, l, l, body)
+		g.w("(local.set $c%d (i32.add (local.get $c%d) (i32.const 1))) (br $l%d))))) ", l, l, l)
+		return
 	}
 	g.w("(block $x%d (local.set $c%d (i32.const %d)) (local.set $n%d (i32.const %d)) (loop $l%d %s", l, l, start, l, bound, l, body)
 	next := fmt.Sprintf("(local.tee $c%d (i32.%s (local.get $c%d) (i32.const %d)))", l, op, l, c)

@@ -68,10 +68,16 @@ type inserter struct {
 // it again: fuel counts are those of the inline shape.
 func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (copied, checked bool, err error) {
 	start := r.pos
-	if in.chunk != nil && start == in.chunk.tail {
+	if c := in.chunk; c != nil && start == c.tail {
 		in.chunkBackEdge(w)
-		r.pos = in.chunk.end
+		r.pos = c.end
 		return true, false, nil
+	} else if c != nil && c.top && start == c.bound { // the test reads $lim for $n
+		r.pos++
+		r.u32()
+		w.byte(0x20)
+		w.u32(uint32(in.chunkTmp + 1))
+		return true, false, r.err
 	}
 	switch op := r.b[r.pos]; op {
 	case 0x02, 0x04: // block, if
@@ -276,6 +282,7 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 	start := r.pos
 	switch op := r.byte(); op {
 	case 0x10: // call
+		in.chunkBudget(w)
 		in.store(w)
 		w.byte(op)
 		w.u32(m.shift(r.u32()))
@@ -290,23 +297,25 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 		if err := r.skipInstr(); err != nil {
 			return err
 		}
+		in.chunkBudget(w)
 		in.store(w)
 		w.raw(r.b[start:r.pos])
 		in.load(w)
 		return nil
 	case 0x12: // return_call
+		in.chunkLeave(w)
 		in.leave(w)
 		w.byte(op)
 		w.u32(m.shift(r.u32()))
 		return r.err
 	case 0x0f, 0x13, 0x15: // return, return_call_indirect, return_call_ref
-		if in.chunk != nil {
-			in.chunkRefund(w)
-		}
+		in.chunkLeave(w)
 		in.leave(w)
 	case 0x08, 0x09, 0x0a: // throw, rethrow, throw_ref
+		in.chunkLeave(w)
 		in.store(w)
 	case 0x40: // memory.grow
+		in.chunkBudget(w)
 		if in.tmp >= 0 {
 			in.setTmp(w, 0)
 		}
@@ -331,7 +340,11 @@ func (in *inserter) copyInstr(r *reader, w *writer) error {
 		if in.tmp < 0 {
 			break
 		}
-		switch kind := bulkCharge(r.b, start); kind {
+		kind := bulkCharge(r.b, start)
+		if kind != chargeNone {
+			in.chunkBudget(w)
+		}
+		switch kind {
 		case chargeBytes, chargeElements:
 			in.setTmp(w, 0)
 			in.charge(w, kind)
