@@ -194,9 +194,15 @@ func (in *inserter) findChunk(b, bt []byte, body int, cost int64) *chunkLoop {
 				}
 			}
 			// The chunk shape's blocks beyond the retry shape's two: the
-			// budget's ifs, and the exits' pads.
+			// budget's ifs (two more for a loop tested at its top: the
+			// charge skipped when no trip is left, the last test's
+			// charge), and the exits' pads.
 			c.exits = exits
-			if need := 1 + c.added(); need <= in.spareBlocks {
+			need := 1 + c.added()
+			if c.top {
+				need += 2
+			}
+			if need <= in.spareBlocks {
 				in.spareBlocks -= need
 				return c
 			}

@@ -3,6 +3,7 @@ package meter
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -268,4 +269,24 @@ func TestChunkRefillPoints(t *testing.T) {
 	}
 	require.Greater(t, len(seen[true]), 50, "refills inside the loop")
 	require.Equal(t, seen[true], seen[false], "the refills' counters, inline then chunked")
+}
+
+// TestChunkBlocksWithinMaxBlocks checks that the chunk shape's extra
+// blocks come out of Options.MaxBlocks: with room for two, two of five
+// counted loops take it and the others keep the retry shape.
+func TestChunkBlocksWithinMaxBlocks(t *testing.T) {
+	loop := `(local.set $i (i32.const 0)) (loop $l (local.set $s (i32.add (local.get $s) (local.get $i)))
+    (br_if $l (i32.ne (local.get $n) (local.tee $i (i32.add (local.get $i) (i32.const 1))))))`
+	src := `(module (func (export "run") (param $n i32) (result i32) (local $i i32) (local $s i32) ` +
+		strings.Repeat(loop, 5) + ` (local.get $s)))`
+	chunks := func(maxBlocks int) int {
+		out, err := Instrument(wat.Must(src), Options{Meter: true, StackLimit: 1 << 20, MaxBlocks: maxBlocks})
+		require.NoError(t, err)
+		// Each chunk's budget cut ends in i64.div_u; i32.wrap_i64; end.
+		return strings.Count(string(out), "\x80\xa7\x0b")
+	}
+	require.Equal(t, 5, chunks(0), "no limit: every loop")
+	// 5 blocks and 5 loops: the retry shape needs 5 + 2*5; each chunk two more.
+	require.Equal(t, 2, chunks(5+2*5+2*2+1))
+	require.Equal(t, 0, chunks(5+2*5+1))
 }
