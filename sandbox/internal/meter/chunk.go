@@ -558,26 +558,26 @@ func (in *inserter) chunkBudget(w *writer) {
 // the next test ends the chunk and the next chunk starts from the budget
 // then.
 func (in *inserter) chunkCut(w *writer) {
-	c := in.chunk
 	in.chunkRefund(w)
-	w.byte(0x20)
-	w.u32(c.i)
-	w.byte(0x41)
-	w.s64(c.step)
-	w.byte(0x6a) // i32.add
+	in.nextI(w)
 	w.byte(0x21)
 	w.u32(uint32(in.chunkTmp + 1))
+}
+
+// nextI pushes $i + d.
+func (in *inserter) nextI(w *writer) {
+	w.byte(0x20)
+	w.u32(in.chunk.i)
+	w.byte(0x41)
+	w.s64(in.chunk.step)
+	w.byte(0x6a) // i32.add
 }
 
 // chunkBackEdge replaces the loop's back edge: $i moves as before, and
 // the chunk ends at $lim.
 func (in *inserter) chunkBackEdge(w *writer) {
 	c := in.chunk
-	w.byte(0x20)
-	w.u32(c.i)
-	w.byte(0x41)
-	w.s64(c.step)
-	w.byte(0x6a) // i32.add
+	in.nextI(w)
 	w.byte(0x22)
 	w.u32(c.i)
 	w.byte(0x20)
