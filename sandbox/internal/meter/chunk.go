@@ -630,16 +630,3 @@ func (in *inserter) closeChunk(w *writer) {
 	w.raw([]byte{0x0b, 0x0b}) // end $done; end $chunk
 	in.chunk = nil
 }
-
-// blockResults reports whether a block type (its encoding) has results.
-func (in *inserter) blockResults(bt []byte) bool {
-	if len(bt) == 1 && bt[0] == 0x40 {
-		return false
-	}
-	if len(bt) == 1 && bt[0] >= 0x6f || len(bt) > 0 && (bt[0] == 0x63 || bt[0] == 0x64) {
-		return true
-	}
-	r := &reader{b: bt}
-	idx := int64(r.leb(5))
-	return idx < 0 || int(idx) >= len(in.m.types) || len(in.m.types[idx].results) > 0
-}

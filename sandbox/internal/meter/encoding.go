@@ -71,24 +71,15 @@ func (r *reader) leb(maxBytes int) uint64 {
 
 func (r *reader) u32() uint32 { return uint32(r.leb(5)) }
 
-// s32 reads a signed LEB128 of at most 5 bytes (an i32.const's value).
+// s32 reads a signed LEB128 of at most 5 bytes (an i32.const's value):
+// leb's bits, sign-extended from the last byte read.
 func (r *reader) s32() int32 {
-	var v int64
-	for shift := uint(0); shift < 35; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= int64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			if c&0x40 != 0 {
-				v |= -1 << (shift + 7)
-			}
-			return int32(v)
-		}
+	start := r.pos
+	v := r.leb(5)
+	if bits := 7 * uint(r.pos-start); bits < 64 && v&(1<<(bits-1)) != 0 {
+		v |= ^uint64(0) << bits
 	}
-	r.fail(errors.New("LEB128 too long"))
-	return 0
+	return int32(v)
 }
 func (r *reader) name() string {
 	return string(r.bytes(uint64(r.u32())))

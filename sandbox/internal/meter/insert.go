@@ -84,7 +84,8 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		br := &reader{b: r.b, pos: start + 1}
 		br.skipBlockType()
 		in.frames = append(in.frames, 0)
-		in.results = append(in.results, br.err == nil && in.blockResults(r.b[start+1:br.pos]))
+		_, results := in.blockArity(r.b[start+1 : br.pos])
+		in.results = append(in.results, br.err == nil && results)
 	case 0x03: // loop
 		r.pos++
 		bt := r.pos
@@ -92,7 +93,7 @@ func (in *inserter) copyControl(r *reader, w *writer, costs []int64, next int) (
 		if r.err != nil {
 			return false, false, r.err
 		}
-		params := in.blockParams(r.b[bt:r.pos])
+		params, _ := in.blockArity(r.b[bt:r.pos])
 		if in.local < 0 || next >= len(costs) || params {
 			in.frames = append(in.frames, 0)
 			in.results = append(in.results, params)
@@ -263,15 +264,21 @@ func (in *inserter) label(d uint32) uint32 {
 	return out
 }
 
-// blockParams reports whether a block type (its encoding) takes
-// parameters.
-func (in *inserter) blockParams(bt []byte) bool {
-	if len(bt) == 1 && (bt[0] == 0x40 || bt[0] >= 0x6f) || len(bt) > 0 && (bt[0] == 0x63 || bt[0] == 0x64) {
-		return false
+// blockArity reports whether a block type (its encoding) takes
+// parameters and whether it has results.
+func (in *inserter) blockArity(bt []byte) (params, results bool) {
+	switch {
+	case len(bt) == 1 && bt[0] == 0x40:
+		return false, false
+	case len(bt) == 1 && bt[0] >= 0x6f || len(bt) > 0 && (bt[0] == 0x63 || bt[0] == 0x64):
+		return false, true // one value type
 	}
 	r := &reader{b: bt}
 	idx := int64(r.leb(5)) // s33, non-negative for a type index
-	return idx < 0 || int(idx) >= len(in.m.types) || in.m.types[idx].params > 0
+	if idx < 0 || int(idx) >= len(in.m.types) {
+		return true, true
+	}
+	return in.m.types[idx].params > 0, len(in.m.types[idx].results) > 0
 }
 
 // copyInstr copies one instruction, remapping function indices, syncing a
