@@ -284,11 +284,26 @@ func (cl *call) callerTimeout(e *CallbackError) *CallbackError {
 // prepare makes the instance's scratch region large enough for the plan's
 // frame and writes the frame's metadata.
 func (cl *call) prepare(ctx context.Context) *CallbackError {
-	c, g, p := cl.c, cl.g, cl.p
-	if err := g.ensureScratch(ctx, p.layout.Size); err != nil {
+	c, p := cl.c, cl.p
+	err := cl.g.ensureScratch(ctx, p.layout.Size)
+	for try := 1; try < renewTries && errors.Is(err, sandbox.ErrNotStarted); try++ {
+		// The instance's worker had died before the frame's allocation
+		// reached it (isolation: process; killed, say, while the instance
+		// waited in the pool): nothing ran, so the call takes a new
+		// instance, as the run phase does.
+		g, rerr := c.pool.renew(ctx, cl.g)
+		if rerr != nil {
+			cl.g, cl.kept = nil, false // renew released the slot
+			return c.callError(rerr, "instantiate")
+		}
+		cl.g, cl.st.NewInstance = g, true
+		err = g.ensureScratch(ctx, p.layout.Size)
+	}
+	if err != nil {
 		cl.kept = false
 		return c.callError(err, "allocating the call frame")
 	}
+	g := cl.g
 	base := g.scratch.Off
 	cl.frame = g.inst.Memory()[base : uint64(base)+uint64(p.layout.Size)]
 	g.calls++
@@ -420,8 +435,8 @@ func (cl *call) run(ctx context.Context) *CallbackError {
 	return nil
 }
 
-// renewTries bounds the runs of one call whose worker died before the
-// call reached it.
+// renewTries bounds the tries of one call whose worker died before the
+// call reached it: the frame's allocation (prepare) and the run.
 const renewTries = 3
 
 // inputsInFrame reports whether every input lives in the call frame (none
